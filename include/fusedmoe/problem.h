@@ -1,0 +1,81 @@
+// fusedmoe/problem.h — the descriptor of one MoE layer call and the tensors it reads and writes.
+//
+// Shapes (row-major, last index contiguous; E_l = local experts + shared experts):
+//   x            [T, K]      act_dtype (bf16 | fp16), rows x_row_stride elements apart
+//   w1           [E_l, R1, K] R1 = 2N gated (gate rows then up rows, or interleaved), N otherwise
+//   w2           [E_l, K, N]
+//   b1, b2       [E_l, R1], [E_l, K] float32 (when has_expert_bias)
+//   out          [T, K]      act_dtype, rows out_row_stride elements apart
+// Scales: see fusedmoe/quant.h. Expert parallelism: expert_map [E] int32 maps a global expert id
+// to its local index or -1 (not on this rank; the layer then returns this rank's partial sum).
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+
+#include "fusedmoe/activation.h"
+#include "fusedmoe/quant.h"
+#include "fusedmoe/router.h"
+#include "fusedmoe/types.h"
+
+namespace fusedmoe {
+
+struct MoeProblem {
+  int64_t num_tokens = 0;   // T of this call (0 is valid: nothing to do)
+  int64_t max_tokens = 0;   // the planned maximum; the workspace is sized for it
+  int num_experts = 0;      // E: routed experts of the model (global ids 0..E-1)
+  int num_local_experts = -1;  // routed experts held here; -1 = all E (no expert map)
+  int hidden = 0;           // K
+  int intermediate = 0;     // N per expert (per rank under tensor parallelism)
+  DType act_dtype = DType::kBFloat16;
+  QuantScheme quant;
+  Activation activation;
+  RouterConfig router;
+  int num_shared_experts = 0;       // 0 or 1: fused as local expert index local_experts()
+  float shared_expert_scale = 1.f;  // its combine weight
+  bool has_expert_bias = false;
+
+  int top_k() const { return router.top_k; }
+  int local_experts() const { return num_local_experts < 0 ? num_experts : num_local_experts; }
+  // Experts whose weights are passed (local routed + shared).
+  int weight_experts() const { return local_experts() + num_shared_experts; }
+  int gemm1_rows() const { return activation.gemm1_rows(intermediate); }
+  // Rows each token contributes to the grouped GEMMs (k routed + shared).
+  int slots_per_token() const { return router.top_k + num_shared_experts; }
+  // 2*T*(k+shared)*(R1*K + K*N)
+  double flops() const;
+};
+
+std::ostream& operator<<(std::ostream& os, const MoeProblem& p);
+
+struct MoeTensors {
+  const void* x = nullptr;
+  int64_t x_row_stride = 0;  // elements; 0 = K
+
+  // Routing inputs (which ones depends on router.kind).
+  const void* router_logits = nullptr;     // [T, E] router.logits_dtype
+  const float* correction_bias = nullptr;  // [E]
+  const int64_t* token_ids = nullptr;      // [T] (kHash)
+  const int32_t* hash_table = nullptr;     // [hash_vocab, k] (kHash)
+  int64_t hash_vocab = 0;
+  const int32_t* topk_ids = nullptr;       // [T, k] (kPrecomputed)
+  const float* topk_weights = nullptr;     // [T, k] (kPrecomputed)
+  const int32_t* expert_map = nullptr;     // [E], required when num_local_experts >= 0
+
+  const void* w1 = nullptr;
+  const void* w1_scale = nullptr;
+  const float* b1 = nullptr;
+  const void* w2 = nullptr;
+  const void* w2_scale = nullptr;
+  const float* b2 = nullptr;
+  const float* act_scale = nullptr;   // kPerTensorStatic: scale of the GEMM1 input
+  const float* act2_scale = nullptr;  // kPerTensorStatic: scale of the GEMM2 input
+
+  void* out = nullptr;
+  int64_t out_row_stride = 0;  // elements; 0 = K
+
+  // Optional: the routing decided by the layer, [T, k] each (global expert ids).
+  int32_t* out_topk_ids = nullptr;
+  float* out_topk_weights = nullptr;
+};
+
+}  // namespace fusedmoe

@@ -1,0 +1,94 @@
+// Device queries through the CUDA runtime, and what this build contains.
+#include <cuda_runtime.h>
+
+#include <sstream>
+
+#include "core/check.h"
+#include "fusedmoe/device.h"
+#include "kernels/registry.h"
+
+#if defined(FUSEDMOE_WITH_NCCL)
+#include <nccl.h>
+#endif
+
+namespace fusedmoe {
+
+namespace {
+Status cuda_status(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return Status::Ok();
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
+    return Status(StatusCode::kNoDevice, std::string(what) + ": " + cudaGetErrorString(e));
+  return Status(StatusCode::kCudaError, std::string(what) + ": " + cudaGetErrorString(e));
+}
+}  // namespace
+
+Status current_device(int* ordinal) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error for later calls
+    return Status(StatusCode::kNoDevice, std::string("no CUDA device: ") + cudaGetErrorString(e));
+  }
+  if (n == 0) return Status(StatusCode::kNoDevice, "no CUDA device");
+  return cuda_status(cudaGetDevice(ordinal), "cudaGetDevice");
+}
+
+Status query_device(int ordinal, DeviceInfo* info) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    cudaGetLastError();
+    return Status(StatusCode::kNoDevice, "no CUDA device");
+  }
+  FM_REQUIRE(ordinal >= 0 && ordinal < n, kInvalidArgument, "device " << ordinal << " out of range [0, " << n << ")");
+  cudaDeviceProp prop{};
+  FM_TRY(cuda_status(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties"));
+  info->ordinal = ordinal;
+  info->name = prop.name;
+  info->cc_major = prop.major;
+  info->cc_minor = prop.minor;
+  info->num_sms = prop.multiProcessorCount;
+  info->l2_bytes = static_cast<size_t>(prop.l2CacheSize);
+  info->smem_per_block_optin = prop.sharedMemPerBlockOptin;
+  info->global_mem_bytes = prop.totalGlobalMem;
+  cudaDriverGetVersion(&info->driver_version);
+  cudaRuntimeGetVersion(&info->runtime_version);
+  return Status::Ok();
+}
+
+Status check_device_supported(int ordinal) {
+#if !defined(FUSEDMOE_WITH_CUDA)
+  (void)ordinal;
+  return Status(StatusCode::kNoDevice, "this build has no CUDA kernels (configured with FUSEDMOE_WITH_CUDA=OFF)");
+#else
+  DeviceInfo info;
+  FM_TRY(query_device(ordinal, &info));
+  FM_REQUIRE(info.cc_major == 9 && info.cc_minor == 0, kWrongArch,
+             "device " << ordinal << " (" << info.name << ") is sm_" << info.cc_major << info.cc_minor
+                       << "; fusedmoe kernels are built for sm_90a (Hopper H100/H200) only");
+  return Status::Ok();
+#endif
+}
+
+BuildInfo build_info() {
+  BuildInfo b;
+  b.version = FUSEDMOE_VERSION;
+#if defined(FUSEDMOE_WITH_CUDA)
+  b.with_cuda = true;
+  b.cuda_archs = FUSEDMOE_CUDA_ARCHS;
+  b.cutlass_version = FUSEDMOE_CUTLASS_VERSION;
+#endif
+  b.cuda_compile_version = CUDART_VERSION;
+#if defined(FUSEDMOE_WITH_NCCL)
+  b.with_nccl = true;
+  int v = 0;
+  if (ncclGetVersion(&v) == ncclSuccess) {
+    std::ostringstream os;
+    os << v / 10000 << "." << (v / 100) % 100 << "." << v % 100;
+    b.nccl_version = os.str();
+  }
+#endif
+  b.kernels = kernels::compiled_kernel_names();
+  return b;
+}
+
+}  // namespace fusedmoe

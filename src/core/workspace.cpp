@@ -1,0 +1,51 @@
+#include "core/workspace.h"
+
+#include "fusedmoe/types.h"
+
+namespace fusedmoe::detail {
+
+namespace {
+struct Builder {
+  size_t cursor = 0;
+  Region take(size_t bytes) {
+    Region r{cursor, bytes};
+    cursor += (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
+    return r;
+  }
+};
+}  // namespace
+
+WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
+  const size_t t = static_cast<size_t>(p.max_tokens);
+  const size_t k = static_cast<size_t>(p.top_k());
+  const size_t slots = static_cast<size_t>(p.slots_per_token());
+  const size_t groups = static_cast<size_t>(p.weight_experts());
+  const size_t rows = t * slots;
+  const size_t rows_pad = rows + groups * (kMaxTileRows - 1);
+  const size_t kdim = static_cast<size_t>(p.hidden);
+  const size_t ndim = static_cast<size_t>(p.intermediate);
+  const bool fp8 = p.quant.act != ActQuant::kNone;
+  const size_t act_bytes = fp8 ? 1 : dtype_bytes(p.act_dtype);
+  const size_t k_groups = p.quant.act == ActQuant::kGroup128 ? (kdim + 127) / 128 : 1;
+  const size_t n_groups = p.quant.act == ActQuant::kGroup128 ? (ndim + 127) / 128 : 1;
+
+  Builder b;
+  WorkspaceLayout w;
+  w.topk_ids = b.take(t * k * 4);
+  w.topk_weights = b.take(t * k * 4);
+  w.counts = b.take(groups * 4);
+  w.offsets = b.take((groups + 1) * 4);
+  w.padded_offsets = b.take((groups + 1) * 4);
+  w.row_token = b.take(rows_pad * 4);
+  w.slot_row = b.take(t * slots * 4);
+  w.act_in = b.take(rows_pad * kdim * act_bytes);
+  w.act_in_scales = b.take(fp8 ? k_groups * ((rows_pad + 3) / 4 * 4) * 4 : 0);
+  w.intermediate = b.take(rows_pad * ndim * act_bytes);
+  w.inter_scales = b.take(fp8 ? n_groups * ((rows_pad + 3) / 4 * 4) * 4 : 0);
+  w.expert_out = b.take(rows * kdim * dtype_bytes(p.act_dtype));
+  w.error_flag = b.take(16);
+  w.total = b.cursor;
+  return w;
+}
+
+}  // namespace fusedmoe::detail

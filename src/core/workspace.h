@@ -1,0 +1,40 @@
+// Layout of the caller-provided workspace: named regions, each 256-byte aligned, sized for
+// max_tokens. The same function sizes the workspace (workspace_size) and slices it (forward),
+// so the two cannot drift.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "fusedmoe/problem.h"
+
+namespace fusedmoe::detail {
+
+inline constexpr size_t kWorkspaceAlign = 256;
+// Grouped rows are padded per expert up to the tallest GEMM tile.
+inline constexpr int kMaxTileRows = 128;
+
+struct Region {
+  size_t offset = 0;
+  size_t bytes = 0;
+};
+
+struct WorkspaceLayout {
+  Region topk_ids;       // i32 [T, k]
+  Region topk_weights;   // f32 [T, k]
+  Region counts;         // i32 [G]       rows per local expert (G = local + shared)
+  Region offsets;        // i32 [G + 1]   exclusive prefix sums
+  Region padded_offsets; // i32 [G + 1]   prefix sums of counts rounded up to the tile
+  Region row_token;      // i32 [R_pad]   token of each grouped row (-1 in padding)
+  Region slot_row;       // i32 [T, k + shared]
+  Region act_in;         // [R_pad, K]    permuted / quantised GEMM1 input (contiguous layout)
+  Region act_in_scales;  // f32 [K/128 or 1, R_pad] (token index fastest)
+  Region intermediate;   // [R_pad, N]    GEMM1 + activation output
+  Region inter_scales;   // f32 [N/128 or 1, R_pad]
+  Region expert_out;     // act_dtype [R, K] GEMM2 output before the combine
+  Region error_flag;     // i32 [4]       device-side input errors (ids out of range)
+  size_t total = 0;
+
+  static WorkspaceLayout plan(const MoeProblem& p);
+};
+
+}  // namespace fusedmoe::detail

@@ -1,0 +1,41 @@
+// The expert activations of fusedmoe/activation.h, in float64.
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "fusedmoe/reference.h"
+
+namespace fusedmoe::ref {
+namespace {
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double silu(double x) { return x * sigmoid(x); }
+double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x * std::numbers::sqrt2 / 2.0)); }
+double gelu_tanh(double x) {
+  const double kSqrt2OverPi = std::sqrt(2.0 / std::numbers::pi);
+  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+}
+
+}  // namespace
+
+double activate(const Activation& a, double g, double u) {
+  const double limit = a.limit;
+  switch (a.kind) {
+    case ActivationKind::kSiluGated: return silu(g) * u;
+    case ActivationKind::kGeluGated: return gelu_erf(g) * u;
+    case ActivationKind::kGeluTanhGated: return gelu_tanh(g) * u;
+    case ActivationKind::kClampedSwiglu: return silu(std::min(g, limit)) * std::clamp(u, -limit, limit);
+    case ActivationKind::kSwigluOai: {
+      const double gc = std::min(g, limit);
+      const double uc = std::clamp(u, -limit, limit);
+      return (uc + 1.0) * gc * sigmoid(static_cast<double>(a.alpha) * gc);
+    }
+    case ActivationKind::kSquaredRelu: {
+      const double r = std::max(g, 0.0);
+      return r * r;
+    }
+  }
+  return 0.0;
+}
+
+}  // namespace fusedmoe::ref

@@ -1,0 +1,43 @@
+// Random host data for one MoE layer (inputs, routing inputs, weights in their format with
+// scales, biases, expert map) and the MoeTensors view of it. Used by the tests, the command-line
+// tool and the benchmarks. Values are scaled so that every stage's outputs are O(1).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fusedmoe/problem.h"
+
+namespace fusedmoe::testing {
+
+enum class Skew : uint8_t {
+  kUniform,    // logits ~ N(0, 1)
+  kZipf,       // expert e's logit offset by -1.2 * log(1 + e): a few experts take most tokens
+  kOneHot,     // expert 0 (or the first local one) wins every token
+};
+
+struct LayerData {
+  MoeProblem problem;
+  std::vector<uint16_t> x;            // [T, K] bf16/f16 bits
+  std::vector<float> logits_f32;      // [T, E]
+  std::vector<uint16_t> logits_bf16;  // [T, E] when the router reads bf16
+  std::vector<float> correction_bias; // [E]
+  std::vector<int64_t> token_ids;     // [T]
+  std::vector<int32_t> hash_table;    // [vocab, k]
+  std::vector<int32_t> topk_ids;      // [T, k] (precomputed routing)
+  std::vector<float> topk_weights;    // [T, k]
+  std::vector<int32_t> expert_map;    // [E]
+  std::vector<uint8_t> w1, w2;        // raw bytes in the weight format
+  std::vector<uint8_t> w1_scale, w2_scale;  // raw bytes (f32 or ue8m0)
+  std::vector<float> b1, b2;
+  float act_scale = 0.f, act2_scale = 0.f;  // static per-tensor scales
+
+  // Pointers into the vectors above (host memory); out stays null.
+  MoeTensors host_tensors() const;
+  size_t weight_bytes() const { return w1.size() + w2.size() + w1_scale.size() + w2_scale.size(); }
+};
+
+// Validates `p` (num_tokens set) first; returns false with the reason in `why` if invalid.
+bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* out, std::string* why = nullptr);
+
+}  // namespace fusedmoe::testing
