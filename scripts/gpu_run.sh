@@ -22,7 +22,7 @@ say "fusedmoe info: rc=$rc; $(grep -E '^self-test' "$out/info.log" | head -1)"
 
 $g/bin/fusedmoe_gpu_tests --gtest_filter="${GPU_TEST_FILTER:-*}" > "$out/gpu_tests.log" 2>&1; rc=$?
 say "gpu tests: rc=$rc; $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|tests ran|SKIPPED' "$out/gpu_tests.log" | tr '\n' ' ')"
-grep -E "rel_err|FAILED" "$out/gpu_tests.log" | head -40 > "$out/gpu_tests_summary.txt"
+grep -E "rel_l2_err|rel_err|FAILED" "$out/gpu_tests.log" | head -40 > "$out/gpu_tests_summary.txt"
 
 if command -v cuobjdump >/dev/null 2>&1; then
   cuobjdump --dump-sass $g/lib/libfusedmoe.so > "$out/sass.txt" 2>&1

@@ -17,3 +17,7 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 "$root/scripts/fetch_deps.sh"
+case "${FUSEDMOE_CMAKE_ARGS:-}" in
+  *FUSEDMOE_WITH_PYTHON=ON*)
+    python3 -c "import nanobind" 2>/dev/null || python3 -m pip install -q nanobind==3.1.0 ;;
+esac

@@ -1,5 +1,7 @@
 #include "core/workspace.h"
 
+#include <algorithm>
+
 #include "fusedmoe/types.h"
 
 namespace fusedmoe::detail {
@@ -21,7 +23,8 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   const size_t slots = static_cast<size_t>(p.slots_per_token());
   const size_t groups = static_cast<size_t>(p.weight_experts());
   const size_t rows = t * slots;
-  const size_t rows_pad = rows + groups * (kMaxTileRows - 1);
+  // Only non-empty experts are padded to the tile: at most min(groups, rows) of them.
+  const size_t rows_pad = rows + std::min(groups, rows) * (kMaxTileRows - 1);
   const size_t kdim = static_cast<size_t>(p.hidden);
   const size_t ndim = static_cast<size_t>(p.intermediate);
   const bool fp8 = p.quant.act != ActQuant::kNone;

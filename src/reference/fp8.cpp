@@ -28,6 +28,9 @@ constexpr uint32_t kFloatImplicitBit = 0x00800000u;
 // The quiet NaN (sign clear, all mantissa bits set) that the CUDA conversions return for any
 // NaN input: they never propagate a payload or a sign.
 constexpr uint32_t kCanonicalFloatNaN = 0x7FFFFFFFu;
+// UE8M0 decodes through bf16 in CUDA (__nv_cvt_e8m0_to_bf16raw): its NaN is the canonical bf16
+// NaN 0x7FFF widened to float.
+constexpr uint32_t kUe8m0FloatNaN = 0x7FFF0000u;
 
 constexpr uint8_t kE4m3MaxFinite = 0x7E;  // 448
 constexpr uint8_t kE4m3NaN = 0x7F;
@@ -131,7 +134,7 @@ uint8_t float_to_ue8m0(float x) {
 }
 
 float ue8m0_to_float(uint8_t bits) {
-  if (bits == kUe8m0NaN) return float_from_bits(kCanonicalFloatNaN);
+  if (bits == kUe8m0NaN) return float_from_bits(kUe8m0FloatNaN);
   return std::ldexp(1.0f, static_cast<int>(bits) - kUe8m0Bias);  // 2^-127 is a float subnormal
 }
 

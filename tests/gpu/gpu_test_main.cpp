@@ -8,11 +8,12 @@
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  if (GTEST_FLAG_GET(list_tests)) return RUN_ALL_TESTS();
   int device = 0;
   fusedmoe::Status st = fusedmoe::current_device(&device);
   if (st.ok()) st = fusedmoe::check_device_supported(device);
   if (!st.ok()) {
-    const int n = ::testing::UnitTest::GetInstance()->test_to_run_count();
+    const int n = ::testing::UnitTest::GetInstance()->total_test_count();
     std::printf("SKIPPED: %d GPU tests not run: %s\n", n, st.to_string().c_str());
     return 77;
   }
