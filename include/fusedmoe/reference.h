@@ -14,7 +14,8 @@ namespace fusedmoe::ref {
 
 // ---- scalar conversions (bit-exact with cuda_fp8.h / cuda_bf16.h host+device intrinsics) ----
 // float -> e4m3: round to nearest even; finite values beyond 448 and +-inf saturate to +-448
-// (__NV_SATFINITE); NaN -> 0x7F with the sign bit of the input cleared... see fp8.cpp.
+// (__NV_SATFINITE); NaN of either sign and any payload -> 0x7F (the positive NaN: the input's
+// sign is dropped), as the host emulation and sm_90's cvt.rn.satfinite.e4m3x2.f32 both do.
 uint8_t float_to_e4m3(float x);
 float e4m3_to_float(uint8_t bits);
 // UE8M0: value 2^(bits-127); 0xFF = NaN. float_to_ue8m0 rounds UP to a power of two
