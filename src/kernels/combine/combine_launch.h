@@ -1,0 +1,29 @@
+// Host launcher of the combine: out[t, :] = sum over slots s (in slot order, shared last) of
+// w[t, s] * expert_out[slot_row[t, s], :], accumulated in float32, rounded once to act_dtype.
+// Deterministic: the same bits every run (no atomics).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "fusedmoe/types.h"
+
+namespace fusedmoe::kernels {
+
+struct CombineArgs {
+  const void* expert_out = nullptr;   // [R, K] act_dtype, row r of grouped (unpadded) order
+  const int32_t* slot_row = nullptr;  // [T, slots]; -1 slots contribute nothing
+  const float* topk_weights = nullptr;  // [T, k]; nullptr = weight 1 (weights applied earlier)
+  float shared_scale = 1.f;           // weight of slot k when num_shared == 1
+  int64_t num_tokens = 0;
+  int top_k = 0;
+  int num_shared = 0;
+  int hidden = 0;
+  DType act_dtype = DType::kBFloat16;
+  void* out = nullptr;                // [T, K], rows out_row_stride elements apart
+  int64_t out_row_stride = 0;         // 0 = K
+};
+
+cudaError_t launch_combine(const CombineArgs& args, cudaStream_t stream);
+
+}  // namespace fusedmoe::kernels

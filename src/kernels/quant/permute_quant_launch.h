@@ -1,0 +1,54 @@
+// Host launchers of activation movement and quantisation (one pass over the activations):
+//   * quantise x [T, K] in token order (gather layout: GEMM1 reads rows through the plan), or
+//   * permute x into expert order at padded rows (contiguous layout), optionally quantising
+//     on the way and optionally scaling each row by its routing weight (weight_on_input).
+// FP8 output is bit-identical to the reference quantisers (fusedmoe/reference.h).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fusedmoe/quant.h"
+#include "fusedmoe/types.h"
+
+namespace fusedmoe::kernels {
+
+struct PermuteQuantArgs {
+  const void* x = nullptr;           // [T, K] act_dtype (bf16 | f16), rows x_row_stride elements apart
+  int64_t x_row_stride = 0;          // elements; 0 = K
+  DType act_dtype = DType::kBFloat16;
+  int64_t num_tokens = 0;
+  int hidden = 0;                    // K
+  ActQuant quant = ActQuant::kNone;  // kNone: copy (contiguous layout) in act_dtype
+  ScaleFormat scale_format = ScaleFormat::kFloat32;
+  const float* static_scale = nullptr;  // kPerTensorStatic: device pointer to one float
+
+  // Layout. permute == false: output rows are tokens [T, K]. permute == true: output row of
+  // (token, slot) is padded_offsets[g] + (slot_row[t, s] - offsets[g]) for its group g, which
+  // the kernel finds from the plan; rows with slot_row -1 are skipped.
+  bool permute = false;
+  int slots = 0;                        // k + shared
+  int num_groups = 0;
+  const int32_t* slot_row = nullptr;    // [T, slots]
+  const int32_t* row_token = nullptr;   // [R]
+  const int32_t* row_slot = nullptr;    // [R]
+  const int32_t* offsets = nullptr;     // [G + 1]
+  const int32_t* padded_offsets = nullptr;  // [G + 1]
+  const float* row_weight = nullptr;    // [T, k] multiply rows by their routing weight (weight_on_input); shared slot unscaled
+  int top_k = 0;
+
+  void* out = nullptr;                  // [rows_out, K] e4m3 (quantised) or act_dtype
+  // Scales: kPerTensor*: out_scales[0]; kPerToken: [rows_pad4]; kGroup128: [K/128, rows_pad4]
+  // with the row index fastest and rows_pad4 = rows_out rounded up to 4 (DeepGEMM's TMA layout).
+  float* out_scales = nullptr;          // f32 scales, or UE8M0 exponents stored as f32 powers of two
+  int64_t rows_out = 0;                 // rows of `out` (T, or R_pad for permute)
+  void* scratch = nullptr;              // permute_quant_scratch_bytes()
+  size_t scratch_bytes = 0;
+};
+
+size_t permute_quant_scratch_bytes(int64_t max_tokens, int hidden);
+
+cudaError_t launch_permute_quant(const PermuteQuantArgs& args, cudaStream_t stream);
+
+}  // namespace fusedmoe::kernels

@@ -1,0 +1,35 @@
+// Host launcher of the router kernels (every RouterKind of fusedmoe/router.h).
+// One launch, no host synchronisation, no allocation; CUDA-graph capturable.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "fusedmoe/router.h"
+
+namespace fusedmoe::kernels {
+
+// Device-side input errors, recorded in an int32[4] in the workspace:
+//   [0] error code (0 none, 1 = routed id out of [0, E)), set with atomicCAS (first one wins)
+//   [1] token, [2] slot, [3] the offending id
+inline constexpr int kErrorIdOutOfRange = 1;
+
+struct RouterArgs {
+  RouterConfig config;
+  int64_t num_tokens = 0;
+  int num_experts = 0;
+  const void* logits = nullptr;            // [T, E] config.logits_dtype (may be null for kHash/kPrecomputed)
+  const float* correction_bias = nullptr;  // [E] when config.use_correction_bias
+  const int64_t* token_ids = nullptr;      // [T] kHash
+  const int32_t* hash_table = nullptr;     // [hash_vocab, k] kHash
+  int64_t hash_vocab = 0;
+  const int32_t* topk_ids_in = nullptr;    // [T, k] kPrecomputed
+  const float* topk_weights_in = nullptr;  // [T, k] kPrecomputed
+  int32_t* topk_ids = nullptr;             // [T, k] out: global ids, selection order
+  float* topk_weights = nullptr;           // [T, k] out
+  int32_t* error_flag = nullptr;           // int32[4]; ids out of range are replaced by -1 (routed nowhere)
+};
+
+cudaError_t launch_router(const RouterArgs& args, cudaStream_t stream);
+
+}  // namespace fusedmoe::kernels
