@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The GPU loop: runs on the machine with the H200, from the repo root, with .gpu/ staged by
-# scripts/stage_gpu.sh. Runs info, the GPU test suite, the SASS check and the default main job,
-# writes full logs under $OUT (or ./out), and prints a short summary last.
-#   GPU_TEST_FILTER  gtest filter for the GPU suite (default: all)
+# scripts/stage_gpu.sh. Runs info, the GPU test suite, the SASS check, the default main job and
+# the benchmarks, writes logs under $OUT (or ./out), and prints a short summary last.
+#   GPU_TEST_FILTER  gtest filter for the GPU suite (default: all; "-" skips the suite)
 #   SANITIZE=1       also run the suite (filtered by SANITIZE_FILTER) under compute-sanitizer
+#   BENCH            space-separated `fusedmoe bench` suites to run (e.g. "dispatch layer")
+#   BENCH_ARGS       extra arguments for every bench call (e.g. "--tokens 1,16,256")
+# Files written (at most 8, the device tool's limit): summary.txt info.log gpu_tests.log
+# memcheck.log run.log sass.txt.gz bench_<suite>.txt bench_<suite>.json
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -14,15 +18,19 @@ export PATH=/usr/local/cuda/bin:$PATH
 summary=()
 say() { summary+=("$1"); }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader 2>&1 | tee "$out/gpu.txt"
-say "gpu: $(head -1 "$out/gpu.txt"); build commit $(cat $g/COMMIT 2>/dev/null)"
+gpu=$(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader 2>&1 | head -1)
+say "gpu: $gpu; build commit $(cat $g/COMMIT 2>/dev/null); $(date -u +%Y-%m-%dT%H:%MZ)"
 
-$g/bin/fusedmoe info > "$out/info.log" 2>&1; rc=$?
-say "fusedmoe info: rc=$rc; $(grep -E '^self-test' "$out/info.log" | head -1)"
+{ echo "$gpu"; $g/bin/fusedmoe info; } > "$out/info.log" 2>&1; rc=$?
+say "fusedmoe info: rc=$rc; $(grep -E '^self-test|kernels compiled' "$out/info.log" | tr '\n' ' ')"
 
-$g/bin/fusedmoe_gpu_tests --gtest_filter="${GPU_TEST_FILTER:-*}" > "$out/gpu_tests.log" 2>&1; rc=$?
-say "gpu tests: rc=$rc; $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|tests ran|SKIPPED' "$out/gpu_tests.log" | tr '\n' ' ')"
-grep -E "rel_l2_err|rel_err|FAILED" "$out/gpu_tests.log" | head -40 > "$out/gpu_tests_summary.txt"
+if [ "${GPU_TEST_FILTER:-*}" != "-" ]; then
+  t0=$(date +%s)
+  $g/bin/fusedmoe_gpu_tests --gtest_filter="${GPU_TEST_FILTER:-*}" > "$out/gpu_tests.log" 2>&1; rc=$?
+  say "gpu tests: rc=$rc in $(( $(date +%s) - t0 )) s; $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|tests ran|SKIPPED' "$out/gpu_tests.log" | tr '\n' ' ')"
+  fails=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$out/gpu_tests.log" | head -10 | tr '\n' ' ')
+  [ -n "$fails" ] && say "failed: $fails"
+fi
 
 if command -v cuobjdump >/dev/null 2>&1; then
   cuobjdump --dump-sass $g/lib/libfusedmoe.so > "$out/sass.txt" 2>&1
@@ -37,12 +45,20 @@ fi
 
 if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
   compute-sanitizer --tool memcheck $g/bin/fusedmoe_gpu_tests --gtest_filter="${SANITIZE_FILTER:-*}" > "$out/memcheck.log" 2>&1; rc=$?
-  say "memcheck: rc=$rc; $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)"
+  say "memcheck: rc=$rc; $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1); $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]' "$out/memcheck.log" | tr '\n' ' ')"
 fi
 
 $g/bin/fusedmoe run > "$out/run.log" 2>&1; rc=$?
-say "fusedmoe run: rc=$rc; $(grep -E 'self-test|output \[' "$out/run.log" | tr '\n' ' ')"
+say "fusedmoe run: rc=$rc; $(grep -E 'self-test|output \[|max rel' "$out/run.log" | tr '\n' ' ')"
 
+for suite in ${BENCH:-}; do
+  # shellcheck disable=SC2086
+  $g/bin/fusedmoe bench --suite "$suite" --json "$out/bench_$suite.json" ${BENCH_ARGS:-} > "$out/bench_$suite.txt" 2>&1; rc=$?
+  say "bench $suite: rc=$rc (table in bench_$suite.txt)"
+done
+
+echo
+for suite in ${BENCH:-}; do echo "---- bench $suite"; cat "$out/bench_$suite.txt"; done
 echo
 echo "==== summary ===="
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

@@ -4,6 +4,7 @@
 //   fusedmoe run [--preset P] [--tokens T] [--seed S] [--skew uniform|zipf|onehot] [--cpu]
 //                                       one MoE layer on a built-in preset with random weights
 //   fusedmoe explain [--preset P] [--tokens T]   the plan forward() would run, and why
+//   fusedmoe bench [--suite dispatch] [--tokens 1,16,256] [--csv F] [--json F]   benchmarks (GPU)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,6 +20,9 @@
 #include "fusedmoe/fusedmoe.h"
 #include "fusedmoe/reference.h"
 #include "testing/layer_data.h"
+#if defined(FUSEDMOE_WITH_CUDA)
+#include "bench.h"
+#endif
 
 namespace fm = fusedmoe;
 
@@ -42,6 +46,7 @@ void usage() {
       "  info      build, device and compiled kernels\n"
       "  presets   list the built-in presets\n"
       "  explain   print the plan forward() would run, and why\n"
+      "  bench     benchmarks on the GPU: --suite dispatch [--tokens 1,16,256] [--csv F] [--json F]\n"
       "options:\n"
       "  --preset NAME   layer shape (see `fusedmoe presets`); default: dsv3-tp8 on a GPU, tiny-dsv3 on CPU\n"
       "  --tokens T      tokens in the batch (default 4)\n"
@@ -218,6 +223,14 @@ int cmd_run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "bench") == 0) {
+#if defined(FUSEDMOE_WITH_CUDA)
+    return cmd_bench(argc, argv);
+#else
+    std::puts("fusedmoe bench: this build has no CUDA kernels (FUSEDMOE_WITH_CUDA=OFF)");
+    return 1;
+#endif
+  }
   Args a;
   if (!parse(argc, argv, &a)) {
     usage();

@@ -10,6 +10,7 @@
 // is built ahead of time for sm_90a and token counts are runtime arguments.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "fusedmoe/problem.h"
@@ -19,8 +20,10 @@ namespace fusedmoe {
 
 enum class Backend : uint8_t {
   kAuto,           // the oracle picks
-  kFused,          // single-pass fused kernels (gather + GEMM + epilogue)
-  kCutlassGrouped, // CUTLASS grouped GEMMs with separate permute / combine
+  kGrouped,        // permute into expert-contiguous rows -> sm90 TMA/WGMMA grouped GEMM1+act ->
+                   // grouped GEMM2 -> combine (normal or Swap-AB tiles)
+  kFused,          // single-pass fused kernels (gather + GEMM + epilogue): not built yet
+  kCutlassGrouped, // CUTLASS grouped GEMMs with separate permute / combine: not built yet
 };
 
 enum class TileFamily : uint8_t {
@@ -32,6 +35,7 @@ enum class TileFamily : uint8_t {
 struct ForwardOptions {
   Backend backend = Backend::kAuto;  // an explicit choice always wins or fails with the reason
   TileFamily tiles = TileFamily::kAuto;
+  int tokens_tile = 0;  // with tiles forced: kNormal 128; kSwapAB 8, 16, 32 or 64 (0 = default)
 };
 
 const char* to_string(Backend b);
@@ -51,5 +55,44 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
 
 // The plan forward() would run for p, and why (backend, kernels, tiles), as text.
 std::string explain(const MoeProblem& p, const ForwardOptions& options = {});
+
+// ---- the layer's front and back halves, for engines with their own expert GEMMs ----
+// dispatch(): route -> dispatch plan -> activation permutation / quantisation, on `stream`,
+// into the workspace (sized by workspace_size()). No allocation, no host synchronisation:
+// CUDA-graph capturable (a graph bakes in num_tokens: capture one per token count, or per
+// maximum with the counts of that call).
+struct DispatchOptions {
+  bool permute = true;  // contiguous layout: rows copied into padded expert order; false: token order
+  int tile_m = 128;     // each expert's rows padded to a multiple of this (1..128) in padded_offsets
+};
+
+// Device pointers into the workspace. G = weight_experts() groups, R = rows (<= T * slots).
+struct DispatchResult {
+  const int32_t* topk_ids = nullptr;        // [T, k] global ids (-1: invalid id, routed nowhere)
+  const float* topk_weights = nullptr;      // [T, k]
+  const int32_t* counts = nullptr;          // [G]
+  const int32_t* offsets = nullptr;         // [G + 1]
+  const int32_t* padded_offsets = nullptr;  // [G + 1]
+  const int32_t* row_token = nullptr;       // [R] token of each grouped row
+  const int32_t* row_slot = nullptr;        // [R] slot (shared expert: k)
+  const int32_t* slot_row = nullptr;        // [T, slots] grouped row of (token, slot) or -1
+  const void* act = nullptr;                // [act_rows, K]: e4m3 when quantised, else act_dtype
+  int64_t act_rows = 0;                     // T (token order) or max padded rows (permuted)
+  const float* act_scales = nullptr;        // per quant scheme (see quant.h), null for kNone
+  int num_groups = 0;
+};
+
+Status dispatch(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
+                const DispatchOptions& options, DispatchResult* result);
+
+// combine(): out[t] = sum over slots (slot order, shared expert last) of weight * expert_out[row],
+// float32 accumulation, deterministic. expert_out is [R, K] in act_dtype, rows in grouped order.
+// With router.weight_on_input the routed weights were applied to the input and are not applied here.
+Status combine(const MoeProblem& p, const DispatchResult& d, const void* expert_out, void* out,
+               int64_t out_row_stride, Stream stream);
+
+// Input errors found on the device by the last dispatch() on this workspace (an id outside
+// [0, E) in precomputed or hashed routing: that slot was routed nowhere). Synchronises `stream`.
+Status check_device_errors(const MoeProblem& p, const void* workspace, Stream stream);
 
 }  // namespace fusedmoe

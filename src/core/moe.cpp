@@ -2,10 +2,16 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/stages.h"
 #include "core/workspace.h"
 #include "dispatch/oracle.h"
 #include "fusedmoe/device.h"
 #include "fusedmoe/moe.h"
+#if defined(FUSEDMOE_WITH_CUDA)
+#include <cuda_runtime.h>
+
+#include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+#endif
 
 namespace fusedmoe {
 
@@ -18,21 +24,50 @@ Status workspace_size(const MoeProblem& p, size_t* bytes) {
 
 Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
                const ForwardOptions& options) {
-  FM_TRY(validate(p, t));
-  const size_t need = detail::WorkspaceLayout::plan(p).total;
-  FM_REQUIRE(workspace_bytes >= need, kWorkspaceTooSmall,
-             "workspace has " << workspace_bytes << " bytes; this problem (max_tokens " << p.max_tokens << ") needs "
-                              << need << " (ask workspace_size())");
-  FM_REQUIRE(workspace != nullptr, kInvalidArgument, "workspace is null");
-  FM_REQUIRE(reinterpret_cast<uintptr_t>(workspace) % detail::kWorkspaceAlign == 0, kMisaligned,
-             "workspace must be " << detail::kWorkspaceAlign << "-byte aligned");
-  int device = 0;
-  FM_TRY(current_device(&device));
-  FM_TRY(check_device_supported(device));
+  FM_TRY(detail::check_call(p, t, workspace, workspace_bytes));
   const detail::Decision d = detail::decide(p, options);
   if (d.chosen == Backend::kAuto) return d.status;
+  if (p.num_tokens == 0) return Status::Ok();
+#if !defined(FUSEDMOE_WITH_CUDA)
   (void)stream;
-  return Status(StatusCode::kInternal, "backend chosen but not wired");
+  return Status(StatusCode::kNoDevice, "built without CUDA kernels");
+#else
+  // kGrouped: permute into expert-contiguous rows padded to the GEMMs' token tile, GEMM1 +
+  // activation into the intermediate, GEMM2 into per-row expert outputs, weighted combine.
+  DispatchOptions o;
+  o.permute = true;
+  o.tile_m = d.tokens_tile;
+  DispatchResult r;
+  FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
+  const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
+  char* base = static_cast<char*>(workspace);
+  void* inter = base + w.intermediate.offset;
+  void* expert_out = base + w.expert_out.offset;
+  kernels::GroupedGemmArgs g;
+  g.counts = r.counts;
+  g.offsets = r.offsets;
+  g.padded_offsets = r.padded_offsets;
+  g.num_groups = r.num_groups;
+  g.n = p.intermediate;
+  g.k = p.hidden;
+  g.activation = p.activation;
+  g.max_rows = r.act_rows;
+  g.family = d.family;
+  g.tokens_tile = d.tokens_tile;
+  g.a = r.act;
+  g.w = t.w1;
+  g.bias = p.has_expert_bias ? t.b1 : nullptr;
+  g.out = inter;
+  cudaError_t e = kernels::launch_grouped_gemm1(g, stream);
+  FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));
+  g.a = inter;
+  g.w = t.w2;
+  g.bias = p.has_expert_bias ? t.b2 : nullptr;
+  g.out = expert_out;
+  e = kernels::launch_grouped_gemm2(g, stream);
+  FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2: " << cudaGetErrorString(e));
+  return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream);
+#endif
 }
 
 std::string explain(const MoeProblem& p, const ForwardOptions& options) {
@@ -49,8 +84,17 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
   os << "backends (override: " << to_string(options.backend) << ", tiles: " << to_string(options.tiles) << "):\n";
   for (const auto& c : d.candidates)
     os << "  " << to_string(c.backend) << ": " << (c.legal.ok() ? "can run" : c.legal.message()) << "\n";
-  if (d.chosen != Backend::kAuto)
+  if (d.chosen != Backend::kAuto) {
     os << "chosen: " << to_string(d.chosen) << " (" << d.reason << ")\n";
+    os << "tiles: " << to_string(d.family) << ", token tile " << d.tokens_tile << " (" << d.tile_reason << ")\n";
+#if defined(FUSEDMOE_WITH_CUDA)
+    if (d.chosen == Backend::kGrouped) {
+      const char* g1 = kernels::grouped_gemm1_name(d.family, d.tokens_tile);
+      const char* g2 = kernels::grouped_gemm2_name(d.family, d.tokens_tile);
+      os << "kernels: router, dispatch plan, permute, " << (g1 ? g1 : "?") << ", " << (g2 ? g2 : "?") << ", combine\n";
+    }
+#endif
+  }
   else
     os << "chosen: none (" << d.status.message() << ")\n";
   return os.str();

@@ -126,6 +126,7 @@ const char* to_string(ScoreFunction f) {
 const char* to_string(Backend b) {
   switch (b) {
     case Backend::kAuto: return "auto";
+    case Backend::kGrouped: return "grouped";
     case Backend::kFused: return "fused";
     case Backend::kCutlassGrouped: return "cutlass-grouped";
   }

@@ -3,6 +3,10 @@
 #include <algorithm>
 
 #include "fusedmoe/types.h"
+#if defined(FUSEDMOE_WITH_CUDA)
+#include "kernels/dispatch/plan_launch.h"
+#include "kernels/quant/permute_quant_launch.h"
+#endif
 
 namespace fusedmoe::detail {
 
@@ -40,6 +44,7 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   w.offsets = b.take((groups + 1) * 4);
   w.padded_offsets = b.take((groups + 1) * 4);
   w.row_token = b.take(rows_pad * 4);
+  w.row_slot = b.take(rows_pad * 4);
   w.slot_row = b.take(t * slots * 4);
   w.act_in = b.take(rows_pad * kdim * act_bytes);
   w.act_in_scales = b.take(fp8 ? k_groups * ((rows_pad + 3) / 4 * 4) * 4 : 0);
@@ -47,6 +52,10 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   w.inter_scales = b.take(fp8 ? n_groups * ((rows_pad + 3) / 4 * 4) * 4 : 0);
   w.expert_out = b.take(rows * kdim * dtype_bytes(p.act_dtype));
   w.error_flag = b.take(16);
+#if defined(FUSEDMOE_WITH_CUDA)
+  w.plan_scratch = b.take(kernels::plan_scratch_bytes(p.max_tokens, p.top_k(), static_cast<int>(groups)));
+  w.quant_scratch = b.take(kernels::permute_quant_scratch_bytes(p.max_tokens, p.hidden));
+#endif
   w.total = b.cursor;
   return w;
 }

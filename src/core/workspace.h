@@ -25,6 +25,7 @@ struct WorkspaceLayout {
   Region offsets;        // i32 [G + 1]   exclusive prefix sums
   Region padded_offsets; // i32 [G + 1]   prefix sums of counts rounded up to the tile
   Region row_token;      // i32 [R_pad]   token of each grouped row (-1 in padding)
+  Region row_slot;       // i32 [R_pad]   slot of each grouped row
   Region slot_row;       // i32 [T, k + shared]
   Region act_in;         // [R_pad, K]    permuted / quantised GEMM1 input (contiguous layout)
   Region act_in_scales;  // f32 [K/128 or 1, R_pad] (token index fastest)
@@ -32,6 +33,8 @@ struct WorkspaceLayout {
   Region inter_scales;   // f32 [N/128 or 1, R_pad]
   Region expert_out;     // act_dtype [R, K] GEMM2 output before the combine
   Region error_flag;     // i32 [4]       device-side input errors (ids out of range)
+  Region plan_scratch;   // kernels::plan_scratch_bytes
+  Region quant_scratch;  // kernels::permute_quant_scratch_bytes
   size_t total = 0;
 
   static WorkspaceLayout plan(const MoeProblem& p);

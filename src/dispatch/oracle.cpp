@@ -1,14 +1,31 @@
 #include "dispatch/oracle.h"
 
+#include <sstream>
+
+#if defined(FUSEDMOE_WITH_CUDA)
+#include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+#endif
+
 namespace fusedmoe::detail {
 
 namespace {
+
 // Backends register here as their kernels land; each says what it cannot run and why.
 Status can_implement(Backend b, const MoeProblem& p) {
-  (void)p;
   switch (b) {
+    case Backend::kGrouped:
+#if !defined(FUSEDMOE_WITH_CUDA)
+      return Status(StatusCode::kNoDevice, "built without CUDA kernels");
+#else
+      if (p.quant.weight.format == WeightFormat::kFP8E4M3)
+        return Status(StatusCode::kUnsupported, "fp8 grouped GEMMs are not built yet (issue #5)");
+      if (p.quant.weight.format != WeightFormat::kBF16)
+        return Status(StatusCode::kUnsupported,
+                      std::string(to_string(p.quant.weight.format)) + " grouped GEMMs are not built (bf16 only)");
+      return Status::Ok();
+#endif
     case Backend::kFused:
-      return Status(StatusCode::kUnsupported, "fused single-pass kernels are not built yet (issue #4)");
+      return Status(StatusCode::kUnsupported, "single-pass fused (gather) kernels are not built yet");
     case Backend::kCutlassGrouped:
       return Status(StatusCode::kUnsupported, "CUTLASS grouped-GEMM path is not built yet");
     case Backend::kAuto:
@@ -16,11 +33,38 @@ Status can_implement(Backend b, const MoeProblem& p) {
   }
   return Status(StatusCode::kInternal, "kAuto is not a backend");
 }
+
+void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d) {
+  std::ostringstream why;
+  if (o.tiles == TileFamily::kNormal) {
+    d->family = TileFamily::kNormal;
+    d->tokens_tile = 128;
+    why << "forced normal";
+  } else if (o.tiles == TileFamily::kSwapAB) {
+    d->family = TileFamily::kSwapAB;
+    d->tokens_tile = o.tokens_tile > 0 ? o.tokens_tile : 16;
+    why << "forced swap-ab";
+  } else {
+#if defined(FUSEDMOE_WITH_CUDA)
+    const kernels::TokensTileChoice c = kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts);
+    d->family = c.family;
+    d->tokens_tile = c.tokens_tile;
+#endif
+    const double per_expert = static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts;
+    why << "expected rows per expert T*k/E = " << per_expert
+        << (d->family == TileFamily::kSwapAB ? " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N)"
+                                             : " > 16: normal (tokens fill WGMMA's M)");
+  }
+  d->tile_reason = why.str();
+}
+
 }  // namespace
 
 Decision decide(const MoeProblem& p, const ForwardOptions& options) {
   Decision d;
-  for (Backend b : {Backend::kFused, Backend::kCutlassGrouped}) d.candidates.push_back({b, can_implement(b, p)});
+  for (Backend b : {Backend::kGrouped, Backend::kFused, Backend::kCutlassGrouped})
+    d.candidates.push_back({b, can_implement(b, p)});
+  choose_tiles(p, options, &d);
   if (options.backend != Backend::kAuto) {
     for (const Candidate& c : d.candidates) {
       if (c.backend != options.backend) continue;
@@ -37,7 +81,7 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options) {
   for (const Candidate& c : d.candidates) {
     if (c.legal.ok()) {
       d.chosen = c.backend;
-      d.reason = "first legal backend (no tuned table yet)";
+      d.reason = "the only backend built for this problem (no tuned table yet)";
       return d;
     }
   }

@@ -1,5 +1,6 @@
-// The oracle: which backend runs a problem, and why. Candidates -> legality (can_implement with a
-// reason) -> choice (tuned tables later) -> an explicit override always wins or fails loudly.
+// The oracle: which backend and tiles run a problem, and why. Candidates -> legality
+// (can_implement with a reason) -> choice (heuristic now, tuned tables later) -> an explicit
+// override always wins or fails loudly with the reason.
 #pragma once
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ struct Decision {
   Backend chosen = Backend::kAuto;  // kAuto: none can run
   Status status;                    // why nothing was chosen
   std::string reason;               // why `chosen` won
+  TileFamily family = TileFamily::kNormal;
+  int tokens_tile = 128;
+  std::string tile_reason;
 };
 
 Decision decide(const MoeProblem& p, const ForwardOptions& options);

@@ -1,9 +1,21 @@
-// The routers of fusedmoe/router.h, in float32 as the GPU router kernels compute them.
+// The routers of fusedmoe/router.h, in float32 exactly as the GPU router kernels
+// (src/kernels/router/router.cuh) compute them: bit for bit, ids and weights.
 //
-// Per element: scores with expf / log1pf / sqrtf; softmax as max, then expf(x - max), then a
-// sum in ascending expert order (the k-way softmax of kTopKSoftmax sums in slot order), then a
-// division. Selection is exact: k rounds of argmax over the not-yet-chosen candidates with a
-// strict '>' comparison, so equal scores go to the lower expert index.
+// Shared with the kernels (src/kernels/common/): the scalar math (hd_math.h: expf, log1pf,
+// sigmoid, sqrt-softplus built from correctly rounded operations only, so glibc's and CUDA's
+// libm never enter) and the canonical order (router_common.h):
+//   * softmax over the E experts: max; y = e^(x - max); 32 lane partial sums, lane
+//     (e / vec) % 32 summing its experts in ascending order; the xor butterfly 16, 8, 4, 2, 1
+//     (partial[l] = partial[l] + partial[l ^ d]); a division per expert. An all -inf row gives 0;
+//   * the k-way softmax of kTopKSoftmax and the renormalisation sum in slot order, from 0;
+//   * w = w / (sum + 1e-20), then w * routed_scaling (always, also when it is 1).
+// Selection is exact: the k best canonical values (NaN -> -inf, -0 -> +0) among the eligible,
+// best first, equal values to the lower index -- the result of k rounds of argmax with a strict
+// '>' (computed here by one insertion pass). -inf values stay selectable; nothing twice.
+// Grouped (n_group > 1): each group scores canon(top1 + top2) of its biased values (top1 alone
+// for groups of one), the best topk_group groups (ties: lower group) stay, then the top-k of
+// their experts.
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -11,46 +23,52 @@
 #include <vector>
 
 #include "fusedmoe/reference.h"
+#include "kernels/common/hd_math.h"
+#include "kernels/common/router_common.h"
 
 namespace fusedmoe::ref {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-constexpr float kRenormEpsilon = 1e-20f;
-// Above this, softplus(x) == x in float32 (PyTorch's threshold); it also keeps expf from
-// overflowing to inf for large logits.
-constexpr float kSoftplusThreshold = 20.f;
 
 Status invalid(std::string message) { return {StatusCode::kInvalidArgument, std::move(message)}; }
 
-// Non-finite logits are defined behaviour (router.h): NaN reads as -inf, +inf as FLT_MAX.
-float sanitize_logit(float x) {
-  if (std::isnan(x)) return kNegInf;
-  if (x == std::numeric_limits<float>::infinity()) return FLT_MAX;
-  return x;
-}
-
-std::vector<float> read_logits(const RouterConfig& rc, const void* logits, int64_t token, int num_experts) {
-  std::vector<float> row(static_cast<size_t>(num_experts));
+// Row `token` of the logits, widened to float32 and sanitised (NaN -> -inf, +inf -> FLT_MAX).
+void read_logits(const RouterConfig& rc, const void* logits, int64_t token, int num_experts, float* row) {
   const int64_t base = token * num_experts;
   for (int e = 0; e < num_experts; ++e) {
     const float v = rc.logits_dtype == DType::kBFloat16
-                        ? bf16_to_float(static_cast<const uint16_t*>(logits)[base + e])
+                        ? hd::bf16_bits_to_float(static_cast<const uint16_t*>(logits)[base + e])
                         : static_cast<const float*>(logits)[base + e];
-    row[static_cast<size_t>(e)] = sanitize_logit(v);
+    row[e] = hd::sanitize_logit(v);
   }
-  return row;
 }
 
-float sigmoidf(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-
-float sqrt_softplusf(float x) {
-  const float softplus = x > kSoftplusThreshold ? x : std::log1p(std::exp(x));
-  return std::sqrt(softplus);
+// Softmax over a row of E logits in the canonical (warp) order of router_common.h. In place.
+void softmax_row(float* v, int num_experts, int vec) {
+  float max = kNegInf;
+  for (int e = 0; e < num_experts; ++e) max = v[e] > max ? v[e] : max;
+  if (max == kNegInf) {
+    std::fill(v, v + num_experts, 0.f);
+    return;
+  }
+  float partial[32] = {};
+  for (int e = 0; e < num_experts; ++e) {
+    v[e] = hd::expf(hd::sub(v[e], max));
+    float& acc = partial[hd::router_lane_of(e, vec)];
+    acc = hd::add(acc, v[e]);
+  }
+  for (int d = 16; d >= 1; d /= 2) {
+    float next[32];
+    for (int l = 0; l < 32; ++l) next[l] = hd::add(partial[l], partial[l ^ d]);
+    std::copy(next, next + 32, partial);
+  }
+  const float sum = partial[0];
+  for (int e = 0; e < num_experts; ++e) v[e] = hd::div(v[e], sum);
 }
 
-// In place. A row that is all -inf has no maximum to subtract: its probabilities are 0.
-void softmax_inplace(std::vector<float>& v) {
+// Softmax over the k chosen values in slot order (kTopKSoftmax). In place.
+void softmax_slots(std::vector<float>& v) {
   float max = kNegInf;
   for (float x : v) max = x > max ? x : max;
   if (max == kNegInf) {
@@ -59,66 +77,72 @@ void softmax_inplace(std::vector<float>& v) {
   }
   float sum = 0.f;
   for (float& x : v) {
-    x = std::exp(x - max);
-    sum += x;
+    x = hd::expf(hd::sub(x, max));
+    sum = hd::add(sum, x);
   }
-  for (float& x : v) x = x / sum;
+  for (float& x : v) x = hd::div(x, sum);
 }
 
-// score(logits) of kBiasedTopK / kHash, per element or (softmax) over the row.
-std::vector<float> apply_score(ScoreFunction f, std::vector<float> logits) {
+// score(logits) of kBiasedTopK / kHash, per element or (softmax) over the row. In place.
+void apply_score(ScoreFunction f, float* v, int num_experts, int vec) {
   switch (f) {
-    case ScoreFunction::kSoftmax: softmax_inplace(logits); break;
+    case ScoreFunction::kSoftmax: softmax_row(v, num_experts, vec); break;
     case ScoreFunction::kSigmoid:
-      for (float& x : logits) x = sigmoidf(x);
+      for (int e = 0; e < num_experts; ++e) v[e] = hd::sigmoid(v[e]);
       break;
     case ScoreFunction::kSqrtSoftplus:
-      for (float& x : logits) x = sqrt_softplusf(x);
+      for (int e = 0; e < num_experts; ++e) v[e] = hd::sqrt_softplus(v[e]);
       break;
   }
-  return logits;
 }
 
-// The k best of `values` among the `eligible` candidates (all when empty), best first; equal
-// values go to the lower index. Assumes at least k eligible candidates.
-std::vector<int> select_top_k(const std::vector<float>& values, int k, std::vector<bool> eligible = {}) {
-  if (eligible.empty()) eligible.assign(values.size(), true);
-  std::vector<int> chosen;
-  chosen.reserve(static_cast<size_t>(k));
-  for (int round = 0; round < k; ++round) {
-    int best = -1;
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (!eligible[i]) continue;
-      if (best < 0 || values[i] > values[static_cast<size_t>(best)]) best = static_cast<int>(i);
+// The k best of the canonical `values` [n] among the `eligible` (all when null), best first;
+// equal values go to the lower index. Returns how many were chosen (min(k, eligible count)).
+// One insertion pass; the same list as k rounds of argmax with a strict '>'.
+int select_top_k(const float* values, int n, int k, int* chosen, const uint8_t* eligible = nullptr) {
+  float best[kMaxExperts];  // k <= kMaxExperts (topk_group may reach n_group)
+  int count = 0;
+  for (int i = 0; i < n; ++i) {
+    if (eligible != nullptr && eligible[i] == 0) continue;
+    const float x = values[i];
+    if (count == k && !(x > best[k - 1])) continue;
+    int pos = count < k ? count++ : k - 1;  // when full, the last one drops out
+    while (pos > 0 && x > best[pos - 1]) {
+      best[pos] = best[pos - 1];
+      chosen[pos] = chosen[pos - 1];
+      --pos;
     }
-    if (best < 0) break;
-    eligible[static_cast<size_t>(best)] = false;
-    chosen.push_back(best);
+    best[pos] = x;
+    chosen[pos] = i;
   }
-  return chosen;
+  return count;
 }
 
-// DeepSeek-V3 group-limited selection on the biased scores b.
-std::vector<int> select_grouped(const std::vector<float>& b, const RouterConfig& rc) {
-  const int group_size = static_cast<int>(b.size()) / rc.n_group;
-  std::vector<float> group_score(static_cast<size_t>(rc.n_group));
+// DeepSeek-V3 group-limited selection on the canonical biased scores b [E].
+void select_grouped(const std::vector<float>& b, const RouterConfig& rc, std::vector<float>& group_score,
+                    std::vector<uint8_t>& eligible, int* ids) {
+  const int num_experts = static_cast<int>(b.size());
+  const int group_size = num_experts / rc.n_group;
   for (int g = 0; g < rc.n_group; ++g) {
-    const std::vector<float> members(b.begin() + g * group_size, b.begin() + (g + 1) * group_size);
-    const std::vector<int> top2 = select_top_k(members, group_size == 1 ? 1 : 2);
-    float score = members[static_cast<size_t>(top2[0])];
-    if (top2.size() == 2) score = score + members[static_cast<size_t>(top2[1])];
-    group_score[static_cast<size_t>(g)] = score;
+    int top2[2];
+    const float* members = b.data() + static_cast<size_t>(g) * group_size;
+    const int n = select_top_k(members, group_size, group_size == 1 ? 1 : 2, top2);
+    const float score = n == 1 ? members[top2[0]] : hd::add(members[top2[0]], members[top2[1]]);
+    group_score[static_cast<size_t>(g)] = hd::canon(score);
   }
-  std::vector<bool> eligible(b.size(), false);
-  for (int g : select_top_k(group_score, rc.topk_group))
-    std::fill(eligible.begin() + g * group_size, eligible.begin() + (g + 1) * group_size, true);
-  return select_top_k(b, rc.top_k, std::move(eligible));
+  int kept[kMaxExperts];
+  const int num_kept = select_top_k(group_score.data(), rc.n_group, rc.topk_group, kept);
+  std::fill(eligible.begin(), eligible.end(), uint8_t{0});
+  for (int i = 0; i < num_kept; ++i)
+    std::fill(eligible.begin() + kept[i] * group_size, eligible.begin() + (kept[i] + 1) * group_size, uint8_t{1});
+  select_top_k(b.data(), num_experts, rc.top_k, ids, eligible.data());
 }
 
 Status check_config(const MoeProblem& p, const MoeTensors& t) {
   const RouterConfig& rc = p.router;
   const int num_experts = p.num_experts;
-  if (num_experts <= 0) return invalid("num_experts (" + std::to_string(num_experts) + ") must be positive");
+  if (num_experts <= 0 || num_experts > kMaxExperts)
+    return invalid("num_experts (" + std::to_string(num_experts) + ") must be in [1, " + std::to_string(kMaxExperts) + "]");
   if (rc.top_k < 1 || rc.top_k > num_experts || rc.top_k > kMaxTopK)
     return invalid("top_k (" + std::to_string(rc.top_k) + ") must be in [1, min(num_experts, " +
                    std::to_string(kMaxTopK) + ")]");
@@ -165,6 +189,7 @@ Status route(const MoeProblem& p, const MoeTensors& t, Routing* out) {
   const int num_experts = p.num_experts;
   const int k = rc.top_k;
   const int64_t num_tokens = p.num_tokens;
+  const int vec = hd::router_vec_width(num_experts, rc.logits_dtype == DType::kBFloat16);
 
   Routing r;
   r.num_tokens = num_tokens;
@@ -172,37 +197,44 @@ Status route(const MoeProblem& p, const MoeTensors& t, Routing* out) {
   r.ids.assign(static_cast<size_t>(num_tokens * k), 0);
   r.weights.assign(static_cast<size_t>(num_tokens * k), 0.f);
 
+  std::vector<float> row(static_cast<size_t>(num_experts)), b(static_cast<size_t>(num_experts));
+  std::vector<float> group_score(static_cast<size_t>(std::max(rc.n_group, 1)));
+  std::vector<uint8_t> eligible(static_cast<size_t>(num_experts));
+  std::vector<float> w(static_cast<size_t>(k));
+  int ids[kMaxTopK];
+
   for (int64_t tok = 0; tok < num_tokens; ++tok) {
-    std::vector<int> ids;
-    std::vector<float> w(static_cast<size_t>(k));
     switch (rc.kind) {
       case RouterKind::kSoftmaxTopK: {
-        std::vector<float> prob = read_logits(rc, t.router_logits, tok, num_experts);
-        softmax_inplace(prob);
-        ids = select_top_k(prob, k);
-        for (int j = 0; j < k; ++j) w[j] = prob[ids[j]];
+        read_logits(rc, t.router_logits, tok, num_experts, row.data());
+        softmax_row(row.data(), num_experts, vec);  // probabilities: never NaN or -0 (canonical)
+        select_top_k(row.data(), num_experts, k, ids);
+        for (int j = 0; j < k; ++j) w[j] = row[ids[j]];
         break;
       }
       case RouterKind::kBiasedTopK: {
-        const std::vector<float> s = apply_score(rc.score, read_logits(rc, t.router_logits, tok, num_experts));
-        std::vector<float> b = s;
-        if (rc.use_correction_bias)
-          for (int e = 0; e < num_experts; ++e) b[e] = s[e] + t.correction_bias[e];
-        ids = rc.n_group > 1 ? select_grouped(b, rc) : select_top_k(b, k);
-        for (int j = 0; j < k; ++j) w[j] = s[ids[j]];  // the bias chooses, it never weighs
+        read_logits(rc, t.router_logits, tok, num_experts, row.data());
+        apply_score(rc.score, row.data(), num_experts, vec);  // s
+        for (int e = 0; e < num_experts; ++e)
+          b[e] = hd::canon(rc.use_correction_bias ? hd::add(row[e], t.correction_bias[e]) : row[e]);
+        if (rc.n_group > 1) select_grouped(b, rc, group_score, eligible, ids);
+        else select_top_k(b.data(), num_experts, k, ids);
+        for (int j = 0; j < k; ++j) w[j] = row[ids[j]];  // the bias chooses, it never weighs
         break;
       }
       case RouterKind::kTopKSoftmax: {
-        const std::vector<float> logits = read_logits(rc, t.router_logits, tok, num_experts);
-        ids = select_top_k(logits, k);
-        for (int j = 0; j < k; ++j) w[j] = logits[ids[j]];
-        softmax_inplace(w);  // over the k chosen, summed in slot order
+        read_logits(rc, t.router_logits, tok, num_experts, row.data());
+        for (int e = 0; e < num_experts; ++e) row[e] = hd::canon(row[e]);
+        select_top_k(row.data(), num_experts, k, ids);
+        for (int j = 0; j < k; ++j) w[j] = row[ids[j]];
+        softmax_slots(w);  // over the k chosen, summed in slot order
         break;
       }
       case RouterKind::kSigmoidTop1: {
-        const std::vector<float> logits = read_logits(rc, t.router_logits, tok, num_experts);
-        ids = select_top_k(logits, k);
-        for (int j = 0; j < k; ++j) w[j] = sigmoidf(logits[ids[j]]);
+        read_logits(rc, t.router_logits, tok, num_experts, row.data());
+        for (int e = 0; e < num_experts; ++e) row[e] = hd::canon(row[e]);
+        select_top_k(row.data(), num_experts, k, ids);
+        for (int j = 0; j < k; ++j) w[j] = hd::sigmoid(row[ids[j]]);
         break;
       }
       case RouterKind::kHash: {
@@ -214,13 +246,14 @@ Status route(const MoeProblem& p, const MoeTensors& t, Routing* out) {
         for (int j = 0; j < k; ++j) {
           const int32_t id = t.hash_table[token_id * k + j];
           if (id < 0 || id >= num_experts) return out_of_range_id(tok, j, id, num_experts);
-          ids.push_back(id);
+          ids[j] = id;
         }
         if (t.router_logits != nullptr) {
-          const std::vector<float> s = apply_score(rc.score, read_logits(rc, t.router_logits, tok, num_experts));
-          for (int j = 0; j < k; ++j) w[j] = s[ids[j]];
+          read_logits(rc, t.router_logits, tok, num_experts, row.data());
+          apply_score(rc.score, row.data(), num_experts, vec);
+          for (int j = 0; j < k; ++j) w[j] = row[ids[j]];
         } else {
-          std::fill(w.begin(), w.end(), 1.0f / static_cast<float>(k));
+          std::fill(w.begin(), w.end(), hd::div(1.0f, static_cast<float>(k)));
         }
         break;
       }
@@ -228,7 +261,7 @@ Status route(const MoeProblem& p, const MoeTensors& t, Routing* out) {
         for (int j = 0; j < k; ++j) {
           const int32_t id = t.topk_ids[tok * k + j];
           if (id < 0 || id >= num_experts) return out_of_range_id(tok, j, id, num_experts);
-          ids.push_back(id);
+          ids[j] = id;
           w[j] = t.topk_weights[tok * k + j];
         }
         break;
@@ -237,12 +270,13 @@ Status route(const MoeProblem& p, const MoeTensors& t, Routing* out) {
 
     if (rc.renormalize) {
       float sum = 0.f;
-      for (float x : w) sum += x;  // slot order
-      for (float& x : w) x = x / (sum + kRenormEpsilon);
+      for (float x : w) sum = hd::add(sum, x);  // slot order
+      const float denominator = hd::add(sum, hd::kRenormEpsilon);
+      for (float& x : w) x = hd::div(x, denominator);
     }
     for (int j = 0; j < k; ++j) {
       r.ids[tok * k + j] = ids[j];
-      r.weights[tok * k + j] = w[j] * rc.routed_scaling;
+      r.weights[tok * k + j] = hd::mul(w[j], rc.routed_scaling);
     }
   }
   *out = std::move(r);

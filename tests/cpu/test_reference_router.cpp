@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdio>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -11,6 +13,8 @@
 #include <vector>
 
 #include "fusedmoe/reference.h"
+#include "kernels/common/hd_math.h"
+#include "kernels/common/router_common.h"
 
 namespace fm = fusedmoe;
 namespace ref = fusedmoe::ref;
@@ -68,7 +72,9 @@ fm::StatusCode route_code(const RouterInputs& in) {
   return ref::route(in.p, in.tensors(), &r).code();
 }
 
-float sigmoidf(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+// The reference computes in float32 with the math shared with the GPU kernels (hd_math.h), not
+// with glibc's expf: bit-exact expectations use the same functions.
+float sigmoidf(float x) { return fm::hd::sigmoid(x); }
 
 // ---------------------------------------------------------------- hand-computed cases ----
 
@@ -92,16 +98,72 @@ TEST(ReferenceRouter, SoftmaxTopK) {
 }
 
 TEST(ReferenceRouter, SoftmaxIsComputedAsDocumented) {
-  // max, exp(x - max), sum in ascending expert order, divide: bit for bit in float32.
+  // max, hd::expf(x - max), the warp-order sum, divide: bit for bit in float32. With E = 6 each
+  // expert is its own lane (vec 1): partial[l] = e[l] for l < 6, 0 above. The xor butterfly:
+  // d = 16, 8 add zeros; d = 4: lane 0 = e0+e4, lane 1 = e1+e5, lanes 2, 3 = e2, e3; d = 2:
+  // lane 0 = (e0+e4) + e2, lane 1 = (e1+e5) + e3; d = 1: lane 0 = that + that.
   const std::vector<float> logits = {0.3f, -1.7f, 2.2f, 0.9f, 1.1f, -0.4f};
   const ref::Routing r = route_ok(inputs(fm::RouterConfig::softmax_topk(6, false), 6, logits));
-  float e[6], sum = 0.f;
+  float e[6], partial[32] = {};
   for (int i = 0; i < 6; ++i) {
-    e[i] = std::exp(logits[i] - 2.2f);
-    sum += e[i];
+    e[i] = fm::hd::expf(logits[i] - 2.2f);
+    partial[i] = e[i];
   }
+  for (int d = 16; d >= 1; d /= 2) {
+    float next[32];
+    for (int l = 0; l < 32; ++l) next[l] = partial[l] + partial[l ^ d];
+    std::copy(next, next + 32, partial);
+  }
+  const float sum = partial[0];
+  EXPECT_EQ(sum, ((e[0] + e[4]) + e[2]) + ((e[1] + e[5]) + e[3]));
   EXPECT_EQ(r.ids, (std::vector<int32_t>{2, 4, 3, 0, 5, 1}));
   for (int j = 0; j < 6; ++j) EXPECT_EQ(r.weights[j], e[r.ids[j]] / sum) << "slot " << j;
+}
+
+TEST(ReferenceRouter, SoftmaxSumFollowsTheLaneLayout) {
+  // E = 256 fp32 -> vec 4: lane l holds experts 4l..4l+3 and 128+4l..128+4l+3 and sums them in
+  // ascending order; bf16 -> vec 8: lane l holds 8l..8l+7. Check the layout rule and that the
+  // reference's probabilities use exactly that order (the sum of p over the lanes is the order-
+  // dependent quantity; recompute it here independently).
+  EXPECT_EQ(fm::hd::router_vec_width(256, false), 4);
+  EXPECT_EQ(fm::hd::router_vec_width(256, true), 8);
+  EXPECT_EQ(fm::hd::router_vec_width(160, true), 4);
+  EXPECT_EQ(fm::hd::router_vec_width(257, true), 1);
+  EXPECT_EQ(fm::hd::router_vec_width(8, false), 1);
+  EXPECT_EQ(fm::hd::router_vec_width(64, true), 2);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 3.f);
+  for (const int num_experts : {256, 160, 257, 1024}) {
+    for (const bool bf16 : {false, true}) {
+      std::vector<float> logits(num_experts);
+      for (float& v : logits) v = nd(rng);
+      RouterInputs in = inputs(fm::RouterConfig::softmax_topk(1, false), num_experts, logits);
+      if (bf16) {
+        in.p.router.logits_dtype = fm::DType::kBFloat16;
+        for (float v : logits) in.logits_bf16.push_back(ref::float_to_bf16(v));
+        for (float& v : logits) v = ref::bf16_to_float(ref::float_to_bf16(v));
+      }
+      const int vec = fm::hd::router_vec_width(num_experts, bf16);
+      float max = -INFINITY;
+      for (float v : logits) max = std::max(max, v);
+      float partial[32] = {};
+      std::vector<float> y(num_experts);
+      for (int base = 0; base < num_experts; base += 32 * vec)  // lane l: chunks base + l*vec
+        for (int l = 0; l < 32; ++l)
+          for (int c = 0; c < vec && base + l * vec + c < num_experts; ++c) {
+            const int e = base + l * vec + c;
+            y[e] = fm::hd::expf(logits[e] - max);
+            partial[l] += y[e];
+          }
+      for (int d = 16; d >= 1; d /= 2) {
+        float next[32];
+        for (int l = 0; l < 32; ++l) next[l] = partial[l] + partial[l ^ d];
+        std::copy(next, next + 32, partial);
+      }
+      const ref::Routing r = route_ok(in);
+      EXPECT_EQ(r.weights[0], y[r.ids[0]] / partial[0]) << "E=" << num_experts << " bf16=" << bf16;
+    }
+  }
 }
 
 // DeepSeek-V3: E = 8 in 4 groups of 2, keep 2 groups, k = 2, sigmoid scores, scaling 2.5.
@@ -187,7 +249,8 @@ TEST(ReferenceRouter, DeepSeekV4SqrtSoftplus) {
   const ref::Routing big = route_ok(in);
   EXPECT_EQ(big.ids, (std::vector<int32_t>{2, 3}));
   EXPECT_EQ(big.weights[0], std::sqrt(500.f));
-  EXPECT_EQ(big.weights[1], std::sqrt(std::log1p(std::exp(2.f))));
+  EXPECT_EQ(big.weights[1], fm::hd::sqrt_softplus(2.f));
+  EXPECT_EQ(big.weights[1], std::sqrt(fm::hd::log1pf(fm::hd::expf(2.f))));
 }
 
 TEST(ReferenceRouter, GptOssTopKThenSoftmax) {
@@ -333,6 +396,118 @@ TEST(ReferenceRouter, Bf16LogitsAreWidened) {
   const ref::Routing ra = route_ok(a), rb = route_ok(b);
   EXPECT_EQ(ra.ids, rb.ids);
   EXPECT_EQ(ra.weights, rb.weights);
+}
+
+// ---------------------------------------------------------------- shared float32 math ----
+// hd_math.h is what both the CPU reference and the GPU kernels compute with; its accuracy against
+// double precision over dense sweeps of the float line.
+
+// |f - d| in units of the float spacing at d (d != 0 finite).
+double ulp_error(float f, double d) {
+  const double ad = std::fabs(d);
+  int exponent = 0;
+  std::frexp(ad, &exponent);  // ad = m * 2^exponent, m in [0.5, 1)
+  const double spacing = std::ldexp(1.0, std::max(exponent - 24, -149));
+  return std::fabs(static_cast<double>(f) - d) / spacing;
+}
+
+// Every `stride`-th float bit pattern from lo to hi (both of one sign, lo <= hi in value).
+template <class F>
+void sweep(float lo, float hi, uint32_t stride, F&& f) {
+  for (float x = lo; x <= hi;) {
+    f(x);
+    const uint32_t u = std::bit_cast<uint32_t>(x);
+    const uint32_t next = x >= 0.f ? u + stride : (u >= 0x80000000u + stride ? u - stride : 0u);
+    const float nx = std::bit_cast<float>(next);
+    if (!(nx > x)) break;
+    x = nx;
+  }
+}
+
+TEST(HdMath, ExpfIsFaithful) {
+  double worst = 0;
+  float worst_x = 0;
+  auto check = [&](float x) {
+    const double d = std::exp(static_cast<double>(x));
+    if (d < 1e-45 || d > 3.4e38) return;
+    const double e = ulp_error(fm::hd::expf(x), d);
+    if (e > worst) worst = e, worst_x = x;
+  };
+  sweep(-103.9f, -0.f, 37, check);
+  sweep(0.f, 88.72f, 37, check);
+  EXPECT_LT(worst, 1.0) << "x = " << worst_x;  // < 1 ulp everywhere, subnormal results included
+  std::printf("hd::expf max %.3f ulp (x=%g)\n", worst, worst_x);
+  EXPECT_EQ(fm::hd::expf(0.f), 1.f);
+  EXPECT_EQ(fm::hd::expf(-0.f), 1.f);
+  EXPECT_EQ(fm::hd::expf(-kInf), 0.f);
+  EXPECT_EQ(fm::hd::expf(kInf), kInf);
+  EXPECT_EQ(fm::hd::expf(89.f), kInf);
+  EXPECT_EQ(fm::hd::expf(-105.f), 0.f);
+  EXPECT_TRUE(std::isnan(fm::hd::expf(kNaN)));
+  EXPECT_EQ(fm::hd::expf(88.7f), std::exp(88.7f));  // near overflow: 2^64 * 2^64 scaling
+}
+
+TEST(HdMath, Log1pfIsFaithful) {
+  double worst = 0;
+  float worst_x = 0;
+  auto check = [&](float x) {
+    const double e = ulp_error(fm::hd::log1pf(x), std::log1p(static_cast<double>(x)));
+    if (e > worst) worst = e, worst_x = x;
+  };
+  sweep(1e-30f, 1e30f, 29, check);
+  sweep(-0.999f, -1e-30f, 29, check);
+  EXPECT_LT(worst, 1.0) << "x = " << worst_x;
+  std::printf("hd::log1pf max %.3f ulp (x=%g)\n", worst, worst_x);
+  EXPECT_EQ(fm::hd::log1pf(0.f), 0.f);
+  EXPECT_EQ(fm::hd::log1pf(kInf), kInf);
+  EXPECT_EQ(fm::hd::log1pf(-1.f), -kInf);
+  EXPECT_TRUE(std::isnan(fm::hd::log1pf(-2.f)));
+}
+
+TEST(HdMath, SigmoidAndSqrtSoftplusAreAccurate) {
+  double worst_sigmoid = 0, worst_ssp = 0;
+  float worst_sigmoid_x = 0, worst_ssp_x = 0;
+  auto check = [&](float x) {
+    const double xd = x;
+    if (x > -87.f) {  // below, e^-x overflows float32 and sigmoid is 0 (as 1 / (1 + expf(-x)) is)
+      const double e = ulp_error(fm::hd::sigmoid(x), 1.0 / (1.0 + std::exp(-xd)));
+      if (e > worst_sigmoid) worst_sigmoid = e, worst_sigmoid_x = x;
+    }
+    // Below -87 e^x is subnormal in float32 (0 below -104), as in PyTorch's log1p(exp(x)): the
+    // score is then less accurate, down to 0; only the normal range is held to 3 ulp.
+    const double ssp = xd > 20.0 ? std::sqrt(xd) : std::sqrt(std::log1p(std::exp(xd)));
+    if (x > -87.f) {
+      const double e = ulp_error(fm::hd::sqrt_softplus(x), ssp);
+      if (e > worst_ssp) worst_ssp = e, worst_ssp_x = x;
+    }
+  };
+  sweep(-110.f, -0.f, 41, check);
+  sweep(0.f, 110.f, 41, check);
+  // 1 / (1 + e^-x): expf's < 1 ulp, the rounding of 1 + e and of the division add up to ~2.5 ulp.
+  EXPECT_LE(worst_sigmoid, 3.0) << "x = " << worst_sigmoid_x;
+  EXPECT_LE(worst_ssp, 3.0) << "x = " << worst_ssp_x;
+  std::printf("hd::sigmoid max %.3f ulp (x=%g), hd::sqrt_softplus max %.3f ulp (x=%g)\n", worst_sigmoid,
+              worst_sigmoid_x, worst_ssp, worst_ssp_x);
+  EXPECT_EQ(fm::hd::sigmoid(-kInf), 0.f);
+  EXPECT_EQ(fm::hd::sigmoid(FLT_MAX), 1.f);
+  EXPECT_EQ(fm::hd::sigmoid(0.f), 0.5f);
+  EXPECT_EQ(fm::hd::sqrt_softplus(-kInf), 0.f);
+  EXPECT_EQ(fm::hd::sqrt_softplus(FLT_MAX), std::sqrt(FLT_MAX));
+  EXPECT_EQ(fm::hd::sqrt_softplus(500.f), std::sqrt(500.f));
+}
+
+TEST(HdMath, CanonicalKeysOrderLikeFloats) {
+  const std::vector<float> v = {-kInf, -FLT_MAX, -1.f, -1e-40f, 0.f, 1e-45f, 1e-40f, 0.5f, 1.f, FLT_MAX, kInf};
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(fm::hd::from_key(fm::hd::to_key(v[i])), v[i]);
+    EXPECT_GT(fm::hd::to_key(v[i]), 0u);
+    for (size_t j = 0; j < v.size(); ++j)
+      EXPECT_EQ(fm::hd::to_key(v[i]) > fm::hd::to_key(v[j]), v[i] > v[j]) << v[i] << " vs " << v[j];
+  }
+  EXPECT_EQ(fm::hd::canon(-0.f), 0.f);
+  EXPECT_FALSE(std::signbit(fm::hd::canon(-0.f)));
+  EXPECT_EQ(fm::hd::canon(kNaN), -kInf);
+  EXPECT_EQ(fm::hd::to_key(-kInf), 0x007fffffu);
 }
 
 // ---------------------------------------------------------------- invariants ----

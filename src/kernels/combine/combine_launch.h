@@ -24,6 +24,10 @@ struct CombineArgs {
   int64_t out_row_stride = 0;         // 0 = K
 };
 
+// Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).
+const char* combine_kernel_name();
+
+// K % 8 == 0; out and expert_out 16-byte aligned; out_row_stride % 8 == 0. T == 0: no launch.
 cudaError_t launch_combine(const CombineArgs& args, cudaStream_t stream);
 
 }  // namespace fusedmoe::kernels

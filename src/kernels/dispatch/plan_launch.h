@@ -30,9 +30,16 @@ struct PlanArgs {
   size_t scratch_bytes = 0;
 };
 
-// Scratch the plan needs for up to max_tokens tokens.
+// Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).
+const char* plan_kernel_name();
+
+// Scratch the plan needs for up to max_tokens tokens (with or without a shared slot).
 size_t plan_scratch_bytes(int64_t max_tokens, int top_k, int num_groups);
 
+// Ids: -1 = routed nowhere (slot_row -1, no error); any other id outside [0, E) is skipped the
+// same way and recorded in error_flag (kErrorIdOutOfRange, first one wins). Map entries outside
+// [0, num_local_experts) mean "not local". One launch when T * slots <= 8192, else three.
+// cudaErrorInvalidValue: groups > 2048, T * slots or the padded rows beyond int32, scratch too small.
 cudaError_t launch_plan(const PlanArgs& args, cudaStream_t stream);
 
 }  // namespace fusedmoe::kernels

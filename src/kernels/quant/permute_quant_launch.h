@@ -47,8 +47,34 @@ struct PermuteQuantArgs {
   size_t scratch_bytes = 0;
 };
 
+// Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).
+const char* permute_quant_kernel_name();
+
+// Scratch for kPerTensorDynamic (per-block absmax partials); a constant 4096 bytes.
 size_t permute_quant_scratch_bytes(int64_t max_tokens, int hidden);
 
+// Notes on the contract (implementation in permute_quant_launch.cu):
+//  * FP8 needs K % 16 == 0 (kNone: K % 8); x, out 16-byte aligned, x_row_stride % 8 == 0.
+//    kGroup128 with K % 128 != 0 has a short last group (as ref::quantize_fp8_groups).
+//  * kPerTensorDynamic: scale = fp8_scale_from_amax(absmax over all T x K elements of x, taken
+//    before any routing weight, scale_format), written to out_scales[0]; two kernels (absmax
+//    partials into scratch, then the quantiser). kPerTensorStatic: out_scales[0] = *static_scale.
+//  * kPerToken / kGroup128 scales follow scale_format (f32, or UE8M0 as an f32 power of two);
+//    scale slots of rows [rows_out, rows_pad4) are zeroed; with row_weight the scales are those
+//    of the weighted row (x * w in f32).
+//  * Permuted layout: rows of `out` (and their scales) that no (token, slot) maps to (the tile
+//    padding of each group) are left untouched. Token layout: row_weight needs top_k == 1.
 cudaError_t launch_permute_quant(const PermuteQuantArgs& args, cudaStream_t stream);
+
+// Test-only entry points (device conversions exactly as the kernels use them).
+// e4m3_out[i] = e4m3 of the float with bits start + i, ue8m0_out[i] = its UE8M0 byte
+// (either output may be null), i < count.
+cudaError_t debug_convert_all_e4m3(uint8_t* e4m3_out, uint8_t* ue8m0_out, uint32_t start, uint32_t count,
+                                   cudaStream_t stream);
+// For the float a with bits start + i (i < count): scale_out[i] = the kernels' fp8 scale of amax a
+// (ref::fp8_scale_from_amax, f32 or UE8M0), inv_out[i] = the kernels' reciprocal of a (== 1.0f / a;
+// NaN as the canonical 0x7FFFFFFF). Either output may be null.
+cudaError_t debug_fp8_scale_bits(float* scale_out, float* inv_out, uint32_t start, uint32_t count, ScaleFormat fmt,
+                                 cudaStream_t stream);
 
 }  // namespace fusedmoe::kernels

@@ -12,7 +12,11 @@ namespace fusedmoe::kernels {
 // Device-side input errors, recorded in an int32[4] in the workspace:
 //   [0] error code (0 none, 1 = routed id out of [0, E)), set with atomicCAS (first one wins)
 //   [1] token, [2] slot, [3] the offending id
+// launch_router never clears it: the caller zeroes it (once per forward) before the launch.
 inline constexpr int kErrorIdOutOfRange = 1;
+// kHash: token_ids[token] outside [0, hash_vocab): [2] = -1, [3] = the token id (saturated to
+// int32); all k slots of the token get id -1, weight 0.
+inline constexpr int kErrorHashTokenOutOfRange = 2;
 
 struct RouterArgs {
   RouterConfig config;
@@ -30,6 +34,12 @@ struct RouterArgs {
   int32_t* error_flag = nullptr;           // int32[4]; ids out of range are replaced by -1 (routed nowhere)
 };
 
+// cudaErrorInvalidValue for an invalid configuration (E outside [1, 1024], k outside
+// [1, min(E, 16)], n_group not dividing E, ..., a required pointer null); num_tokens == 0 launches
+// nothing. Ids and weights equal ref::route's bit for bit (src/reference/router.cpp).
 cudaError_t launch_router(const RouterArgs& args, cudaStream_t stream);
+
+// Name of the compiled router kernel family, for compiled_kernel_names().
+const char* router_kernel_name();
 
 }  // namespace fusedmoe::kernels

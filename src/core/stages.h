@@ -1,0 +1,13 @@
+// Internal entry points of the layer's stages, without the public calls' validation (the
+// caller has validated once): used by forward() and by dispatch()/combine().
+#pragma once
+#include "fusedmoe/moe.h"
+
+namespace fusedmoe::detail {
+// validate(p, t) + workspace size/alignment + a supported device.
+Status check_call(const MoeProblem& p, const MoeTensors& t, const void* ws, size_t ws_bytes);
+Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream stream, const DispatchOptions& o,
+                    DispatchResult* r);
+Status run_combine(const MoeProblem& p, const DispatchResult& d, const void* expert_out, void* out,
+                   int64_t out_row_stride, Stream stream);
+}  // namespace fusedmoe::detail

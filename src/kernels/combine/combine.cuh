@@ -1,0 +1,89 @@
+// combine.cuh — device code of the weighted combine (contract in combine_launch.h).
+//
+// out[t, :] = round(sum over s in slot order of w[t, s] * expert_out[slot_row[t, s], :]):
+// float32 accumulation by fmaf in ascending slot order (the shared expert last, weight
+// shared_scale), one rounding to bf16/f16. No atomics: the same bits every run.
+// A row team (vec.cuh) owns one token: lane loads 16-byte units lane + j * TS of up to 4 slot
+// rows at a time (4 x VPT <= 8 loads) (independent loads in flight), then accumulates them in slot order.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/quant/vec.cuh"
+
+namespace fusedmoe::kernels::combine_detail {
+
+struct CombineParams {
+  const void* expert_out;
+  const int32_t* slot_row;
+  const float* weights;
+  float shared_scale;
+  int64_t num_tokens;
+  int top_k;
+  int slots;
+  int hidden;
+  int units;  // K / 8
+  void* out;
+  int64_t out_stride;
+  int ts;
+  int teams;
+};
+
+__host__ __device__ constexpr int combine_max_block(int /*vpt*/) { return 512; }
+
+template <class T, int VPT>
+__global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(CombineParams p) {
+  constexpr int kBatch = VPT >= 8 ? 1 : (VPT >= 4 ? 2 : 4);  // slots loaded before accumulating
+  const int tid = threadIdx.x;
+  const int team = tid / p.ts;
+  const int lane = tid - team * p.ts;
+  const uint4* __restrict__ src = static_cast<const uint4*>(p.expert_out);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * p.teams;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * p.teams + team; t < p.num_tokens; t += step) {
+    float acc[VPT][8];
+#pragma unroll
+    for (int j = 0; j < VPT; ++j)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[j][e] = 0.f;
+
+    for (int s0 = 0; s0 < p.slots; s0 += kBatch) {
+      int32_t r[kBatch];
+      float w[kBatch];
+#pragma unroll
+      for (int q = 0; q < kBatch; ++q) {
+        const int s = s0 + q;
+        r[q] = s < p.slots ? __ldg(p.slot_row + t * p.slots + s) : -1;
+        w[q] = s < p.top_k ? (p.weights != nullptr ? __ldg(p.weights + t * p.top_k + s) : 1.f) : p.shared_scale;
+      }
+      uint4 v[kBatch][VPT];
+#pragma unroll
+      for (int q = 0; q < kBatch; ++q)
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) {
+          const int u = lane + j * p.ts;
+          v[q][j] = (r[q] >= 0 && u < p.units) ? __ldg(src + static_cast<int64_t>(r[q]) * p.units + u)
+                                               : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+      for (int q = 0; q < kBatch; ++q) {
+        if (r[q] < 0) continue;  // -1: routed elsewhere, contributes nothing (not even 0 * NaN)
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) {
+          float f[8];
+          vec::unpack8<T>(v[q][j], f);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[j][e] = __fmaf_rn(w[q], f[e], acc[j][e]);
+        }
+      }
+    }
+    uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(p.out) + t * p.out_stride);
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int u = lane + j * p.ts;
+      if (u < p.units) dst[u] = vec::pack8<T>(acc[j]);
+    }
+  }
+}
+
+}  // namespace fusedmoe::kernels::combine_detail

@@ -1,0 +1,67 @@
+// combine_launch.cu — host side of the weighted combine: checks, launch shape, launch.
+#include <algorithm>
+
+#include "kernels/combine/combine.cuh"
+#include "kernels/combine/combine_launch.h"
+
+namespace fusedmoe::kernels {
+
+namespace {
+
+using namespace combine_detail;
+
+template <class T>
+cudaError_t launch_typed(const CombineParams& p, int vpt, int grid, int block, cudaStream_t stream) {
+  switch (vpt) {
+    case 1: combine_kernel<T, 1><<<grid, block, 0, stream>>>(p); break;
+    case 2: combine_kernel<T, 2><<<grid, block, 0, stream>>>(p); break;
+    case 4: combine_kernel<T, 4><<<grid, block, 0, stream>>>(p); break;
+    case 8: combine_kernel<T, 8><<<grid, block, 0, stream>>>(p); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+const char* combine_kernel_name() { return "combine_rowteam_f32acc_x8"; }
+
+cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
+  if (a.act_dtype != DType::kBFloat16 && a.act_dtype != DType::kFloat16) return cudaErrorInvalidValue;
+  if (a.num_tokens < 0 || a.hidden <= 0 || a.hidden % 8 != 0 || a.top_k < 0 || a.num_shared < 0 ||
+      a.num_shared > 1)
+    return cudaErrorInvalidValue;
+  const int64_t stride = a.out_row_stride > 0 ? a.out_row_stride : a.hidden;
+  if (stride < a.hidden || stride % 8 != 0) return cudaErrorInvalidValue;
+  if (a.num_tokens == 0) return cudaSuccess;
+  const int slots = a.top_k + a.num_shared;
+  if (a.out == nullptr || !vec::aligned16(a.out)) return cudaErrorInvalidValue;
+  if (slots > 0 && (a.slot_row == nullptr || a.expert_out == nullptr || !vec::aligned16(a.expert_out)))
+    return cudaErrorInvalidValue;
+
+  CombineParams p{};
+  p.expert_out = a.expert_out;
+  p.slot_row = a.slot_row;
+  p.weights = a.topk_weights;
+  p.shared_scale = a.shared_scale;
+  p.num_tokens = a.num_tokens;
+  p.top_k = a.top_k;
+  p.slots = slots;
+  p.hidden = a.hidden;
+  p.units = a.hidden / 8;
+  p.out = a.out;
+  p.out_stride = stride;
+
+  vec::TeamShape shape;
+  if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
+    return cudaErrorInvalidValue;
+  p.ts = shape.ts;
+  p.teams = shape.teams;
+  const int64_t blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
+  const int64_t resident = static_cast<int64_t>(vec::sm_count()) * std::max(1, 2048 / shape.block);
+  const int grid = static_cast<int>(std::min(blocks_needed, resident));
+  if (a.act_dtype == DType::kBFloat16) return launch_typed<__nv_bfloat16>(p, shape.vpt, grid, shape.block, stream);
+  return launch_typed<__half>(p, shape.vpt, grid, shape.block, stream);
+}
+
+}  // namespace fusedmoe::kernels

@@ -1,0 +1,140 @@
+// plan_launch.cu — host side of the dispatch plan: argument checks, path choice, launches.
+// No allocation, no host synchronisation; every launch is a plain kernel node (graph capturable).
+#include <algorithm>
+#include <atomic>
+#include <climits>
+
+#include "kernels/dispatch/plan.cuh"
+#include "kernels/dispatch/plan_launch.h"
+
+namespace fusedmoe::kernels {
+
+namespace {
+
+using namespace plan_detail;
+
+constexpr int kMaxPlanGroups = 2048;  // uint16 keys; E <= 1024 (+ shared) in practice
+constexpr size_t kScratchAlign = 256;
+
+// Entries per chunk for N entries: the power of two >= N / 256, clamped to [512, 4096].
+int chunk_for(int64_t entries) {
+  int ch = kPlanChunkMin;
+  while (ch < kPlanChunkMax && static_cast<int64_t>(ch) * kPlanChunkTarget < entries) ch <<= 1;
+  return ch;
+}
+
+// Chunks for up to `entries` entries: <= max(256, ceil(N / 4096)) whatever the actual N.
+int64_t max_chunks(int64_t entries) {
+  return std::max<int64_t>(kPlanChunkTarget, (entries + kPlanChunkMax - 1) / kPlanChunkMax);
+}
+
+size_t scratch_layout(int64_t chunks, int groups, size_t* hist_bytes) {
+  *hist_bytes = align_up(static_cast<size_t>(chunks) * static_cast<size_t>(std::max(groups, 1)) * 4, kScratchAlign);
+  return *hist_bytes + kScratchAlign;  // + the done counter
+}
+
+// Opt in to more than 48 KB of dynamic shared memory, once per device and kernel (Tag) (not a
+// stream operation: fine during capture).
+template <int Tag>
+cudaError_t ensure_smem_optin(const void* fn, int bytes) {
+  static std::atomic<uint64_t> done_mask{0};
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
+  if (bit != 0 && (done_mask.load(std::memory_order_relaxed) & bit)) return cudaSuccess;
+  e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess && bit != 0) done_mask.fetch_or(bit, std::memory_order_relaxed);
+  return e;
+}
+
+}  // namespace
+
+const char* plan_kernel_name() { return "dispatch_plan_single8192_chunked512to4096"; }
+
+size_t plan_scratch_bytes(int64_t max_tokens, int top_k, int num_groups) {
+  const int64_t entries = std::max<int64_t>(max_tokens, 0) * (std::max(top_k, 0) + 1);  // + a shared slot
+  if (entries <= kPlanSingleMaxEntries) return kScratchAlign;  // one block, no scratch
+  size_t hist = 0;
+  return scratch_layout(max_chunks(entries), num_groups, &hist);
+}
+
+cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
+  const int shared = a.num_shared_experts;
+  if (a.num_tokens < 0 || a.top_k < 0 || a.top_k > 64 || shared < 0 || shared > 1 || a.num_local_experts < 0 ||
+      a.num_experts < 0)
+    return cudaErrorInvalidValue;
+  const int slots = a.top_k + shared;
+  const int groups = a.num_local_experts + shared;
+  if (groups > kMaxPlanGroups) return cudaErrorInvalidValue;
+  const int64_t entries = a.num_tokens * slots;
+  const int64_t tile = a.tile_m > 0 ? a.tile_m : 1;
+  // Rows, padded rows and entry indices are int32.
+  if (entries > INT32_MAX || entries + static_cast<int64_t>(groups) * (tile - 1) > INT32_MAX)
+    return cudaErrorInvalidValue;
+  if (a.counts == nullptr || a.offsets == nullptr || a.padded_offsets == nullptr) return cudaErrorInvalidValue;
+  if (entries > 0 && (a.slot_row == nullptr || a.row_token == nullptr || a.row_slot == nullptr))
+    return cudaErrorInvalidValue;
+  if (a.num_tokens > 0 && a.top_k > 0 && a.topk_ids == nullptr) return cudaErrorInvalidValue;
+
+  PlanParams p{};
+  p.topk_ids = a.topk_ids;
+  p.expert_map = a.expert_map;
+  p.num_entries = static_cast<int32_t>(entries);
+  p.top_k = a.top_k;
+  p.slots = std::max(slots, 1);
+  p.num_experts = a.num_experts;
+  p.num_local = a.num_local_experts;
+  p.num_shared = shared;
+  p.num_groups = groups;
+  p.tile_m = static_cast<int32_t>(tile);
+  p.counts = a.counts;
+  p.offsets = a.offsets;
+  p.padded_offsets = a.padded_offsets;
+  p.row_token = a.row_token;
+  p.row_slot = a.row_slot;
+  p.slot_row = a.slot_row;
+  p.error_flag = a.error_flag;
+
+  if (entries <= kPlanSingleMaxEntries) {
+    const int n = static_cast<int>(entries);
+    const int warps = std::clamp((n + kPlanEntriesPerWarpSingle - 1) / kPlanEntriesPerWarpSingle, 1, 32);
+    const int per_warp = (n + warps - 1) / warps;
+    const size_t smem = plan_smem_bytes(warps, groups, n);
+    if (smem > 48 * 1024) {
+      const cudaError_t e = ensure_smem_optin<0>(reinterpret_cast<const void*>(&plan_single_kernel),
+                                              static_cast<int>(plan_smem_bytes(32, kMaxPlanGroups, kPlanSingleMaxEntries)));
+      if (e != cudaSuccess) return e;
+    }
+    plan_single_kernel<<<1, warps * 32, smem, stream>>>(p, per_warp);
+    return cudaGetLastError();
+  }
+
+  const int chunk = chunk_for(entries);
+  const int64_t chunks = (entries + chunk - 1) / chunk;
+  size_t hist_bytes = 0;
+  const size_t need = scratch_layout(chunks, groups, &hist_bytes);
+  if (a.scratch == nullptr || a.scratch_bytes < need || (reinterpret_cast<uintptr_t>(a.scratch) % 16) != 0)
+    return cudaErrorInvalidValue;
+  p.num_chunks = static_cast<int32_t>(chunks);
+  p.chunk = chunk;
+  p.chunk_hist = static_cast<int32_t*>(a.scratch);
+  p.done_ctr = reinterpret_cast<unsigned int*>(static_cast<unsigned char*>(a.scratch) + hist_bytes);
+
+  plan_histogram_kernel<<<p.num_chunks, kPlanHistThreads, static_cast<size_t>(groups) * 4, stream>>>(p);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  plan_column_scan_kernel<<<std::max(1, (groups + 31) / 32), kPlanScanThreads, 0, stream>>>(p);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  const size_t smem = plan_smem_bytes(kPlanChunkWarps, groups, chunk);
+  if (smem > 48 * 1024) {
+    e = ensure_smem_optin<1>(reinterpret_cast<const void*>(&plan_rank_scatter_kernel),
+                             static_cast<int>(plan_smem_bytes(kPlanChunkWarps, kMaxPlanGroups, kPlanChunkMax)));
+    if (e != cudaSuccess) return e;
+  }
+  plan_rank_scatter_kernel<<<p.num_chunks, kPlanChunkWarps * 32, smem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace fusedmoe::kernels

@@ -1,0 +1,647 @@
+// sm90_bf16_grouped_gemm.cuh — the BF16 expert GEMMs of a MoE layer on the contiguous layout
+// (device kernel + host launch template; included by the sm90_bf16_grouped_gemm*.cu files only).
+//
+// One kernel template serves GEMM1 (+ activation) and GEMM2 in two tile families:
+//
+//   normal  : tokens in WGMMA's M. Tile 128 token rows x 128 weight rows x 64 K, 5 stages (32 KB
+//             each), 3 warpgroups: 2 consumers (64 token rows each, WGMMA 64x128x16, 232 regs via
+//             setmaxnreg) + 1 producer warpgroup (one elected thread issues TMA, 40 regs).
+//   Swap-AB : C^T = W . X^T, weight rows in WGMMA's M. Tile 64 weight rows x T tokens x 64 K with
+//             T in {8,16,32,64} (WGMMA 64xTx16), 1 consumer warpgroup + 1 producer warp (160
+//             threads), 6-11 stages sized for 2 CTAs per SM (~100 KB smem each), so that many CTAs
+//             each stream distinct weight tiles (decode: weight streaming at HBM bandwidth).
+//             (Every stage is a full 64-wide K step: a WGMMA under a data-dependent condition
+//             would make ptxas serialise the WGMMAs.)
+//
+// Both: TMA with 128B swizzle for activations (plain 2D boxes thanks to the contiguous layout) and
+// for weights (a 5D view per case, see WeightView), K-major smem read directly by WGMMA
+// descriptors, full/empty mbarrier ring, fp32 accumulation, epilogue (bias, activation in fp32,
+// bf16 predicated stores) straight from the accumulator registers.
+//
+// Work decomposition: 1D grid over (token tile, chunk of consecutive weight tiles), grouped
+// raster (8 token tiles x all weight chunks) for L2 reuse. Each CTA finds its expert from
+// padded_offsets (one parallel pass over G entries, no binary-search round trips) and exits at
+// once if its token tile is beyond padded_offsets[G] or beyond the expert's count. A CTA runs
+// its weight tiles back to back through one smem ring, so the producer loads the next tile while
+// the consumers run the epilogue of the previous one.
+//
+// Gate/up pairing for gated activations (both values of an output column must meet in one thread):
+//   normal : weight tile = 64 gate rows then 64 up rows (smem rows 0..63 / 64..127). In the 64x128
+//            accumulator a thread holds columns c and c+64 (value index i and i+32).
+//   Swap-AB: weight tile = 4 x [8 gate rows, 8 up rows]; a thread holds rows r and r+8 of its
+//            warp's 16-row slice (value index i and i+2) = gate and up of one output column.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <initializer_list>
+
+#include <cuda.h>  // CUtensorMap & enums (types only: the encoder is fetched through the runtime)
+#include <cudaTypedefs.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cute/tensor.hpp>
+#include <cute/arch/cluster_sm90.hpp>
+#include <cute/arch/copy_sm90_desc.hpp>
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/bfloat16.h>
+
+#include "fusedmoe/activation.h"
+#include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+
+namespace fusedmoe::kernels::sm90_grouped {
+
+template <int N>
+struct MmaAtomFor;
+template <> struct MmaAtomFor<8>   { using type = cute::SM90_64x8x16_F32BF16BF16_SS<cute::GMMA::Major::K, cute::GMMA::Major::K>; };
+template <> struct MmaAtomFor<16>  { using type = cute::SM90_64x16x16_F32BF16BF16_SS<cute::GMMA::Major::K, cute::GMMA::Major::K>; };
+template <> struct MmaAtomFor<32>  { using type = cute::SM90_64x32x16_F32BF16BF16_SS<cute::GMMA::Major::K, cute::GMMA::Major::K>; };
+template <> struct MmaAtomFor<64>  { using type = cute::SM90_64x64x16_F32BF16BF16_SS<cute::GMMA::Major::K, cute::GMMA::Major::K>; };
+template <> struct MmaAtomFor<128> { using type = cute::SM90_64x128x16_F32BF16BF16_SS<cute::GMMA::Major::K, cute::GMMA::Major::K>; };
+
+template <bool kSwapAB_, int kTokTile_, int kStages_>
+struct Config {
+  using Element = cutlass::bfloat16_t;
+  static constexpr bool kSwapAB = kSwapAB_;
+  static constexpr int kTokTile = kTokTile_;              // token rows per tile
+  static constexpr int kWRows = kSwapAB ? 64 : 128;       // weight rows per tile
+  static constexpr int kTileK = 64;                      // reduction per stage (one 128-byte swizzle row)
+  static constexpr int kStages = kStages_;
+  static constexpr int kConsumerWGs = kSwapAB ? 1 : 2;
+  static constexpr int kConsumerThreads = 128 * kConsumerWGs;
+  static constexpr int kConsumerWarps = kConsumerThreads / 32;
+  static constexpr int kProducerThreads = kSwapAB ? 32 : 128;
+  static constexpr int kThreads = kConsumerThreads + kProducerThreads;
+  static constexpr int kMinBlocks = kSwapAB ? 2 : 1;
+  static constexpr int kMmaM = kSwapAB ? kWRows : kTokTile;
+  static constexpr int kMmaN = kSwapAB ? kTokTile : kWRows;
+
+  static_assert(kSwapAB ? (kTokTile == 8 || kTokTile == 16 || kTokTile == 32 || kTokTile == 64) : kTokTile == 128);
+  static_assert(kMmaM == 64 * kConsumerWGs, "one 64-row WGMMA per consumer warpgroup");
+  static_assert(kStages >= 3);
+  static_assert((kTokTile * kTileK * 2) % 1024 == 0 && (kWRows * kTileK * 2) % 1024 == 0,
+                "each stage must start on a 128B-swizzle pattern boundary");
+
+  using SmemLayoutAtom = cute::GMMA::Layout_K_SW128_Atom<Element>;
+  using SmemLayoutAct = decltype(cute::tile_to_shape(
+      SmemLayoutAtom{}, cute::Shape<cute::Int<kTokTile>, cute::Int<kTileK>, cute::Int<kStages>>{}));
+  using SmemLayoutW = decltype(cute::tile_to_shape(
+      SmemLayoutAtom{}, cute::Shape<cute::Int<kWRows>, cute::Int<kTileK>, cute::Int<kStages>>{}));
+
+  using MmaAtom = typename MmaAtomFor<kMmaN>::type;
+  using TiledMma = decltype(cute::make_tiled_mma(
+      MmaAtom{}, cute::Layout<cute::Shape<cute::Int<kConsumerWGs>, cute::_1, cute::_1>>{}));
+
+  // Bytes of the activation tile of one stage.
+  static constexpr uint32_t kActStageBytes = uint32_t(kTokTile * kTileK * sizeof(Element));
+
+  static constexpr uint32_t kProducerRegs = 40;
+  static constexpr uint32_t kConsumerRegs = 232;
+};
+
+template <class Cfg>
+struct SharedStorage {
+  alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutAct>> act;
+  alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutW>> w;
+  alignas(8) uint64_t full[Cfg::kStages];
+  alignas(8) uint64_t empty[Cfg::kStages];
+  int info[4];  // expert, count, unpadded offset, padded offset of this CTA's token tile
+};
+
+template <class Cfg>
+constexpr int smem_bytes() {
+  return int(sizeof(SharedStorage<Cfg>)) + 1024;
+}
+
+// Kernel arguments besides the two tensor maps.
+struct Params {
+  const int32_t* counts;
+  const int32_t* offsets;
+  const int32_t* padded_offsets;
+  const float* bias;
+  __nv_bfloat16* out;
+  int num_groups;
+  int m_tiles;        // token tiles in the grid (upper bound from max_rows)
+  int w_tiles;        // weight tiles per expert
+  int w_chunks;       // ceil(w_tiles / tiles_per_cta)
+  int tiles_per_cta;
+  int k_tiles;        // ceil(reduction / 64)
+  // weight TMA: n_sub boxes per K step (sub s: q = s >> 1, h = s & 1), each sub_rows smem rows;
+  // coordinate d (1..3) = w * mw[d-1] + q * mq[d-1] + h * mh[d-1]; dim 0 = K, dim 4 = expert.
+  int n_sub, sub_rows;
+  uint32_t sub_bytes;
+  int mw[3], mq[3], mh[3];
+  int sub_col_w, sub_col_q, sub_col_limit;  // a sub-box is loaded iff w*sub_col_w + q*sub_col_q < limit
+  int out_cols;       // columns of out: N (GEMM1) or K (GEMM2)
+  int bias_stride;    // bias elements per expert
+  int bias_row_mul;   // gated: gate bias row of column n = n * mul, up = n * mul + up_off
+  int bias_up_off;
+  int act_kind;       // ActivationKind, or -1: identity (GEMM2)
+  float alpha, limit;
+  int out_unpadded;   // 1: out row = offsets[e] + i (GEMM2); 0: padded_offsets[e] + i (GEMM1)
+};
+
+__device__ __forceinline__ float sigmoid_f(float x) { return 1.f / (1.f + __expf(-x)); }
+
+// fp32 epilogue activation; kind < 0: identity on g.
+__device__ __forceinline__ float activate(int kind, float g, float u, float alpha, float limit) {
+  switch (kind) {
+    case int(ActivationKind::kSiluGated):
+      return g * sigmoid_f(g) * u;
+    case int(ActivationKind::kGeluGated):
+      return 0.5f * g * (1.f + erff(g * 0.70710678118654752f)) * u;
+    case int(ActivationKind::kGeluTanhGated): {
+      const float t = tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g));
+      return 0.5f * g * (1.f + t) * u;
+    }
+    case int(ActivationKind::kClampedSwiglu): {
+      const float gc = fminf(g, limit);
+      const float uc = fminf(fmaxf(u, -limit), limit);
+      return gc * sigmoid_f(gc) * uc;
+    }
+    case int(ActivationKind::kSwigluOai): {
+      const float gc = fminf(g, limit);
+      const float uc = fminf(fmaxf(u, -limit), limit);
+      return (uc + 1.f) * gc * sigmoid_f(alpha * gc);
+    }
+    case int(ActivationKind::kSquaredRelu): {
+      const float r = fmaxf(g, 0.f);
+      return r * r;
+    }
+    default:
+      return g;
+  }
+}
+
+// L2 hints: activations are re-read by every weight tile of the token tile; weights stream.
+constexpr uint64_t kHintAct = uint64_t(cute::TMA::CacheHintSm90::EVICT_LAST);
+constexpr uint64_t kHintW = uint64_t(cute::TMA::CacheHintSm90::EVICT_NORMAL);
+
+template <class Cfg, bool kGated>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+    sm90_bf16_grouped_gemm_kernel(const __grid_constant__ CUtensorMap tm_act,
+                                  const __grid_constant__ CUtensorMap tm_w, const Params p) {
+#if defined(CUTLASS_ARCH_MMA_SM90A_ENABLED)
+  using namespace cute;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  constexpr int kStages = Cfg::kStages;
+
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t smem_base = cute::cast_smem_ptr_to_uint(smem_raw);
+  auto& ss = *reinterpret_cast<SharedStorage<Cfg>*>(smem_raw + ((1024u - (smem_base & 1023u)) & 1023u));
+
+  const int tid = int(threadIdx.x);
+  const int warp = __shfl_sync(0xffffffff, tid / 32, 0);
+  const int lane = tid % 32;
+
+  if (tid == 0) {
+    CUTE_UNROLL
+    for (int s = 0; s < kStages; ++s) {
+      Barrier::init(&ss.full[s], 1);
+      Barrier::init(&ss.empty[s], Cfg::kConsumerWarps);
+    }
+    ss.info[0] = -1;
+    cutlass::arch::fence_barrier_init();
+  }
+
+  // ---- which (token tile, weight chunk): grouped raster, 8 token tiles x all weight chunks ----
+  constexpr int kGroupM = 8;
+  const int pid = int(blockIdx.x);
+  const int per_group = kGroupM * p.w_chunks;
+  const int group = pid / per_group;
+  const int first_m = group * kGroupM;
+  const int gm = min(p.m_tiles - first_m, kGroupM);
+  const int in_group = pid - group * per_group;
+  const int m_tile = first_m + in_group % gm;
+  const int w_chunk = in_group / gm;
+  const int row0 = m_tile * Cfg::kTokTile;
+  __syncthreads();
+
+  // ---- which expert: the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1] ----
+  // One pass, every load independent (a single memory round trip for G <= threads).
+#pragma unroll 2
+  for (int i = tid; i < p.num_groups; i += Cfg::kThreads) {
+    const int lo = __ldg(p.padded_offsets + i);
+    const int hi = __ldg(p.padded_offsets + i + 1);
+    const int cnt = __ldg(p.counts + i);
+    const int off = p.out_unpadded ? __ldg(p.offsets + i) : 0;
+    if (lo <= row0 && row0 < hi) {
+      ss.info[0] = i;
+      ss.info[1] = cnt;
+      ss.info[2] = off;
+      ss.info[3] = lo;
+    }
+  }
+  __syncthreads();
+  // (shfl: lets the compiler see block-uniform values, keeping the WGMMA path non-divergent)
+  const int e = __shfl_sync(0xffffffff, ss.info[0], 0);
+  if (e < 0) return;  // beyond padded_offsets[G]
+  const int local0 = row0 - __shfl_sync(0xffffffff, ss.info[3], 0);
+  const int count = __shfl_sync(0xffffffff, ss.info[1], 0);
+  if (local0 >= count) return;  // token tile entirely in the expert's padding
+  const int rows_valid = min(Cfg::kTokTile, count - local0);
+  const int64_t out_row0 =
+      int64_t(__shfl_sync(0xffffffff, p.out_unpadded ? ss.info[2] : ss.info[3], 0)) + local0;
+  const int w_begin = w_chunk * p.tiles_per_cta;
+  const int w_end = min(p.w_tiles, w_begin + p.tiles_per_cta);
+
+  using Element = typename Cfg::Element;
+  Tensor sAct = make_tensor(make_smem_ptr(ss.act.begin()), typename Cfg::SmemLayoutAct{});  // (T,BK,PIPE)
+  Tensor sW = make_tensor(make_smem_ptr(ss.w.begin()), typename Cfg::SmemLayoutW{});        // (W,BK,PIPE)
+
+  if (warp >= Cfg::kConsumerWarps) {
+    // ================= producer =================
+    if constexpr (Cfg::kProducerThreads == 128) cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
+    if (warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
+      cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_act));
+      cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int w = w_begin; w < w_end; ++w) {
+        // sub-boxes of this weight tile that hold any in-range row (the others stay unloaded:
+        // their rows only feed output rows/columns the epilogue never stores)
+        uint32_t sub_mask = 0;
+        int valid_subs = 0;
+        for (int s = 0; s < p.n_sub; ++s) {
+          if (w * p.sub_col_w + (s >> 1) * p.sub_col_q < p.sub_col_limit) {
+            sub_mask |= 1u << s;
+            ++valid_subs;
+          }
+        }
+        const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(valid_subs) * p.sub_bytes;
+        for (int kt = 0; kt < p.k_tiles; ++kt) {
+          // K beyond the reduction length (ragged last step) is zero-filled by TMA in both operands.
+          const int k0 = kt * Cfg::kTileK;
+          Barrier::wait(&ss.empty[stage], phase ^ 1u);
+          Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
+          // stage bases by plain arithmetic: every stage starts on a 1024-byte swizzle-pattern
+          // boundary (calling the swizzled layout as a function would XOR element offsets)
+          Element* act_dst = ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK);
+          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst, k0, row0);
+          Element* w_dst = ss.w.begin() + stage * (Cfg::kWRows * Cfg::kTileK);
+          for (int s = 0; s < p.n_sub; ++s) {
+            if (!(sub_mask & (1u << s))) continue;
+            const int q = s >> 1, h = s & 1;
+            SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[stage], kHintW, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
+                                   w * p.mw[0] + q * p.mq[0] + h * p.mh[0],
+                                   w * p.mw[1] + q * p.mq[1] + h * p.mh[1],
+                                   w * p.mw[2] + q * p.mq[2] + h * p.mh[2], e);
+          }
+          if (++stage == kStages) { stage = 0; phase ^= 1u; }
+        }
+      }
+    }
+  } else {
+    // ================= consumers =================
+    if constexpr (Cfg::kConsumerWGs == 2) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
+    typename Cfg::TiledMma tiled_mma;
+    auto thr_mma = tiled_mma.get_thread_slice(tid);
+    auto operands = [&]() {
+      if constexpr (Cfg::kSwapAB) return cute::make_tuple(sW, sAct);
+      else return cute::make_tuple(sAct, sW);
+    }();
+    Tensor tCsA = thr_mma.partition_A(get<0>(operands));  // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCsB = thr_mma.partition_B(get<1>(operands));
+    Tensor tCrA = thr_mma.make_fragment_A(tCsA);
+    Tensor tCrB = thr_mma.make_fragment_B(tCsB);
+    using TileMN = Shape<Int<Cfg::kMmaM>, Int<Cfg::kMmaN>>;
+    Tensor accum = partition_fragment_C(tiled_mma, TileMN{});
+    Tensor tCcC = thr_mma.partition_C(make_identity_tensor(TileMN{}));  // (m, n) of each value
+    constexpr int kKBlocks = decltype(size<2>(tCrA))::value;             // 16-wide K steps per stage
+    static_assert(kKBlocks == Cfg::kTileK / 16);
+
+    const float* bias_e = p.bias ? p.bias + int64_t(e) * p.bias_stride : nullptr;
+    __nv_bfloat16* out = p.out;
+    const int64_t ld = p.out_cols;
+
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int w = w_begin; w < w_end; ++w) {
+      tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+      int prev_stage = -1;
+      for (int kt = 0; kt < p.k_tiles; ++kt) {
+        Barrier::wait(&ss.full[stage], phase);
+        warpgroup_fence_operand(accum);
+        warpgroup_arrive();
+        CUTE_UNROLL
+        for (int kb = 0; kb < kKBlocks; ++kb) {
+          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), accum);
+          tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+        }
+        warpgroup_commit_batch();
+        warpgroup_wait<1>();
+        warpgroup_fence_operand(accum);
+        if (prev_stage >= 0 && lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[prev_stage]);
+        prev_stage = stage;
+        if (++stage == kStages) { stage = 0; phase ^= 1u; }
+      }
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(accum);
+      // the ring continues into the next weight tile: release the last slot too
+      if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[prev_stage]);
+
+      // ---------------- epilogue ----------------
+      if constexpr (!Cfg::kSwapAB) {
+        // accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: row (token) +8*v1, column 2*(lane%4)+v0+8*j
+        static_assert(decltype(size(accum))::value == 64);
+        if constexpr (kGated) {
+          const int n_base = w * 64;
+          CUTE_UNROLL
+          for (int j = 0; j < 8; ++j) {
+            CUTE_UNROLL
+            for (int v1 = 0; v1 < 2; ++v1) {
+              const int i = 2 * v1 + 4 * j;  // gate at i, i+1; up at i+32, i+33 (columns + 64)
+              const int r = get<0>(tCcC(i));
+              const int n = n_base + get<1>(tCcC(i));
+              if (r < rows_valid && n < p.out_cols) {  // N % 8 == 0 and n even: n + 1 < N too
+                float g0 = accum(i), g1 = accum(i + 1), u0 = accum(i + 32), u1 = accum(i + 33);
+                if (bias_e) {
+                  g0 += __ldg(bias_e + n * p.bias_row_mul);
+                  g1 += __ldg(bias_e + (n + 1) * p.bias_row_mul);
+                  u0 += __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off);
+                  u1 += __ldg(bias_e + (n + 1) * p.bias_row_mul + p.bias_up_off);
+                }
+                *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
+                    activate(p.act_kind, g0, u0, p.alpha, p.limit), activate(p.act_kind, g1, u1, p.alpha, p.limit));
+              }
+            }
+          }
+        } else {
+          const int n_base = w * 128;
+          CUTE_UNROLL
+          for (int i = 0; i < 64; i += 2) {
+            const int r = get<0>(tCcC(i));
+            const int n = n_base + get<1>(tCcC(i));
+            if (r < rows_valid && n < p.out_cols) {
+              float v0 = accum(i), v1 = accum(i + 1);
+              if (bias_e) {
+                v0 += __ldg(bias_e + n);
+                v1 += __ldg(bias_e + n + 1);
+              }
+              *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
+                  activate(p.act_kind, v0, 0.f, p.alpha, p.limit), activate(p.act_kind, v1, 0.f, p.alpha, p.limit));
+            }
+          }
+        }
+      } else {
+        // accum (64 weight rows x T tokens): index v0 + 2*v1 + 4*j: weight row warp*16 + lane/4 + 8*v1,
+        // token 2*(lane%4) + v0 + 8*j
+        constexpr int kVals = decltype(size(accum))::value;
+        static_assert(kVals == Cfg::kTokTile / 2);
+        if constexpr (kGated) {
+          // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
+          const int r = get<0>(tCcC(0));
+          const int n = w * 32 + (r >> 4) * 8 + (r & 7);
+          if (n < p.out_cols) {
+            float bg = 0.f, bu = 0.f;
+            if (bias_e) {
+              bg = __ldg(bias_e + n * p.bias_row_mul);
+              bu = __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off);
+            }
+            CUTE_UNROLL
+            for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
+              CUTE_UNROLL
+              for (int v0 = 0; v0 < 2; ++v0) {
+                const int i = v0 + 4 * j;
+                const int t = get<1>(tCcC(i));
+                if (t < rows_valid) {
+                  out[(out_row0 + t) * ld + n] =
+                      __float2bfloat16_rn(activate(p.act_kind, accum(i) + bg, accum(i + 2) + bu, p.alpha, p.limit));
+                }
+              }
+            }
+          }
+        } else {
+          CUTE_UNROLL
+          for (int v1 = 0; v1 < 2; ++v1) {
+            const int n = w * 64 + get<0>(tCcC(2 * v1));
+            if (n < p.out_cols) {
+              const float b = bias_e ? __ldg(bias_e + n) : 0.f;
+              CUTE_UNROLL
+              for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
+                CUTE_UNROLL
+                for (int v0 = 0; v0 < 2; ++v0) {
+                  const int i = v0 + 2 * v1 + 4 * j;
+                  const int t = get<1>(tCcC(i));
+                  if (t < rows_valid) {
+                    out[(out_row0 + t) * ld + n] =
+                        __float2bfloat16_rn(activate(p.act_kind, accum(i) + b, 0.f, p.alpha, p.limit));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+#else
+#if defined(__CUDA_ARCH__)
+  __trap();
+#endif
+#endif
+}
+
+// ============================== host side ==============================
+
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = []() -> PFN_cuTensorMapEncodeTiled_v12000 {
+    void* pfn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &pfn, 12000, cudaEnableDefault, &q) !=
+            cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      return nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(pfn);
+  }();
+  return fn;
+}
+
+inline bool encode_bf16_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
+                            const uint64_t* strides_bytes, const uint32_t* box) {
+  const auto fn = tensor_map_encoder();
+  if (fn == nullptr) return false;
+  const uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+  return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, cuuint32_t(rank), const_cast<void*>(base), dims, strides_bytes,
+            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The 5D view of the weights one launch reads, with the box and the per-tile coordinates.
+//   dims/strides innermost first; dim 0 = reduction (contiguous), dim 4 = expert.
+// `simple`: only views whose strides grow with the dimension (fallback if the driver refuses the
+// preferred view, which interleaves gate/up 8-row groups with one box; also forced by tests).
+struct WeightView {
+  uint64_t dims[5];
+  uint64_t strides[4];
+  uint32_t box[5];
+  int n_sub = 1;
+  int mw[3] = {0, 0, 0}, mq[3] = {0, 0, 0}, mh[3] = {0, 0, 0};
+  int sub_col_w = 0, sub_col_q = 0, sub_col_limit = INT_MAX;
+};
+
+template <class Cfg>
+WeightView make_weight_view(const GroupedGemmArgs& a, bool gemm2, bool simple) {
+  WeightView v;
+  const uint64_t K = uint64_t(a.k), N = uint64_t(a.n), G = uint64_t(a.num_groups), B = 2;
+  const bool gated = !gemm2 && a.activation.gated();
+  const bool il = gated && a.activation.interleaved;
+  auto set = [&](std::initializer_list<uint64_t> d, std::initializer_list<uint64_t> s, std::initializer_list<uint32_t> b) {
+    int i = 0;
+    for (auto x : d) v.dims[i++] = x;
+    i = 0;
+    for (auto x : s) v.strides[i++] = x;
+    i = 0;
+    for (auto x : b) v.box[i++] = x;
+  };
+  if (!gated) {
+    const uint64_t red = gemm2 ? N : K, rows = gemm2 ? K : N, se = rows * red * B;
+    set({red, rows, 1, 1, G}, {red * B, se, se, se}, {64, uint32_t(Cfg::kWRows), 1, 1, 1});
+    v.mw[0] = Cfg::kWRows;
+    return v;
+  }
+  const uint64_t se = 2 * N * K * B;
+  const uint64_t s_row = (il ? 2 * K : K) * B;   // between consecutive columns' gate rows
+  const uint64_t s_gu = (il ? K : N * K) * B;    // gate row -> up row of one column
+  if (!Cfg::kSwapAB) {
+    if (!il || !simple) {  // [64 gate rows | 64 up rows] in one box
+      set({K, N, 2, 1, G}, {s_row, s_gu, se, se}, {64, 64, 2, 1, 1});
+      v.mw[0] = 64;
+    } else {  // interleaved, monotonic strides: (K, {g,u}, N): two boxes of 64 rows
+      set({K, 2, N, 1, G}, {K * B, 2 * K * B, se, se}, {64, 1, 64, 1, 1});
+      v.n_sub = 2;
+      v.mh[0] = 1;
+      v.mw[1] = 64;
+    }
+    return v;
+  }
+  if (!simple) {  // (K, 8 columns, {g,u}, N/8 groups, G): one box = 4 x [8 gate rows, 8 up rows]
+    set({K, 8, 2, N / 8, G}, {s_row, s_gu, 8 * s_row, se}, {64, 8, 2, 4, 1});
+    v.mw[2] = 4;
+    return v;
+  }
+  v.n_sub = 8;  // 8 boxes of 8 rows: sub s = 2*q + h -> group q, gate (h=0) / up (h=1)
+  v.sub_col_w = 32;
+  v.sub_col_q = 8;
+  v.sub_col_limit = int(N);
+  if (!il) {
+    set({K, N, 2, 1, G}, {K * B, N * K * B, se, se}, {64, 8, 1, 1, 1});
+    v.mw[0] = 32; v.mq[0] = 8; v.mh[1] = 1;
+  } else {
+    set({K, 2, N, 1, G}, {K * B, 2 * K * B, se, se}, {64, 1, 8, 1, 1});
+    v.mh[0] = 1; v.mw[1] = 32; v.mq[1] = 8;
+  }
+  return v;
+}
+
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// Shared argument checks of both GEMMs (family/tile checked by the caller).
+inline cudaError_t check_args(const GroupedGemmArgs& a, bool gemm2) {
+  if (a.num_groups < 1 || a.num_groups > 65536) return cudaErrorInvalidValue;
+  if (a.n <= 0 || a.k <= 0 || a.n % 8 != 0 || a.k % 8 != 0) return cudaErrorInvalidValue;
+  if (a.max_rows < 0 || a.max_rows > int64_t(INT_MAX) - 256) return cudaErrorInvalidValue;
+  if (a.max_rows == 0) return cudaSuccess;
+  if (!a.a || !a.w || !a.out || !a.counts || !a.padded_offsets) return cudaErrorInvalidValue;
+  if (gemm2 && !a.offsets) return cudaErrorInvalidValue;
+  if (!aligned16(a.a) || !aligned16(a.w) || !aligned16(a.out)) return cudaErrorInvalidValue;
+  if (a.bias && (reinterpret_cast<uintptr_t>(a.bias) & 3u)) return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
+// Builds the tensor maps and parameters and launches one instance. `force_simple` is a test hook.
+template <class Cfg>
+cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bool force_simple = false,
+                            int* n_sub_used = nullptr) {
+  cudaError_t err = check_args(a, gemm2);
+  if (err != cudaSuccess || a.max_rows == 0) return err;
+
+  const bool gated = !gemm2 && a.activation.gated();
+  const int red = gemm2 ? a.n : a.k;        // reduction length
+  const int out_cols = gemm2 ? a.k : a.n;
+  const int cols_per_tile = gated ? Cfg::kWRows / 2 : Cfg::kWRows;
+
+  alignas(64) CUtensorMap tm_act;
+  alignas(64) CUtensorMap tm_w;
+  {
+    const uint64_t dims[2] = {uint64_t(red), uint64_t(a.max_rows)};
+    const uint64_t strides[1] = {uint64_t(red) * 2};
+    const uint32_t box[2] = {64, uint32_t(Cfg::kTokTile)};
+    if (!encode_bf16_map(&tm_act, a.a, 2, dims, strides, box)) return cudaErrorInvalidValue;
+  }
+  WeightView v = make_weight_view<Cfg>(a, gemm2, force_simple);
+  if (!encode_bf16_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) {
+    if (force_simple) return cudaErrorInvalidValue;
+    v = make_weight_view<Cfg>(a, gemm2, /*simple=*/true);
+    if (!encode_bf16_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) return cudaErrorInvalidValue;
+  }
+  if (n_sub_used) *n_sub_used = v.n_sub;
+
+  Params p{};
+  p.counts = a.counts;
+  p.offsets = a.offsets;
+  p.padded_offsets = a.padded_offsets;
+  p.bias = a.bias;
+  p.out = static_cast<__nv_bfloat16*>(a.out);
+  p.num_groups = a.num_groups;
+  const int64_t m_tiles = (a.max_rows + Cfg::kTokTile - 1) / Cfg::kTokTile;
+  p.m_tiles = int(m_tiles);
+  p.w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile;
+  p.k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
+
+  int tpc = 1;
+  if (a.weight_tiles_per_cta > 0) {
+    tpc = a.weight_tiles_per_cta < p.w_tiles ? a.weight_tiles_per_cta : p.w_tiles;
+  } else if (Cfg::kSwapAB) {
+    // Short reductions (e.g. GEMM2 with a small N): give each CTA several weight tiles so that it
+    // streams a few ring lengths (amortising CTA start-up and pipeline fill), while keeping about
+    // two waves of CTA slots over the token-tile bound (an over-estimate of the active tiles).
+    int dev = 0, sms = 132;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const int64_t target = int64_t(2) * sms * Cfg::kMinBlocks;
+    while (tpc * 2 <= p.w_tiles && p.k_tiles * tpc < 4 * Cfg::kStages &&
+           m_tiles * ((p.w_tiles + 2 * tpc - 1) / (2 * tpc)) >= target)
+      tpc *= 2;
+  }
+  p.tiles_per_cta = tpc;
+  p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
+
+  p.n_sub = v.n_sub;
+  p.sub_rows = Cfg::kWRows / v.n_sub;
+  p.sub_bytes = uint32_t(p.sub_rows) * uint32_t(Cfg::kTileK) * 2u;
+  for (int d = 0; d < 3; ++d) {
+    p.mw[d] = v.mw[d];
+    p.mq[d] = v.mq[d];
+    p.mh[d] = v.mh[d];
+  }
+  p.sub_col_w = v.sub_col_w;
+  p.sub_col_q = v.sub_col_q;
+  p.sub_col_limit = v.sub_col_limit;
+
+  p.out_cols = out_cols;
+  p.bias_stride = gemm2 ? a.k : a.activation.gemm1_rows(a.n);
+  p.bias_row_mul = (gated && a.activation.interleaved) ? 2 : 1;
+  p.bias_up_off = gated ? (a.activation.interleaved ? 1 : a.n) : 0;
+  p.act_kind = gemm2 ? -1 : int(a.activation.kind);
+  p.alpha = a.activation.alpha;
+  p.limit = a.activation.limit;
+  p.out_unpadded = gemm2 ? 1 : 0;
+
+  const int64_t grid = m_tiles * int64_t(p.w_chunks);
+  if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
+
+  constexpr int kSmem = smem_bytes<Cfg>();
+  auto launch = [&](auto kernel) -> cudaError_t {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+    if (e != cudaSuccess) return e;
+    kernel<<<dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream>>>(tm_act, tm_w, p);
+    return cudaGetLastError();
+  };
+  return gated ? launch(&sm90_bf16_grouped_gemm_kernel<Cfg, true>) : launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false>);
+}
+
+}  // namespace fusedmoe::kernels::sm90_grouped

@@ -1,0 +1,96 @@
+// sm90_bf16_grouped_gemm.h — host entry points of the BF16 expert GEMMs of a MoE layer (sm_90a,
+// TMA + WGMMA, warp-specialised), in two tile families. Plain C++ header: usable from .cpp files.
+//
+// Input rows arrive in the *contiguous layout*: already permuted into expert order, expert e's rows
+// at padded_offsets[e] .. padded_offsets[e] + counts[e] - 1, padded_offsets[e] a multiple of the
+// family's token tile (rows between counts[e] and the next padded offset are padding: garbage,
+// NaN allowed; they never affect a valid output).
+//
+//   GEMM1 + activation:  H[r, n] = act(x[r,:] . W1[e, gate(n), :] + b1[e, gate(n)],
+//                                      x[r,:] . W1[e, up(n), :]   + b1[e, up(n)])
+//       x  = args.a   [max_rows, K] bf16     W1 = args.w [G, R1, K] bf16 (R1 = 2N gated, N otherwise)
+//       H  = args.out [max_rows, N] bf16, padded layout (row = padded_offsets[e] + i)
+//   GEMM2:               Y[offsets[e] + i, c] = H[padded_offsets[e] + i, :] . W2[e, c, :] + b2[e, c]
+//       H  = args.a   [max_rows, N] bf16     W2 = args.w [G, K, N] bf16
+//       Y  = args.out [R, K] bf16, unpadded grouped order (what the combine reads; no routing weight)
+// (N = args.n = intermediate per expert, K = args.k = hidden, for both GEMMs.)
+//
+// Rows written: only valid rows (i < counts[e]). GEMM1 leaves H's padding rows untouched (GEMM2
+// reads them and ignores what they produce); GEMM2 writes exactly rows offsets[e] .. offsets[e]+counts[e]-1.
+// Everything is device-side: the host never reads counts/offsets (no synchronisation, graph
+// capturable). The grid is sized from args.max_rows (a host-known upper bound of
+// padded_offsets[G], e.g. R + min(G, R) * (tile - 1) with R = T * slots); blocks whose token tile
+// lies beyond padded_offsets[G] or beyond its expert's count exit at once, so an expert without
+// rows costs nothing.
+//
+// GEMM1 and GEMM2 of one layer must use padded offsets that are multiples of both launches'
+// token tiles (simplest: the same family and tile for both; padding to 128 suits every tile).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "fusedmoe/activation.h"
+#include "fusedmoe/moe.h"  // TileFamily
+
+namespace fusedmoe::kernels {
+
+struct GroupedGemmArgs {
+  const void* a = nullptr;     // GEMM1: x [max_rows, K];   GEMM2: H [max_rows, N]   (bf16, 16-B aligned)
+  const void* w = nullptr;     // GEMM1: W1 [G, R1, K];     GEMM2: W2 [G, K, N]       (bf16, 16-B aligned)
+  const float* bias = nullptr; // GEMM1: b1 [G, R1];        GEMM2: b2 [G, K]          (optional)
+  void* out = nullptr;         // GEMM1: H [max_rows, N];   GEMM2: Y [R, K]           (bf16, 16-B aligned)
+  const int32_t* counts = nullptr;          // [G] device
+  const int32_t* offsets = nullptr;         // [G + 1] device (GEMM2 only; unpadded row starts)
+  const int32_t* padded_offsets = nullptr;  // [G + 1] device, multiples of the token tile
+  int num_groups = 0;          // G (<= 65536)
+  int n = 0;                   // N: intermediate per expert (multiple of 8)
+  int k = 0;                   // K: hidden (multiple of 8)
+  Activation activation;       // GEMM1 only (kind, alpha, limit, interleaved)
+  int64_t max_rows = 0;        // rows of `a` that exist; >= padded_offsets[G] (upper bound)
+  TileFamily family = TileFamily::kNormal;  // kNormal (token tile 128) or kSwapAB
+  int tokens_tile = 0;         // kNormal: 128 (0 = 128); kSwapAB: 8, 16, 32 or 64 (0 = 16)
+                               // kAuto: taken from tokens_tile (<= 64 swap-AB, else normal)
+  int weight_tiles_per_cta = 0;  // 0 = heuristic; >= 1 forces consecutive weight tiles per CTA
+};
+
+struct TokensTileChoice {
+  TileFamily family = TileFamily::kNormal;
+  int tokens_tile = 128;
+};
+
+// Heuristic: Swap-AB when the expected rows per expert (T * k / E) is at most 16, with the token
+// tile the smallest of {8, 16, 32} holding twice the expected rows (an expert whose rows overflow
+// the tile streams its weights twice); otherwise the normal family (tile 128).
+TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_experts);
+
+// Upper bound of padded_offsets[G] for `rows` grouped rows over `groups` experts padded to `tile`.
+inline int64_t grouped_gemm_max_padded_rows(int64_t rows, int groups, int tile) {
+  const int64_t g = rows < groups ? rows : int64_t(groups);
+  return rows + g * (tile - 1);
+}
+
+// Enqueue on `stream`; allocate nothing, never synchronise. cudaErrorInvalidValue for: N or K not
+// a positive multiple of 8, G < 1, null or unaligned pointers, an unsupported family/tile, a grid
+// beyond limits. max_rows == 0: nothing to do.
+cudaError_t launch_grouped_gemm1(const GroupedGemmArgs& args, cudaStream_t stream);
+cudaError_t launch_grouped_gemm2(const GroupedGemmArgs& args, cudaStream_t stream);
+
+// Name of the compiled instance a launch with this family/tile runs (nullptr if none), e.g.
+// "sm90_bf16_grouped_gemm1_128x128x64_s5", "sm90_bf16_grouped_gemm2_swapab_64x16x64_s10".
+const char* grouped_gemm1_name(TileFamily family, int tokens_tile);
+const char* grouped_gemm2_name(TileFamily family, int tokens_tile);
+// Every compiled instance name (GEMM1 and GEMM2 of every family/tile); *count receives the number.
+const char* const* grouped_gemm_instance_names(int* count);
+
+}  // namespace fusedmoe::kernels
+
+namespace fusedmoe::kernels {
+// ---- test hooks (not for production callers) ----
+// launch_grouped_gemm1 (gemm2 = false) / launch_grouped_gemm2 (gemm2 = true) with the option to
+// force the simple weight TMA view (several boxes per K chunk, strides monotonic); reports the
+// number of weight boxes per 64-wide K chunk the launch used (1 = the preferred single-box view).
+cudaError_t launch_grouped_gemm_test(const GroupedGemmArgs& args, bool gemm2, bool force_simple_weight_view,
+                                     int* weight_boxes_per_chunk, cudaStream_t stream);
+}  // namespace fusedmoe::kernels

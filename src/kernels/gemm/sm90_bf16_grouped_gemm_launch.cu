@@ -1,0 +1,110 @@
+// sm90_bf16_grouped_gemm_launch.cu — host entry points of the grouped expert GEMMs: family/tile
+// resolution, instance names, the token-tile heuristic, and the normal-family instances
+// (the Swap-AB instances live in sm90_bf16_grouped_gemm_swapab_{small,large}.cu).
+#include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+
+#include "kernels/gemm/sm90_bf16_grouped_gemm.cuh"
+#include "kernels/gemm/sm90_bf16_grouped_gemm_internal.h"
+
+namespace fusedmoe::kernels {
+
+namespace sm90_grouped {
+
+using Normal = Config</*swap=*/false, /*tokens=*/128, kNormalStages>;
+
+cudaError_t launch_normal(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bool force_simple,
+                          int* n_sub) {
+  return launch_instance<Normal>(a, gemm2, stream, force_simple, n_sub);
+}
+
+}  // namespace sm90_grouped
+
+namespace {
+
+// Keep in step with kNormalStages / kSwapStages* (checked below).
+constexpr const char* kNames[] = {
+    "sm90_bf16_grouped_gemm1_128x128x64_s5",       "sm90_bf16_grouped_gemm2_128x128x64_s5",
+    "sm90_bf16_grouped_gemm1_swapab_64x8x64_s11",  "sm90_bf16_grouped_gemm2_swapab_64x8x64_s11",
+    "sm90_bf16_grouped_gemm1_swapab_64x16x64_s10", "sm90_bf16_grouped_gemm2_swapab_64x16x64_s10",
+    "sm90_bf16_grouped_gemm1_swapab_64x32x64_s8", "sm90_bf16_grouped_gemm2_swapab_64x32x64_s8",
+    "sm90_bf16_grouped_gemm1_swapab_64x64x64_s6", "sm90_bf16_grouped_gemm2_swapab_64x64x64_s6",
+};
+static_assert(sm90_grouped::kNormalStages == 5 && sm90_grouped::kSwapStages8 == 11 &&
+                  sm90_grouped::kSwapStages16 == 10 && sm90_grouped::kSwapStages32 == 8 &&
+                  sm90_grouped::kSwapStages64 == 6,
+              "instance names spell the stage counts");
+
+// family + tile -> (swap, tile); false if unsupported.
+bool resolve(TileFamily family, int tile, bool* swap, int* tile_out) {
+  if (family == TileFamily::kAuto) family = (tile > 0 && tile <= 64) ? TileFamily::kSwapAB : TileFamily::kNormal;
+  if (family == TileFamily::kNormal) {
+    if (tile != 0 && tile != 128) return false;
+    *swap = false;
+    *tile_out = 128;
+    return true;
+  }
+  if (family != TileFamily::kSwapAB) return false;
+  if (tile == 0) tile = 16;
+  if (tile != 8 && tile != 16 && tile != 32 && tile != 64) return false;
+  *swap = true;
+  *tile_out = tile;
+  return true;
+}
+
+int name_index(TileFamily family, int tile) {
+  bool swap = false;
+  int t = 0;
+  if (!resolve(family, tile, &swap, &t)) return -1;
+  if (!swap) return 0;
+  return t == 8 ? 1 : t == 16 ? 2 : t == 32 ? 3 : 4;
+}
+
+cudaError_t launch(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bool force_simple, int* n_sub) {
+  bool swap = false;
+  int tile = 0;
+  if (!resolve(a.family, a.tokens_tile, &swap, &tile)) return cudaErrorInvalidValue;
+  if (!swap) return sm90_grouped::launch_normal(a, gemm2, stream, force_simple, n_sub);
+  if (tile <= 16) return sm90_grouped::launch_swapab_small(a, tile, gemm2, stream, force_simple, n_sub);
+  return sm90_grouped::launch_swapab_large(a, tile, gemm2, stream, force_simple, n_sub);
+}
+
+}  // namespace
+
+TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_experts) {
+  if (num_tokens <= 0 || top_k <= 0 || num_experts <= 0) return {TileFamily::kSwapAB, 8};
+  const double expected = double(num_tokens) * double(top_k) / double(num_experts);
+  if (expected > 16.0) return {TileFamily::kNormal, 128};
+  int tile = 8;
+  while (tile < 32 && double(tile) < 2.0 * expected) tile *= 2;
+  return {TileFamily::kSwapAB, tile};
+}
+
+cudaError_t launch_grouped_gemm1(const GroupedGemmArgs& args, cudaStream_t stream) {
+  return launch(args, /*gemm2=*/false, stream, false, nullptr);
+}
+
+cudaError_t launch_grouped_gemm2(const GroupedGemmArgs& args, cudaStream_t stream) {
+  return launch(args, /*gemm2=*/true, stream, false, nullptr);
+}
+
+cudaError_t launch_grouped_gemm_test(const GroupedGemmArgs& args, bool gemm2, bool force_simple_weight_view,
+                                     int* weight_boxes_per_chunk, cudaStream_t stream) {
+  return launch(args, gemm2, stream, force_simple_weight_view, weight_boxes_per_chunk);
+}
+
+const char* grouped_gemm1_name(TileFamily family, int tokens_tile) {
+  const int i = name_index(family, tokens_tile);
+  return i < 0 ? nullptr : kNames[2 * i];
+}
+
+const char* grouped_gemm2_name(TileFamily family, int tokens_tile) {
+  const int i = name_index(family, tokens_tile);
+  return i < 0 ? nullptr : kNames[2 * i + 1];
+}
+
+const char* const* grouped_gemm_instance_names(int* count) {
+  if (count) *count = int(sizeof(kNames) / sizeof(kNames[0]));
+  return kNames;
+}
+
+}  // namespace fusedmoe::kernels

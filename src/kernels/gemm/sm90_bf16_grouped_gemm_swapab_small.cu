@@ -1,0 +1,20 @@
+// sm90_bf16_grouped_gemm_swapab_small.cu — Swap-AB instances with token tiles 8 and 16
+// (GEMM1 gated + plain kernels each; GEMM2 uses the plain kernel).
+#include "kernels/gemm/sm90_bf16_grouped_gemm.cuh"
+#include "kernels/gemm/sm90_bf16_grouped_gemm_internal.h"
+
+namespace fusedmoe::kernels::sm90_grouped {
+
+using SwapAB8 = Config</*swap=*/true, /*tokens=*/8, kSwapStages8>;
+using SwapAB16 = Config</*swap=*/true, /*tokens=*/16, kSwapStages16>;
+
+cudaError_t launch_swapab_small(const GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream,
+                                bool force_simple, int* n_sub) {
+  switch (tile) {
+    case 8: return launch_instance<SwapAB8>(a, gemm2, stream, force_simple, n_sub);
+    case 16: return launch_instance<SwapAB16>(a, gemm2, stream, force_simple, n_sub);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace fusedmoe::kernels::sm90_grouped

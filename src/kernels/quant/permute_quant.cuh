@@ -1,0 +1,409 @@
+// permute_quant.cuh — device code of activation permutation / FP8 quantisation (contract in
+// permute_quant_launch.h). Bit-exact with the reference quantisers of src/reference/fp8.cpp:
+//   scale = max(amax, 1e-10) / 448 (f32, correctly rounded: div448_rn); UE8M0: 2^ceil(log2(scale))
+//   from the bits; inv = 1 / scale (correctly rounded: rcp_rn); q = e4m3(x * inv) (__fmul_rn,
+//   cvt.rn.satfinite.e4m3x2.f32). No contraction: every float op is an explicit _rn intrinsic.
+// With a routing weight w: v = x * w (__fmul_rn) is quantised; the amax of the weighted set is
+// fl(amax(|x|) * |w|), which equals max |fl(x * w)| because rounding is monotone (and NaN
+// products, ignored by the reference's fmax, map to 0).
+//
+// One pass over the activations: a team of threads loads a token row into registers once, reduces
+// its amax (per row or per 128-group) and writes the row to every destination (token order: row t;
+// permuted: the padded row of each (token, slot)). Per-tensor dynamic: a first kernel writes
+// per-block absmax partials over all T x K elements of x (unweighted) to scratch; every block of
+// the main kernel folds them (fmaxf is order-independent: deterministic).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/quant/vec.cuh"
+
+namespace fusedmoe::kernels::pq_detail {
+
+inline constexpr int kMaxSlots = 32;
+inline constexpr int kMaxPairs = 256 / 8 * kMaxSlots;  // teams per block (<= 32) x slots
+inline constexpr float kFp8Max = 448.0f;
+inline constexpr float kAmaxFloor = 1e-10f;
+
+// ---- exact scalar helpers (also used by the test entry points) ---------------------------------
+
+// ref::float_to_ue8m0: NaN -> 0xFF; 0 -> 0; inf -> 0xFE; else clamp(ceil(log2|x|), -127, 127) + 127.
+__device__ __forceinline__ uint32_t float_to_ue8m0(float x) {
+  const uint32_t a = __float_as_uint(x) & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return 0xFFu;
+  if (a == 0u) return 0u;
+  if (a == 0x7F800000u) return 0xFEu;
+  const int be = static_cast<int>(a >> 23);
+  const uint32_t man = a & 0x007FFFFFu;
+  int c;
+  if (be == 0) {
+    c = (32 - __clz(man - 1u)) - 149;  // subnormal: man * 2^-149, ceil(log2(man)) exact
+  } else {
+    c = be - 127 + (man != 0u ? 1 : 0);
+  }
+  c = c < -127 ? -127 : (c > 127 ? 127 : c);
+  return static_cast<uint32_t>(c + 127);
+}
+
+__device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
+  if (b == 0xFFu) return __uint_as_float(0x7FFF0000u);
+  if (b == 0u) return __uint_as_float(0x00400000u);  // 2^-127
+  return __uint_as_float(b << 23);
+}
+
+// Correctly rounded float division a / 448 for a in [1e-10, FLT_MAX] or +inf, without the
+// division slow-path subroutine (whose ABI call made ptxas spill). a / 448 = (a / 7) * 2^-6; a / 7
+// is never a rounding midpoint of float (m / 7 would need >= 25 significant bits for a 24-bit m),
+// and its relative distance to the nearest midpoint is >= 2^-24 / 14 ~ 2^-27.8, while the double
+// product a * RN(1/448) is within 2^-52 relative of a / 448: rounding it to float gives
+// RN_f(a / 448) = __fdiv_rn(a, 448.f) exactly. Checked against the reference in the tests.
+__device__ __forceinline__ float div448_rn(float a) {
+  return __double2float_rn(__dmul_rn(static_cast<double>(a), 1.0 / 448.0));
+}
+
+// Correctly rounded float reciprocal (== __fdiv_rn(1.f, s) for every float s) without the slow
+// path: three Newton steps in double from rcp.approx (relative error < 2^-52 whatever the start
+// accuracy above 2^-8), then one rounding to float. 1/s (24-bit s) is never a float midpoint and
+// lies >= 2^-48 (relative) away from one, so that rounding is RN_f(1/s). Specials handled first.
+__device__ __forceinline__ float rcp_rn(float s) {
+  const uint32_t a = __float_as_uint(s) & 0x7FFFFFFFu;
+  if (a == 0u) return __uint_as_float((__float_as_uint(s) & 0x80000000u) | 0x7F800000u);  // +-inf
+  if (a >= 0x7F800000u) return a == 0x7F800000u ? __uint_as_float(__float_as_uint(s) & 0x80000000u)  // +-0
+                                                : __uint_as_float(0x7FFFFFFFu);                     // NaN
+  const double d = static_cast<double>(s);
+  double y;
+  asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(d));
+#pragma unroll
+  for (int i = 0; i < 3; ++i) {
+    const double e = __fma_rn(-d, y, 1.0);
+    y = __fma_rn(y, e, y);
+  }
+  return __double2float_rn(y);
+}
+
+// ref::fp8_scale_from_amax: max(amax, 1e-10) / 448 in float (NaN amax -> the floor, as fmax).
+__device__ __forceinline__ float fp8_scale_from_amax(float amax, bool ue8m0) {
+  const float s = div448_rn(fmaxf(amax, kAmaxFloor));
+  return ue8m0 ? ue8m0_to_float(float_to_ue8m0(s)) : s;
+}
+
+// Two floats -> two e4m3 bytes (low byte = a), RNE, satfinite; == __nv_cvt_float_to_fp8 each.
+__device__ __forceinline__ uint32_t cvt_e4m3x2(float a, float b) {
+  return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3));
+}
+
+// ---- reductions ------------------------------------------------------------------------------
+// Max over a team of TS lanes (TS <= 32, aligned within the warp). Every lane of the warp calls.
+__device__ __forceinline__ float team_max_subwarp(float v, int ts) {
+  for (int o = 1; o < ts; o <<= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Max over the whole block (every thread calls; red has >= 33 floats).
+__device__ __forceinline__ float block_max(float v, float* red) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();  // red may still be read by a previous call
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float w = lane < nw ? red[lane] : 0.f;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) w = fmaxf(w, __shfl_xor_sync(0xffffffffu, w, o));
+    if (lane == 0) red[32] = w;
+  }
+  __syncthreads();
+  return red[32];
+}
+
+// ---- parameters ------------------------------------------------------------------------------
+enum Scheme : int { kNone = 0, kStatic = 1, kDynamic = 2, kToken = 3, kGroup = 4 };
+
+struct PQParams {
+  const void* x;
+  int64_t x_stride;  // elements
+  int64_t num_tokens;
+  int hidden;        // K
+  int units;         // units per row (K / 8 or K / 16)
+  int scheme;
+  bool ue8m0;
+  const float* static_scale;
+  bool permute;
+  int slots;         // destinations per token considered (1 in token order)
+  int num_groups;
+  const int32_t* slot_row;
+  const int32_t* offsets;
+  const int32_t* padded_offsets;
+  const float* row_weight;
+  int top_k;
+  void* out;
+  float* out_scales;
+  int64_t rows_out;
+  int64_t rows_pad4;
+  const float* partials;  // kDynamic
+  int num_partials;
+  int ts;      // team size
+  int teams;   // teams per block
+};
+
+// Largest g in [0, G) with offsets[g] <= r (the group holding grouped row r).
+__device__ __forceinline__ int group_of_row(const int32_t* offsets, int G, int32_t r) {
+  int lo = 0, hi = G - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (__ldg(offsets + mid) <= r) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+// ---- per-tensor dynamic: absmax partials ------------------------------------------------------
+template <class TIn>
+__global__ void __launch_bounds__(256) absmax_partials_kernel(const TIn* __restrict__ x, int64_t stride,
+                                                              int64_t rows, int units8, float* partials) {
+  __shared__ float red[33];
+  float m = 0.f;
+  const int64_t total = rows * units8;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx < total) {
+    int64_t row = idx / units8;
+    int u = static_cast<int>(idx - row * units8);
+    const int64_t step_rows = step / units8;
+    const int step_u = static_cast<int>(step - step_rows * units8);
+    for (; idx < total; idx += step) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + row * stride) + u);
+      float f[8];
+      vec::unpack8<TIn>(v, f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) m = fmaxf(m, fabsf(f[e]));
+      row += step_rows;
+      u += step_u;
+      if (u >= units8) { u -= units8; ++row; }
+    }
+  }
+  m = block_max(m, red);
+  if (threadIdx.x == 0) partials[blockIdx.x] = m;
+}
+
+// ---- the row kernel -----------------------------------------------------------------------------
+// kFp8: units of 16 elements (2 x 16 B in, 16 B of e4m3 out); else units of 8 (16 B in/out).
+// Threads per block a VPT instance is built for (the host never launches more).
+__host__ __device__ constexpr int max_block_for_vpt(int vpt) { return vpt < 8 ? 256 : 512; }
+
+template <class TIn, bool kFp8, int VPT>
+__global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kernel(PQParams p) {
+  constexpr int kLoads = kFp8 ? 2 : 1;  // uint4 per unit
+  __shared__ float red[33];
+  __shared__ int32_t s_dest[kMaxPairs];
+  __shared__ float s_w[kMaxPairs];
+
+  const int tid = threadIdx.x;
+  const int team = tid / p.ts;
+  const int lane = tid - team * p.ts;
+  const bool subwarp = p.ts <= 32;
+  const int G = p.num_groups;
+  const int nslot = p.slots;
+
+  // Per-tensor scale (uniform).
+  float t_scale = 1.f, t_inv = 1.f;
+  if (p.scheme == kStatic || p.scheme == kDynamic) {
+    if (p.scheme == kStatic) {
+      t_scale = __ldg(p.static_scale);
+    } else {
+      float m = 0.f;
+      for (int i = tid; i < p.num_partials; i += blockDim.x) m = fmaxf(m, __ldg(p.partials + i));
+      m = block_max(m, red);
+      t_scale = fp8_scale_from_amax(m, p.ue8m0);
+    }
+    t_inv = rcp_rn(t_scale);
+    if (blockIdx.x == 0 && tid == 0 && p.out_scales != nullptr) p.out_scales[0] = t_scale;
+  }
+  // Zero the scale slots of rows [rows_out, rows_pad4) (DeepGEMM's TMA padding).
+  if (blockIdx.x == 0 && p.out_scales != nullptr && (p.scheme == kToken || p.scheme == kGroup)) {
+    const int pad = static_cast<int>(p.rows_pad4 - p.rows_out);
+    const int kb = p.scheme == kGroup ? (p.hidden + 127) / 128 : 1;
+    for (int i = tid; i < kb * pad; i += blockDim.x)
+      p.out_scales[static_cast<int64_t>(i / pad) * p.rows_pad4 + p.rows_out + i % pad] = 0.f;
+  }
+
+  const TIn* __restrict__ x = static_cast<const TIn*>(p.x);
+  const int64_t rows_step = static_cast<int64_t>(gridDim.x) * p.teams;
+  for (int64_t row0 = static_cast<int64_t>(blockIdx.x) * p.teams; row0 < p.num_tokens; row0 += rows_step) {
+    const int64_t token = row0 + team;
+    const bool active = token < p.num_tokens;
+
+    // Load the row (VPT units per thread); issued before the destinations are resolved so that
+    // both latencies overlap.
+    uint4 raw[VPT][kLoads];
+    const TIn* xrow = x + (active ? token : 0) * p.x_stride;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int u = lane + j * p.ts;
+      if (active && u < p.units) {
+        const uint4* src = reinterpret_cast<const uint4*>(xrow) + static_cast<int64_t>(u) * kLoads;
+#pragma unroll
+        for (int l = 0; l < kLoads; ++l) raw[j][l] = __ldg(src + l);
+      } else {
+#pragma unroll
+        for (int l = 0; l < kLoads; ++l) raw[j][l] = make_uint4(0, 0, 0, 0);
+      }
+    }
+
+    // Destinations and weights of this block's (token, slot) pairs.
+    __syncthreads();
+    for (int q = tid; q < p.teams * nslot; q += blockDim.x) {
+      const int tm = q / nslot;
+      const int s = q - tm * nslot;
+      const int64_t tok = row0 + tm;
+      int32_t d = -1;
+      float w = 1.f;
+      if (tok < p.num_tokens) {
+        if (p.permute) {
+          const int32_t r = __ldg(p.slot_row + tok * p.slots + s);
+          if (r >= 0) {
+            const int g = group_of_row(p.offsets, G, r);
+            const int64_t dd = static_cast<int64_t>(__ldg(p.padded_offsets + g)) + (r - __ldg(p.offsets + g));
+            d = dd < p.rows_out ? static_cast<int32_t>(dd) : -1;
+          }
+          if (p.row_weight != nullptr && s < p.top_k) w = __ldg(p.row_weight + tok * p.top_k + s);
+        } else {
+          d = static_cast<int32_t>(tok);
+          if (p.row_weight != nullptr) w = __ldg(p.row_weight + tok);
+        }
+      }
+      s_dest[q] = d;
+      s_w[q] = w;
+    }
+    __syncthreads();
+
+    if constexpr (!kFp8) {
+      // Copy / permute (optionally weighted) in the input dtype.
+      for (int s = 0; s < nslot; ++s) {
+        const int32_t d = s_dest[team * nslot + s];
+        if (d < 0) continue;
+        const bool has_w = p.row_weight != nullptr && (!p.permute || s < p.top_k);
+        const float w = s_w[team * nslot + s];
+        uint4* dst = reinterpret_cast<uint4*>(static_cast<TIn*>(p.out) + static_cast<int64_t>(d) * p.hidden);
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) {
+          const int u = lane + j * p.ts;
+          if (u >= p.units) continue;
+          uint4 v = raw[j][0];
+          if (has_w) {
+            float f[8];
+            vec::unpack8<TIn>(v, f);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) f[e] = __fmul_rn(f[e], w);
+            v = vec::pack8<TIn>(f);
+          }
+          dst[u] = v;
+        }
+      }
+    } else {
+      // Amax: per unit (16 elements), then per 128-group (8 lanes) or per row (team).
+      float amax[VPT];
+#pragma unroll
+      for (int j = 0; j < VPT; ++j) {
+        float f[8];
+        float m = 0.f;
+#pragma unroll
+        for (int l = 0; l < kLoads; ++l) {
+          vec::unpack8<TIn>(raw[j][l], f);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) m = fmaxf(m, fabsf(f[e]));
+        }
+        amax[j] = m;
+      }
+      if (p.scheme == kGroup) {
+#pragma unroll
+        for (int j = 0; j < VPT; ++j)
+#pragma unroll
+          for (int o = 1; o < 8; o <<= 1) amax[j] = fmaxf(amax[j], __shfl_xor_sync(0xffffffffu, amax[j], o));
+      } else if (p.scheme == kToken) {
+        float m = amax[0];
+#pragma unroll
+        for (int j = 1; j < VPT; ++j) m = fmaxf(m, amax[j]);
+        m = subwarp ? team_max_subwarp(m, p.ts) : block_max(m, red);
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) amax[j] = m;
+      }
+
+      for (int s = 0; s < nslot; ++s) {
+        const int32_t d = s_dest[team * nslot + s];
+        if (d < 0) continue;
+        const bool has_w = p.row_weight != nullptr && (!p.permute || s < p.top_k);
+        const float w = s_w[team * nslot + s];
+        uint4* dst = reinterpret_cast<uint4*>(static_cast<uint8_t*>(p.out) + static_cast<int64_t>(d) * p.hidden);
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) {
+          const int u = lane + j * p.ts;
+          if (u >= p.units) continue;
+          float scale = t_scale, inv = t_inv;
+          if (p.scheme == kToken || p.scheme == kGroup) {
+            const float a = has_w ? fmaxf(0.f, __fmul_rn(amax[j], fabsf(w))) : amax[j];
+            scale = fp8_scale_from_amax(a, p.ue8m0);
+            inv = rcp_rn(scale);
+            if (p.out_scales != nullptr) {
+              if (p.scheme == kToken) {
+                if (lane == 0 && j == 0) p.out_scales[d] = scale;
+              } else if ((u & 7) == 0) {
+                p.out_scales[static_cast<int64_t>(u >> 3) * p.rows_pad4 + d] = scale;
+              }
+            }
+          }
+          uint32_t packed[4];
+#pragma unroll
+          for (int l = 0; l < 2; ++l) {
+            float f[8];
+            vec::unpack8<TIn>(raw[j][l], f);
+            if (has_w) {
+#pragma unroll
+              for (int e = 0; e < 8; ++e) f[e] = __fmul_rn(f[e], w);
+            }
+#pragma unroll
+            for (int e = 0; e < 8; ++e) f[e] = __fmul_rn(f[e], inv);
+            packed[2 * l] = cvt_e4m3x2(f[0], f[1]) | (cvt_e4m3x2(f[2], f[3]) << 16);
+            packed[2 * l + 1] = cvt_e4m3x2(f[4], f[5]) | (cvt_e4m3x2(f[6], f[7]) << 16);
+          }
+          dst[u] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        }
+      }
+    }
+  }
+}
+
+// ---- test entry points ------------------------------------------------------------------------
+// Every float bit pattern start + i (i < count): e4m3 through the kernels' pair conversion and
+// UE8M0 through float_to_ue8m0.
+__global__ void debug_convert_kernel(uint8_t* e4m3, uint8_t* ue8m0, uint32_t start, uint32_t count) {
+  const uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) * 2u;
+  if (i >= count) return;
+  const float a = __uint_as_float(start + i);
+  const float b = __uint_as_float(start + i + 1u);  // wraps harmlessly past 2^32 - 1
+  const uint32_t q = cvt_e4m3x2(a, b);
+  if (e4m3 != nullptr) {
+    e4m3[i] = static_cast<uint8_t>(q & 0xFFu);
+    if (i + 1 < count) e4m3[i + 1] = static_cast<uint8_t>(q >> 8);
+  }
+  if (ue8m0 != nullptr) {
+    ue8m0[i] = static_cast<uint8_t>(float_to_ue8m0(a));
+    if (i + 1 < count) ue8m0[i + 1] = static_cast<uint8_t>(float_to_ue8m0(b));
+  }
+}
+
+// For the float a with bits start + i: scale[i] = fp8_scale_from_amax(a), inv[i] = rcp_rn(a)
+// (the reciprocal used for static and computed scales).
+__global__ void debug_scale_kernel(float* scale, float* inv, uint32_t start, uint32_t count, bool ue8m0) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const float a = __uint_as_float(start + i);
+  if (scale != nullptr) scale[i] = fp8_scale_from_amax(a, ue8m0);
+  if (inv != nullptr) inv[i] = rcp_rn(a);
+}
+
+}  // namespace fusedmoe::kernels::pq_detail

@@ -1,0 +1,143 @@
+// permute_quant_launch.cu — host side of activation permutation / quantisation: checks, launch
+// shape, the per-tensor-dynamic absmax pass, and the test entry points.
+#include <algorithm>
+
+#include "kernels/quant/permute_quant.cuh"
+#include "kernels/quant/permute_quant_launch.h"
+
+namespace fusedmoe::kernels {
+
+namespace {
+
+using namespace pq_detail;
+
+constexpr size_t kScratchBytes = 4096;  // absmax partials (<= 1024 floats)
+
+template <class TIn, bool kFp8>
+cudaError_t launch_rows(const PQParams& p, int vpt, int grid, int block, cudaStream_t stream) {
+  switch (vpt) {
+    case 1: permute_quant_kernel<TIn, kFp8, 1><<<grid, block, 0, stream>>>(p); break;
+    case 2: permute_quant_kernel<TIn, kFp8, 2><<<grid, block, 0, stream>>>(p); break;
+    case 4: permute_quant_kernel<TIn, kFp8, 4><<<grid, block, 0, stream>>>(p); break;
+    case 8: permute_quant_kernel<TIn, kFp8, 8><<<grid, block, 0, stream>>>(p); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+template <class TIn>
+cudaError_t launch_typed(const PQParams& p, bool fp8, int vpt, int grid, int block, int amax_grid,
+                         float* partials, cudaStream_t stream) {
+  if (p.scheme == kDynamic) {
+    absmax_partials_kernel<TIn><<<amax_grid, 256, 0, stream>>>(static_cast<const TIn*>(p.x), p.x_stride,
+                                                              p.num_tokens, p.hidden / 8, partials);
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
+  return fp8 ? launch_rows<TIn, true>(p, vpt, grid, block, stream) : launch_rows<TIn, false>(p, vpt, grid, block, stream);
+}
+
+}  // namespace
+
+const char* permute_quant_kernel_name() { return "permute_quant_rowteam_e4m3x16_bf16x8"; }
+
+size_t permute_quant_scratch_bytes(int64_t /*max_tokens*/, int /*hidden*/) { return kScratchBytes; }
+
+cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream) {
+  if (a.act_dtype != DType::kBFloat16 && a.act_dtype != DType::kFloat16) return cudaErrorInvalidValue;
+  if (a.num_tokens < 0 || a.hidden <= 0) return cudaErrorInvalidValue;
+  const bool fp8 = a.quant != ActQuant::kNone;
+  const int unit = fp8 ? 16 : 8;
+  if (a.hidden % unit != 0) return cudaErrorInvalidValue;
+  const int64_t stride = a.x_row_stride > 0 ? a.x_row_stride : a.hidden;
+  if (stride < a.hidden || stride % 8 != 0) return cudaErrorInvalidValue;
+  if (a.num_tokens == 0) return cudaSuccess;
+  if (a.x == nullptr || a.out == nullptr || !vec::aligned16(a.x) || !vec::aligned16(a.out)) return cudaErrorInvalidValue;
+  if (a.rows_out < 0) return cudaErrorInvalidValue;
+  if (a.permute) {
+    if (a.slots < 1 || a.slots > kMaxSlots || a.num_groups < 1 || a.slot_row == nullptr || a.offsets == nullptr ||
+        a.padded_offsets == nullptr || a.top_k < 0 || a.top_k > a.slots)
+      return cudaErrorInvalidValue;
+  } else {
+    if (a.rows_out < a.num_tokens) return cudaErrorInvalidValue;
+    if (a.row_weight != nullptr && a.top_k != 1) return cudaErrorInvalidValue;  // one weight per token row
+  }
+  if (a.quant == ActQuant::kPerTensorStatic && a.static_scale == nullptr) return cudaErrorInvalidValue;
+
+  PQParams p{};
+  p.x = a.x;
+  p.x_stride = stride;
+  p.num_tokens = a.num_tokens;
+  p.hidden = a.hidden;
+  p.units = a.hidden / unit;
+  switch (a.quant) {
+    case ActQuant::kNone: p.scheme = kNone; break;
+    case ActQuant::kPerTensorStatic: p.scheme = kStatic; break;
+    case ActQuant::kPerTensorDynamic: p.scheme = kDynamic; break;
+    case ActQuant::kPerToken: p.scheme = kToken; break;
+    case ActQuant::kGroup128: p.scheme = kGroup; break;
+    default: return cudaErrorInvalidValue;
+  }
+  p.ue8m0 = a.scale_format == ScaleFormat::kUE8M0;
+  p.static_scale = a.static_scale;
+  p.permute = a.permute;
+  p.slots = a.permute ? a.slots : 1;
+  p.num_groups = a.num_groups;
+  p.slot_row = a.slot_row;
+  p.offsets = a.offsets;
+  p.padded_offsets = a.padded_offsets;
+  p.row_weight = a.row_weight;
+  p.top_k = a.top_k;
+  p.out = a.out;
+  p.out_scales = fp8 ? a.out_scales : nullptr;
+  p.rows_out = a.rows_out;
+  p.rows_pad4 = (a.rows_out + 3) / 4 * 4;
+
+  vec::TeamShape shape;
+  if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > max_block_for_vpt(shape.vpt))
+    return cudaErrorInvalidValue;
+  p.ts = shape.ts;
+  p.teams = shape.teams;
+
+  const int sms = vec::sm_count();
+  const int64_t blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
+  const int64_t resident = static_cast<int64_t>(sms) * std::max(1, 2048 / shape.block);
+  const int grid = static_cast<int>(std::min(blocks_needed, resident));
+
+  int amax_grid = 0;
+  float* partials = nullptr;
+  if (p.scheme == kDynamic) {
+    if (a.scratch == nullptr || !vec::aligned16(a.scratch) || a.scratch_bytes < sizeof(float)) return cudaErrorInvalidValue;
+    const int64_t units8 = a.hidden / 8;
+    const int64_t want = (a.num_tokens * units8 + 255) / 256;
+    const int64_t cap = std::min<int64_t>({static_cast<int64_t>(sms) * 4, 1024,
+                                           static_cast<int64_t>(a.scratch_bytes / sizeof(float))});
+    amax_grid = static_cast<int>(std::max<int64_t>(1, std::min(want, cap)));
+    partials = static_cast<float*>(a.scratch);
+    p.partials = partials;
+    p.num_partials = amax_grid;
+  }
+
+  if (a.act_dtype == DType::kBFloat16)
+    return launch_typed<__nv_bfloat16>(p, fp8, shape.vpt, grid, shape.block, amax_grid, partials, stream);
+  return launch_typed<__half>(p, fp8, shape.vpt, grid, shape.block, amax_grid, partials, stream);
+}
+
+cudaError_t debug_convert_all_e4m3(uint8_t* e4m3_out, uint8_t* ue8m0_out, uint32_t start, uint32_t count,
+                                   cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  const uint32_t pairs = count / 2 + (count & 1u);
+  const uint32_t blocks = (pairs + 255u) / 256u;
+  debug_convert_kernel<<<blocks, 256, 0, stream>>>(e4m3_out, ue8m0_out, start, count);
+  return cudaGetLastError();
+}
+
+cudaError_t debug_fp8_scale_bits(float* scale_out, float* inv_out, uint32_t start, uint32_t count, ScaleFormat fmt,
+                                 cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  debug_scale_kernel<<<(count + 255u) / 256u, 256, 0, stream>>>(scale_out, inv_out, start, count,
+                                                                 fmt == ScaleFormat::kUE8M0);
+  return cudaGetLastError();
+}
+
+}  // namespace fusedmoe::kernels

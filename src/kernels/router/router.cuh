@@ -1,0 +1,461 @@
+// router.cuh — the router kernels of fusedmoe/router.h (every RouterKind), bit-exact with the CPU
+// reference src/reference/router.cpp.
+//
+// router_topk_kernel<T, VEC, NV>: one warp per token (grid-stride), 4 warps per block.
+//   * Layout (router_common.h): lane l holds experts l*VEC + i*32*VEC + c (i < NV, c < VEC) in
+//     registers, read as one VEC-wide load per i (16 / 8 / 4 bytes; scalar loads when the logits
+//     pointer is not aligned, same layout). Invalid slots (expert >= E) read as -inf.
+//   * Softmax (canonical order, documented in router_common.h and router.cpp): warp max by xor
+//     shuffles; y = hd::expf(x - max); each lane sums its slots in ascending order from 0; xor
+//     butterfly 16, 8, 4, 2, 1 (own + other); p = y / sum. The CPU reference emulates exactly
+//     this with 32 partial sums.
+//   * Selection: each value becomes an order-preserving uint32 key of its canonical float
+//     (NaN -> -inf, -0 -> +0). Each lane caches the best key of its not-yet-taken slots (strict
+//     '>', ascending: its lowest expert among equals). A round is __reduce_max_sync over the
+//     lanes' keys, then __reduce_min_sync over the expert ids of the lanes holding that key:
+//     the global maximum with the lowest expert id. Only the winning lane marks the slot taken
+//     and rescans. k rounds; -inf keys (0x007FFFFF) stay selectable, "none" is key 0.
+//   * Grouped kBiasedTopK: the biased keys go to shared memory; L = 2^floor(log2(32/n_group))
+//     lanes per group (1 when n_group >= 32) find the group's top-2 keys (strided scan + xor
+//     merge), score = canon(top1 + top2); topk_group rounds of the same argmax over the groups
+//     (ties: lower group) mark the eligible experts; then the k rounds over those.
+//   * Weights: from the winning key (softmax p, unbiased s, logits), or for kBiasedTopK with a
+//     correction bias by re-reading the chosen logit and recomputing its score with the same
+//     max/sum. Lane j < k owns slot j; slot sums (k-way softmax, renormalisation) run in slot
+//     order from 0 through shuffles; then * routed_scaling.
+// router_gather_kernel<T>: kPrecomputed and kHash (without logits or with an elementwise score):
+//   a segment of KP = 2^ceil(log2 k) lanes per token, lane j = slot j; ids validated (bad ones ->
+//   -1, weight 0, reported through error_flag with atomicCAS).
+// All float arithmetic that must match the reference goes through hd:: (no contraction).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "fusedmoe/router.h"
+#include "kernels/common/hd_math.h"
+#include "kernels/common/router_common.h"
+#include "kernels/router/router_launch.h"
+
+namespace fusedmoe::kernels::router_detail {
+
+inline constexpr int kWarpsPerBlock = 4;
+inline constexpr int kThreads = 32 * kWarpsPerBlock;
+inline constexpr int kGatherThreads = 256;
+inline constexpr unsigned kFull = 0xffffffffu;
+
+struct Params {
+  int64_t num_tokens = 0;
+  int num_experts = 0;
+  int k = 1;
+  RouterKind kind = RouterKind::kSoftmaxTopK;
+  ScoreFunction score = ScoreFunction::kSoftmax;
+  bool renormalize = false;
+  bool aligned = false;         // logits base aligned to VEC * sizeof(T)
+  float scaling = 1.f;
+  int n_group = 1;              // > 1: grouped kBiasedTopK
+  int topk_group = 1;
+  int group_size = 1;
+  int lanes_per_group = 1;      // power of two
+  int kp_log2 = 0;              // gather: lanes per token = 1 << kp_log2 >= k
+  const void* logits = nullptr;
+  const float* bias = nullptr;
+  const int64_t* token_ids = nullptr;
+  const int32_t* hash_table = nullptr;
+  int64_t hash_vocab = 0;
+  const int32_t* ids_in = nullptr;
+  const float* weights_in = nullptr;
+  int32_t* ids_out = nullptr;
+  float* weights_out = nullptr;
+  int32_t* error_flag = nullptr;
+};
+
+// ---- loads ----
+// Element types: float, or uint16_t holding bf16 bits.
+__device__ __forceinline__ float load_logit(const float* p) { return hd::sanitize_logit(__ldg(p)); }
+__device__ __forceinline__ float load_logit(const uint16_t* p) {
+  return hd::sanitize_logit(hd::bf16_bits_to_float(__ldg(reinterpret_cast<const unsigned short*>(p))));
+}
+
+// VEC consecutive logits from p (VEC-aligned when `aligned`), widened and sanitised.
+template <int VEC, typename T>
+__device__ __forceinline__ void load_chunk(const T* p, bool aligned, float* out) {
+  constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
+  if constexpr (VEC > 1) {
+    if (aligned) {
+      uint32_t w[kBytes / 4];
+      if constexpr (kBytes == 16) {
+        const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+        w[0] = u.x; w[1] = u.y; w[2] = u.z; w[3] = u.w;
+      } else if constexpr (kBytes == 8) {
+        const uint2 u = __ldg(reinterpret_cast<const uint2*>(p));
+        w[0] = u.x; w[1] = u.y;
+      } else {
+        static_assert(kBytes == 4, "vector width");
+        w[0] = __ldg(reinterpret_cast<const unsigned int*>(p));
+      }
+#pragma unroll
+      for (int j = 0; j < kBytes / 4; ++j) {
+        if constexpr (sizeof(T) == 4) {
+          out[j] = hd::sanitize_logit(hd::as_float(w[j]));
+        } else {
+          out[2 * j] = hd::sanitize_logit(hd::as_float(w[j] << 16));
+          out[2 * j + 1] = hd::sanitize_logit(hd::as_float(w[j] & 0xffff0000u));
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < VEC; ++c) out[c] = load_logit(p + c);
+}
+
+// ---- small helpers ----
+__device__ __forceinline__ uint32_t umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+__device__ __forceinline__ uint32_t umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+__device__ __forceinline__ void report_error(int32_t* flag, int code, int64_t token, int slot, int32_t id) {
+  if (flag == nullptr) return;
+  if (atomicCAS(flag, 0, code) == 0) {
+    flag[1] = static_cast<int32_t>(token);
+    flag[2] = slot;
+    flag[3] = id;
+  }
+}
+
+__device__ __forceinline__ float warp_max(float x) {
+#pragma unroll
+  for (int d = 16; d >= 1; d /= 2) x = fmaxf(x, __shfl_xor_sync(kFull, x, d));
+  return x;
+}
+
+// Sum of v over lanes 0..count-1 of each `width`-lane segment, in lane order, from 0.
+__device__ __forceinline__ float slot_sum(float v, int count, int width) {
+  float s = 0.f;
+  for (int j = 0; j < count; ++j) s = hd::add(s, __shfl_sync(kFull, v, j, width));
+  return s;
+}
+
+// What the warp-per-token kernel computes per expert before selecting:
+//   kSoftmaxRow: the row softmax (kSoftmaxTopK; kBiasedTopK / kHash with ScoreFunction::kSoftmax);
+//   kSigmoidRow / kSqrtSoftplusRow: that score of each logit (kBiasedTopK);
+//   kLogitsRow: nothing, the logits are the selection values (kTopKSoftmax, kSigmoidTop1).
+enum class RowMode : int { kSoftmaxRow = 0, kSigmoidRow = 1, kSqrtSoftplusRow = 2, kLogitsRow = 3 };
+
+// score(x) of one expert for the elementwise modes; for kSoftmaxRow with the row's max and sum.
+template <RowMode M>
+__device__ __forceinline__ float score_of(float x, float max, float sum) {
+  if constexpr (M == RowMode::kSoftmaxRow) return max == hd::kNegInf ? 0.f : hd::div(hd::expf(hd::sub(x, max)), sum);
+  else if constexpr (M == RowMode::kSigmoidRow) return hd::sigmoid(x);
+  else if constexpr (M == RowMode::kSqrtSoftplusRow) return hd::sqrt_softplus(x);
+  else return x;
+}
+
+// Renormalisation (slot order), scaling, store. Lanes r < k of each `width`-lane segment hold the
+// slots; every lane of the warp must call this.
+__device__ __forceinline__ void finish_slots(const Params& p, int64_t token, int r, bool active, int32_t id,
+                                             float w, bool bad, int width) {
+  if (p.renormalize) {
+    const float sum = slot_sum(w, p.k, width);
+    w = hd::div(w, hd::add(sum, hd::kRenormEpsilon));
+  }
+  w = hd::mul(w, p.scaling);
+  if (bad) w = 0.f;
+  if (active) {
+    const int64_t o = token * p.k + r;
+    p.ids_out[o] = id;
+    p.weights_out[o] = w;
+  }
+}
+
+// kHash: slot r of `token`; weight_of(logit) gives the weight from the chosen expert's logit (or
+// 1/k without logits). Bad ids -> -1, weight 0, reported.
+template <typename T, typename WeightOf>
+__device__ __forceinline__ void hash_slot(const Params& p, int64_t token, int r, WeightOf weight_of, int32_t* id,
+                                          float* w, bool* bad) {
+  const int64_t token_id = p.token_ids[token];
+  if (token_id < 0 || token_id >= p.hash_vocab) {
+    *bad = true;
+    if (r == 0) {
+      const int32_t clamped = token_id < INT32_MIN ? INT32_MIN : token_id > INT32_MAX ? INT32_MAX
+                                                                                     : static_cast<int32_t>(token_id);
+      report_error(p.error_flag, kErrorHashTokenOutOfRange, token, -1, clamped);
+    }
+    return;
+  }
+  const int32_t e = p.hash_table[token_id * p.k + r];
+  if (e < 0 || e >= p.num_experts) {
+    *bad = true;
+    report_error(p.error_flag, kErrorIdOutOfRange, token, r, e);
+    return;
+  }
+  *id = e;
+  if (p.logits != nullptr) {
+    const T* row = static_cast<const T*>(p.logits) + token * p.num_experts;
+    *w = weight_of(load_logit(row + e));
+  } else {
+    *w = hd::div(1.f, static_cast<float>(p.k));
+  }
+}
+
+// The best key among the lane's untaken slots: strict '>' in ascending slot (= expert) order.
+template <int VEC, int NV>
+__device__ __forceinline__ void local_best(const uint32_t (&key)[VEC * NV], uint32_t taken, int lane,
+                                           uint32_t* best_key, uint32_t* best_expert) {
+  uint32_t bk = 0, be = 0xffffffffu;
+#pragma unroll
+  for (int i = 0; i < NV; ++i)
+#pragma unroll
+    for (int c = 0; c < VEC; ++c) {
+      const int s = i * VEC + c;
+      if (!((taken >> s) & 1u) && key[s] > bk) {
+        bk = key[s];
+        be = static_cast<uint32_t>(i * 32 * VEC + lane * VEC + c);
+      }
+    }
+  *best_key = bk;
+  *best_expert = be;
+}
+
+// ---- one warp per token: every router that reads the whole row of logits ----
+template <typename T, int VEC, int NV, RowMode M>
+__global__ void __launch_bounds__(kThreads, 1) router_topk_kernel(const Params p) {
+  constexpr int kCap = VEC * NV;
+  static_assert(kCap <= 32 && (VEC & (VEC - 1)) == 0, "slots per lane");
+  extern __shared__ uint32_t smem[];
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  const int num_experts = p.num_experts;
+  const int k = p.k;
+  const bool grouped = p.kind == RouterKind::kBiasedTopK && p.n_group > 1;
+  const bool use_bias = p.kind == RouterKind::kBiasedTopK && p.bias != nullptr;
+  uint32_t* wsm = smem + static_cast<int64_t>(warp) * (num_experts + p.n_group);  // grouped only
+
+  uint32_t valid = 0;  // slots holding an expert < E (the same for every token)
+#pragma unroll
+  for (int i = 0; i < NV; ++i)
+    if (i * 32 * VEC + lane * VEC < num_experts) valid |= ((1u << VEC) - 1u) << (i * VEC);
+
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  for (int64_t token = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp; token < p.num_tokens;
+       token += stride) {
+    const T* row = static_cast<const T*>(p.logits) + token * num_experts;
+    float v[kCap];
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const int e0 = i * 32 * VEC + lane * VEC;
+      if (e0 < num_experts) {
+        load_chunk<VEC>(row + e0, p.aligned, v + i * VEC);
+      } else {
+#pragma unroll
+        for (int c = 0; c < VEC; ++c) v[i * VEC + c] = hd::kNegInf;
+      }
+    }
+
+    // Scores. Softmax in the canonical order (see the header comment).
+    float row_max = hd::kNegInf, row_sum = 0.f;
+    if constexpr (M == RowMode::kSoftmaxRow) {
+#pragma unroll
+      for (int s = 0; s < kCap; ++s) row_max = fmaxf(row_max, v[s]);
+      row_max = warp_max(row_max);
+      if (row_max == hd::kNegInf) {
+#pragma unroll
+        for (int s = 0; s < kCap; ++s) v[s] = 0.f;
+      } else {
+        float part = 0.f;
+#pragma unroll
+        for (int s = 0; s < kCap; ++s) {
+          v[s] = hd::expf(hd::sub(v[s], row_max));  // invalid slots: e^-inf = 0
+          part = hd::add(part, v[s]);
+        }
+#pragma unroll
+        for (int d = 16; d >= 1; d /= 2) part = hd::add(part, __shfl_xor_sync(kFull, part, d));
+        row_sum = part;
+        if (p.kind != RouterKind::kHash) {
+          const hd::Divisor by_sum(row_sum);
+#pragma unroll
+          for (int s = 0; s < kCap; ++s) v[s] = by_sum.divide_nonnegative(v[s]);  // sum >= 1: max's term is 1
+        }
+      }
+    } else if constexpr (M != RowMode::kLogitsRow) {
+#pragma unroll
+      for (int s = 0; s < kCap; ++s) v[s] = score_of<M>(v[s], 0.f, 0.f);
+    }
+
+    if constexpr (M == RowMode::kSoftmaxRow) {
+      if (p.kind == RouterKind::kHash) {
+        int32_t id = -1;
+        float w = 0.f;
+        bool bad = false;
+        if (lane < k)
+          hash_slot<T>(p, token, lane, [&](float x) { return score_of<M>(x, row_max, row_sum); }, &id, &w, &bad);
+        finish_slots(p, token, lane, lane < k, bad ? -1 : id, w, bad, 32);
+        continue;
+      }
+    }
+
+    // Selection keys: softmax p | s (+ bias) | logits.
+    uint32_t key[kCap];
+#pragma unroll
+    for (int i = 0; i < NV; ++i)
+#pragma unroll
+      for (int c = 0; c < VEC; ++c) {
+        const int s = i * VEC + c;
+        float b = v[s];
+        if (use_bias && ((valid >> s) & 1u)) b = hd::add(b, __ldg(p.bias + i * 32 * VEC + lane * VEC + c));
+        key[s] = hd::to_key(hd::canon(b));
+      }
+    uint32_t taken = ~valid;
+
+    if (M != RowMode::kLogitsRow && grouped) {
+      const int num_groups = p.n_group, group_size = p.group_size, lanes = p.lanes_per_group;
+      __syncwarp();  // the previous token's readers are done
+#pragma unroll
+      for (int i = 0; i < NV; ++i)
+#pragma unroll
+        for (int c = 0; c < VEC; ++c)
+          if ((valid >> (i * VEC + c)) & 1u) wsm[i * 32 * VEC + lane * VEC + c] = key[i * VEC + c];
+      __syncwarp();
+      // Group scores: `lanes` lanes per group, top-2 keys by a strided scan and an xor merge.
+      for (int g0 = 0; g0 < num_groups; g0 += 32 / lanes) {
+        const int g = g0 + lane / lanes, sub = lane & (lanes - 1);
+        uint32_t t1 = 0, t2 = 0;
+        if (g < num_groups) {
+          for (int j = sub; j < group_size; j += lanes) {
+            const uint32_t kk = wsm[g * group_size + j];
+            if (kk > t1) {
+              t2 = t1;
+              t1 = kk;
+            } else if (kk > t2) {
+              t2 = kk;
+            }
+          }
+        }
+        for (int d = lanes >> 1; d >= 1; d >>= 1) {
+          const uint32_t o1 = __shfl_xor_sync(kFull, t1, d), o2 = __shfl_xor_sync(kFull, t2, d);
+          const uint32_t n2 = umax(umin(t1, o1), umax(t2, o2));
+          t1 = umax(t1, o1);
+          t2 = n2;
+        }
+        if (g < num_groups && sub == 0) {
+          const float score = group_size == 1 ? hd::from_key(t1) : hd::add(hd::from_key(t1), hd::from_key(t2));
+          wsm[num_experts + g] = hd::to_key(hd::canon(score));
+        }
+      }
+      __syncwarp();
+      // Keep topk_group groups: lane l caches the best of groups l, l+32, ...
+      uint32_t gbest = 0, gidx = 0;
+      auto rescan_groups = [&]() {
+        gbest = 0;
+        for (int g = lane; g < num_groups; g += 32) {
+          const uint32_t kk = wsm[num_experts + g];
+          if (kk > gbest) {
+            gbest = kk;
+            gidx = static_cast<uint32_t>(g);
+          }
+        }
+      };
+      rescan_groups();
+      uint32_t eligible = 0;
+      for (int r = 0; r < p.topk_group; ++r) {
+        const uint32_t m = __reduce_max_sync(kFull, gbest);
+        const uint32_t win = __reduce_min_sync(kFull, gbest == m ? gidx : 0xffffffffu);
+        const int lo = static_cast<int>(win) * group_size, hi = lo + group_size;
+#pragma unroll
+        for (int i = 0; i < NV; ++i)
+#pragma unroll
+          for (int c = 0; c < VEC; ++c) {
+            const int e = i * 32 * VEC + lane * VEC + c;
+            if (e >= lo && e < hi) eligible |= 1u << (i * VEC + c);
+          }
+        if (static_cast<int>(win & 31u) == lane) {
+          wsm[num_experts + win] = 0;
+          rescan_groups();
+        }
+      }
+      taken |= ~eligible;
+    }
+
+    // k rounds of warp argmax (ties -> lower expert id).
+    uint32_t best_key, best_expert;
+    local_best<VEC, NV>(key, taken, lane, &best_key, &best_expert);
+    int32_t my_id = -1;
+    uint32_t my_key = 0;
+    for (int r = 0; r < k; ++r) {
+      const uint32_t m = __reduce_max_sync(kFull, best_key);
+      const uint32_t win = __reduce_min_sync(kFull, best_key == m ? best_expert : 0xffffffffu);
+      if (lane == r) {
+        my_id = static_cast<int32_t>(win);
+        my_key = m;
+      }
+      if (static_cast<int>((win / VEC) & 31u) == lane) {
+        const int slot = static_cast<int>((win / (32 * VEC)) * VEC + (win & (VEC - 1)));
+        taken |= 1u << slot;
+        local_best<VEC, NV>(key, taken, lane, &best_key, &best_expert);
+      }
+    }
+
+    // Weights (lane r < k: slot r).
+    float w = 0.f;
+    if (lane < k) {
+      w = hd::from_key(my_key);
+      if constexpr (M == RowMode::kLogitsRow) {
+        if (p.kind == RouterKind::kSigmoidTop1) w = hd::sigmoid(w);
+      } else {
+        if (use_bias) w = score_of<M>(load_logit(row + my_id), row_max, row_sum);  // the unbiased s
+      }
+    }
+    if constexpr (M == RowMode::kLogitsRow) {
+      if (p.kind == RouterKind::kTopKSoftmax) {  // softmax over the k chosen logits, slot order
+        const float m = warp_max(lane < k ? w : hd::kNegInf);
+        if (m == hd::kNegInf) {
+          w = 0.f;
+        } else {
+          const float y = lane < k ? hd::expf(hd::sub(w, m)) : 0.f;
+          w = hd::div(y, slot_sum(y, k, 32));
+        }
+      }
+    }
+    finish_slots(p, token, lane, lane < k, my_id, w, false, 32);
+  }
+}
+
+// ---- kPrecomputed and kHash without a row softmax: KP lanes per token ----
+template <typename T>
+__global__ void __launch_bounds__(kGatherThreads) router_gather_kernel(const Params p) {
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int kp = 1 << p.kp_log2;
+  const int r = lane & (kp - 1);
+  const int tokens_per_warp = 32 >> p.kp_log2;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int64_t num_warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  for (int64_t base = warp * tokens_per_warp; base < p.num_tokens; base += num_warps * tokens_per_warp) {
+    const int64_t token = base + (lane >> p.kp_log2);
+    const bool active = token < p.num_tokens && r < p.k;
+    int32_t id = -1;
+    float w = 0.f;
+    bool bad = false;
+    if (active) {
+      if (p.kind == RouterKind::kPrecomputed) {
+        const int64_t i = token * p.k + r;
+        id = p.ids_in[i];
+        w = p.weights_in[i];
+        if (id < 0 || id >= p.num_experts) {
+          report_error(p.error_flag, kErrorIdOutOfRange, token, r, id);
+          bad = true;
+        }
+      } else {
+        if (p.score == ScoreFunction::kSigmoid)
+          hash_slot<T>(p, token, r, [](float x) { return hd::sigmoid(x); }, &id, &w, &bad);
+        else
+          hash_slot<T>(p, token, r, [](float x) { return hd::sqrt_softplus(x); }, &id, &w, &bad);
+      }
+      if (bad) {
+        id = -1;
+        w = 0.f;
+      }
+    }
+    finish_slots(p, token, r, active, id, w, bad, kp);
+  }
+}
+
+}  // namespace fusedmoe::kernels::router_detail

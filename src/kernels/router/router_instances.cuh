@@ -1,0 +1,53 @@
+// router_instances.cuh — the instances of router_topk_kernel<T, VEC, NV, RowMode> and their
+// launch, one row mode per translation unit (router_mode_*.cu) so that they compile in parallel.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/router/router.cuh"
+
+namespace fusedmoe::kernels::router_detail {
+
+inline constexpr int64_t kMaxGrid = 0x7fffffff;
+
+cudaError_t launch_topk_softmax(const Params& p, bool bf16, int vec, size_t smem, cudaStream_t stream);
+cudaError_t launch_topk_sigmoid(const Params& p, bool bf16, int vec, size_t smem, cudaStream_t stream);
+cudaError_t launch_topk_sqrt_softplus(const Params& p, bool bf16, int vec, size_t smem, cudaStream_t stream);
+cudaError_t launch_topk_logits(const Params& p, bool bf16, int vec, size_t smem, cudaStream_t stream);
+
+#if defined(FUSEDMOE_ROUTER_INSTANCES)
+// NV: the smallest power of two >= ceil(E / (32 * VEC)).
+template <typename T, int VEC, int NV, RowMode M>
+cudaError_t launch_topk_nv(const Params& p, int nv, size_t smem, cudaStream_t stream) {
+  if constexpr (NV * VEC < 32) {
+    if (nv > NV) return launch_topk_nv<T, VEC, NV * 2, M>(p, nv, smem, stream);
+  }
+  const int64_t blocks = std::min<int64_t>((p.num_tokens + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxGrid);
+  router_topk_kernel<T, VEC, NV, M><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <typename T, RowMode M>
+cudaError_t launch_topk_vec(const Params& p, int vec, size_t smem, cudaStream_t stream) {
+  const int nv = (p.num_experts + 32 * vec - 1) / (32 * vec);
+  switch (vec) {
+    case 1: return launch_topk_nv<T, 1, 1, M>(p, nv, smem, stream);
+    case 2: return launch_topk_nv<T, 2, 1, M>(p, nv, smem, stream);
+    case 4: return launch_topk_nv<T, 4, 1, M>(p, nv, smem, stream);
+    case 8:
+      if constexpr (sizeof(T) == 2) return launch_topk_nv<T, 8, 1, M>(p, nv, smem, stream);
+      break;
+    default: break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <RowMode M>
+cudaError_t launch_topk_mode(const Params& p, bool bf16, int vec, size_t smem, cudaStream_t stream) {
+  return bf16 ? launch_topk_vec<uint16_t, M>(p, vec, smem, stream) : launch_topk_vec<float, M>(p, vec, smem, stream);
+}
+#endif
+
+}  // namespace fusedmoe::kernels::router_detail

@@ -1,0 +1,13 @@
+// A streaming-read kernel: the measured ceiling of the roofline floor (bytes / read bandwidth).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fusedmoe::kernels {
+const char* stream_read_kernel_name();
+// Reads `bytes` (multiple of 16) from `buf` with 16-byte loads; writes a checksum to *sink so
+// that the loads cannot be removed.
+cudaError_t launch_stream_read(const void* buf, size_t bytes, uint32_t* sink, int num_sms, cudaStream_t stream);
+}  // namespace fusedmoe::kernels

@@ -1,0 +1,281 @@
+// The weighted combine on the GPU (kernels/combine/combine_launch.h): within 1 ulp (bf16/f16) of
+// the float64 reference, bit-equal to a host emulation of its float32 fma chain in slot order,
+// bitwise identical across 10 runs; shared expert; -1 slots (whose weights are NaN here) ignored.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fusedmoe/reference.h"
+#include "gpu_test_util.h"
+#include "kernels/combine/combine_launch.h"
+
+namespace fm = fusedmoe;
+namespace fk = fusedmoe::kernels;
+namespace ref = fusedmoe::ref;
+using fm::DType;
+using fm::gputest::DeviceBuffer;
+using fm::gputest::to_device;
+using fm::gputest::to_host;
+
+namespace {
+
+struct CCase {
+  int64_t tokens;
+  int hidden;
+  int k;
+  int shared;
+  bool weights;  // false: topk_weights = nullptr (weight 1)
+  DType dtype;
+  int stride_pad = 0;
+  float shared_scale = 1.f;
+};
+
+uint16_t to_bits(DType t, float v) { return t == DType::kBFloat16 ? ref::float_to_bf16(v) : ref::float_to_fp16(v); }
+float from_bits(DType t, uint16_t b) { return t == DType::kBFloat16 ? ref::bf16_to_float(b) : ref::fp16_to_float(b); }
+
+// Spacing of the output format at |v| (bf16: 8 significant bits, f16: 11, with f16 subnormals).
+double ulp_of(DType t, double v) {
+  const double a = std::fabs(v);
+  const int bits = t == DType::kBFloat16 ? 8 : 11;
+  const int min_exp = t == DType::kBFloat16 ? -126 : -14;
+  const int e = a > 0 ? std::max(static_cast<int>(std::floor(std::log2(a))), min_exp) : min_exp;
+  return std::ldexp(1.0, e - (bits - 1));
+}
+
+void run_case(const CCase& c) {
+  const uint64_t seed = fm::gputest::test_seed();
+  char name[200];
+  std::snprintf(name, sizeof name, "T=%lld K=%d k=%d shared=%d weights=%d %s stride+%d seed=%llu",
+                static_cast<long long>(c.tokens), c.hidden, c.k, c.shared, int(c.weights), fm::to_string(c.dtype),
+                c.stride_pad, static_cast<unsigned long long>(seed));
+  SCOPED_TRACE(name);
+  std::mt19937_64 rng(seed);
+  const int64_t T = c.tokens;
+  const int K = c.hidden;
+  const int slots = c.k + c.shared;
+  const int64_t stride = K + c.stride_pad;
+
+  // slot_row: a random permutation of the rows over the valid (token, slot) pairs; ~15% are -1.
+  std::vector<int32_t> slot_row(static_cast<size_t>(T * slots), -1);
+  int64_t R = 0;
+  for (auto& r : slot_row)
+    if (rng() % 100 >= 15) r = static_cast<int32_t>(R++);
+  std::vector<int32_t> perm(static_cast<size_t>(R));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  for (auto& r : slot_row)
+    if (r >= 0) r = perm[r];
+
+  std::vector<float> w(static_cast<size_t>(T * c.k));
+  std::uniform_real_distribution<float> uw(0.f, 1.f);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const int64_t t = static_cast<int64_t>(i) / c.k;
+    const int s = static_cast<int>(i % c.k);
+    w[i] = slot_row[t * slots + s] < 0 ? std::numeric_limits<float>::quiet_NaN() : uw(rng);
+  }
+  std::vector<uint16_t> y(static_cast<size_t>(R * K));
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = to_bits(c.dtype, nd(rng) * (1 + (i % 97 == 0) * 30.f));
+
+  DeviceBuffer dy = to_device(y), dsr = to_device(slot_row), dw = to_device(w);
+  DeviceBuffer dout(static_cast<size_t>(T * stride * 2));
+  fk::CombineArgs a;
+  a.expert_out = dy.get();
+  a.slot_row = dsr.as<int32_t>();
+  a.topk_weights = c.weights ? dw.as<float>() : nullptr;
+  a.shared_scale = c.shared_scale;
+  a.num_tokens = T;
+  a.top_k = c.k;
+  a.num_shared = c.shared;
+  a.hidden = K;
+  a.act_dtype = c.dtype;
+  a.out = dout.get();
+  a.out_row_stride = c.stride_pad ? stride : 0;
+
+  std::vector<uint16_t> first;
+  for (int run = 0; run < 10; ++run) {
+    dout.poison(0xFF);
+    FM_CUDA_CHECK(fk::launch_combine(a, nullptr));
+    FM_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<uint16_t> out = to_host<uint16_t>(dout.get(), static_cast<size_t>(T * stride));
+    if (run == 0) {
+      first = std::move(out);
+    } else if (out != first) {
+      ADD_FAILURE() << "run " << run << " differs from run 0";
+      break;
+    }
+  }
+
+  int64_t not_emulated = 0, beyond_ulp = 0, beyond_bound = 0, pad_written = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    for (int i = 0; i < K; ++i) {
+      float acc = 0.f;
+      double ref64 = 0.0, mag = 0.0;
+      for (int s = 0; s < slots; ++s) {
+        const int32_t r = slot_row[t * slots + s];
+        if (r < 0) continue;
+        const float ws = s < c.k ? (c.weights ? w[t * c.k + s] : 1.f) : c.shared_scale;
+        const float v = from_bits(c.dtype, y[static_cast<size_t>(r) * K + i]);
+        acc = std::fma(ws, v, acc);
+        ref64 += static_cast<double>(ws) * v;
+        mag += std::fabs(static_cast<double>(ws) * v);
+      }
+      const uint16_t got = first[t * stride + i];
+      if (got != to_bits(c.dtype, acc)) {
+        if (not_emulated++ < 5)
+          ADD_FAILURE() << "t " << t << " col " << i << ": got 0x" << std::hex << got << ", f32 fma chain gives 0x"
+                        << to_bits(c.dtype, acc);
+      }
+      const double err = std::fabs(from_bits(c.dtype, got) - ref64);
+      if (err > ulp_of(c.dtype, ref64)) {
+        ++beyond_ulp;
+        // float32 accumulation can only miss by its own rounding under cancellation.
+        if (err > ulp_of(c.dtype, ref64) + mag * slots * std::ldexp(1.0, -24)) {
+          if (beyond_bound++ < 5)
+            ADD_FAILURE() << "t " << t << " col " << i << ": " << from_bits(c.dtype, got) << " vs " << ref64;
+        }
+      }
+    }
+    for (int64_t i = K; i < stride; ++i) pad_written += first[t * stride + i] != 0xFFFF;
+  }
+  EXPECT_EQ(not_emulated, 0);
+  EXPECT_EQ(beyond_bound, 0);
+  EXPECT_EQ(pad_written, 0) << "columns past K of an out row were written";
+  if (beyond_ulp) std::printf("[info] %s: %lld of %lld outputs beyond 1 ulp (cancellation, within f32 bound)\n", name,
+                              static_cast<long long>(beyond_ulp), static_cast<long long>(T * K));
+}
+
+}  // namespace
+
+TEST(Combine, MatchesReferenceAndIsDeterministic) {
+  const DType bf = DType::kBFloat16, hf = DType::kFloat16;
+  const std::vector<CCase> cases = {
+      {1, 128, 1, 0, true, bf},
+      {7, 2048, 8, 1, true, bf, 64, 0.5f},
+      {256, 7168, 8, 1, true, bf, 0, 2.5f},
+      {300, 128, 6, 0, true, bf},
+      {65, 96, 4, 1, true, bf},
+      {1000, 7168, 16, 1, true, hf},
+      {4096, 2880, 4, 1, false, bf},
+      {4096, 2048, 8, 1, true, bf},
+      {16, 16384, 2, 1, true, bf},  // 8 units per thread
+      {33, 2888, 10, 0, true, hf, 8},
+  };
+  for (const CCase& c : cases) run_case(c);
+}
+
+TEST(Combine, ZeroTokensLaunchesNothing) {
+  fk::CombineArgs a;
+  a.num_tokens = 0;
+  a.hidden = 128;
+  a.top_k = 2;
+  EXPECT_EQ(fk::launch_combine(a, nullptr), cudaSuccess);
+}
+
+namespace {
+template <class F>
+float median_us(F&& launch, int reps = 20) {
+  for (int i = 0; i < 5; ++i) launch(nullptr);
+  cudaDeviceSynchronize();
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    cudaEventRecord(a);
+    launch(nullptr);
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    t.push_back(ms * 1000.f);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// GPU time per launch without host submission gaps: `per_graph` launches captured in one CUDA
+// graph, the graph replayed `reps` times, the median replay divided by per_graph (-1 on failure).
+template <class F>
+float graph_us(F&& launch, int per_graph = 20, int reps = 10) {
+  cudaStream_t s = nullptr;
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t e = nullptr;
+  float result = -1.f;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return result;
+  bool ok = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess;
+  if (ok) {
+    for (int i = 0; i < per_graph; ++i) launch(s);
+    ok = cudaStreamEndCapture(s, &g) == cudaSuccess;
+  }
+  ok = ok && cudaGraphInstantiate(&e, g, 0) == cudaSuccess;
+  if (ok) {
+    cudaGraphLaunch(e, s);  // warm-up
+    cudaStreamSynchronize(s);
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    std::vector<float> t;
+    for (int i = 0; i < reps; ++i) {
+      cudaEventRecord(a, s);
+      cudaGraphLaunch(e, s);
+      cudaEventRecord(b, s);
+      cudaEventSynchronize(b);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, a, b);
+      t.push_back(ms * 1000.f / per_graph);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    std::sort(t.begin(), t.end());
+    result = t[t.size() / 2];
+  }
+  if (e) cudaGraphExecDestroy(e);
+  if (g) cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
+  cudaGetLastError();
+  return result;
+}
+}  // namespace
+
+TEST(CombineTiming, Informational) {
+  const int K = 7168, k = 8, slots = 9;
+  for (int64_t T : {int64_t{256}, int64_t{16384}}) {
+    const int64_t R = T * slots;
+    std::vector<int32_t> slot_row(static_cast<size_t>(R));
+    std::iota(slot_row.begin(), slot_row.end(), 0);
+    std::shuffle(slot_row.begin(), slot_row.end(), std::mt19937_64(3));
+    std::vector<float> w(static_cast<size_t>(T * k), 0.125f);
+    DeviceBuffer dy(static_cast<size_t>(R * K * 2)), dsr = to_device(slot_row), dw = to_device(w),
+        dout(static_cast<size_t>(T * K * 2));
+    cudaMemset(dy.get(), 0x3C, dy.bytes());
+    fk::CombineArgs a;
+    a.expert_out = dy.get();
+    a.slot_row = dsr.as<int32_t>();
+    a.topk_weights = dw.as<float>();
+    a.num_tokens = T;
+    a.top_k = k;
+    a.num_shared = 1;
+    a.hidden = K;
+    a.out = dout.get();
+    auto launch = [&](cudaStream_t s) { fk::launch_combine(a, s); };
+    const float single = median_us(launch);
+    const float us = graph_us(launch);
+    const double bytes = double(R) * K * 2 + double(T) * K * 2;
+    std::printf("[timing] combine T=%lld K=%d k=%d+1 bf16: %.2f us per launch in a graph (%.0f GB/s); %.2f us single "
+                "launch incl. host submission\n",
+                static_cast<long long>(T), K, k, us, bytes / us * 1e-3, single);
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}

@@ -1,0 +1,284 @@
+// The public front half (dispatch) and back half (combine) on the GPU, against the CPU reference:
+// ids and row maps exact, FP8 rows and scales bit-identical, combine within 1 bf16 ulp; CUDA
+// graph capture and replay; device-side input errors reported.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fusedmoe/fusedmoe.h"
+#include "fusedmoe/reference.h"
+#include "gpu_test_util.h"
+#include "testing/layer_data.h"
+
+namespace fm = fusedmoe;
+using fm::gputest::DeviceBuffer;
+using fm::gputest::to_device;
+using fm::gputest::to_host;
+
+namespace {
+
+struct DeviceLayer {
+  DeviceBuffer x, logits, bias, token_ids, hash_table, topk_ids, topk_weights, expert_map, dummy, act_scale;
+  fm::MoeTensors t;
+};
+
+DeviceLayer upload(const fm::testing::LayerData& d) {
+  DeviceLayer g;
+  const fm::MoeProblem& p = d.problem;
+  g.x = to_device(d.x);
+  g.logits = p.router.logits_dtype == fm::DType::kBFloat16 ? to_device(d.logits_bf16) : to_device(d.logits_f32);
+  g.bias = to_device(d.correction_bias);
+  g.token_ids = to_device(d.token_ids);
+  g.hash_table = to_device(d.hash_table);
+  g.topk_ids = to_device(d.topk_ids);
+  g.topk_weights = to_device(d.topk_weights);
+  g.expert_map = to_device(d.expert_map);
+  g.dummy.resize(256);
+  g.act_scale = to_device(std::vector<float>{d.act_scale, d.act2_scale});
+  fm::MoeTensors& t = g.t;
+  t.x = g.x.get();
+  t.router_logits = d.logits_f32.empty() ? nullptr : g.logits.get();
+  t.correction_bias = d.correction_bias.empty() ? nullptr : g.bias.as<float>();
+  t.token_ids = d.token_ids.empty() ? nullptr : g.token_ids.as<int64_t>();
+  t.hash_table = d.hash_table.empty() ? nullptr : g.hash_table.as<int32_t>();
+  t.hash_vocab = d.host_tensors().hash_vocab;
+  t.topk_ids = d.topk_ids.empty() ? nullptr : g.topk_ids.as<int32_t>();
+  t.topk_weights = d.topk_weights.empty() ? nullptr : g.topk_weights.as<float>();
+  t.expert_map = g.expert_map.as<int32_t>();
+  t.w1 = t.w2 = t.w1_scale = t.w2_scale = g.dummy.get();
+  t.b1 = t.b2 = g.dummy.as<float>();
+  t.act_scale = g.act_scale.as<float>();
+  t.act2_scale = g.act_scale.as<float>() + 1;
+  t.out = g.dummy.get();
+  return g;
+}
+
+struct Case {
+  std::string preset;
+  int64_t tokens;
+  fm::testing::Skew skew = fm::testing::Skew::kUniform;
+};
+
+void check_dispatch(const Case& c, bool permute, int tile_m) {
+  const uint64_t seed = fm::gputest::test_seed();
+  SCOPED_TRACE(c.preset + " T=" + std::to_string(c.tokens) + " permute=" + std::to_string(permute) +
+               " tile_m=" + std::to_string(tile_m) + " seed=" + std::to_string(seed));
+  fm::MoeProblem p = fm::find_preset(c.preset)->problem;
+  p.num_tokens = p.max_tokens = c.tokens;
+  fm::testing::LayerData d;
+  std::string why;
+  ASSERT_TRUE(fm::testing::make_layer_data(p, seed, c.skew, &d, &why)) << why;
+  DeviceLayer g = upload(d);
+  size_t bytes = 0;
+  ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+  DeviceBuffer ws(bytes);
+  ws.poison();
+  fm::DispatchOptions o;
+  o.permute = permute;
+  o.tile_m = tile_m;
+  fm::DispatchResult r;
+  const fm::Status st = fm::dispatch(p, g.t, ws.get(), bytes, nullptr, o, &r);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  FM_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_TRUE(fm::check_device_errors(p, ws.get(), nullptr).ok());
+
+  fm::ref::Routing rr;
+  ASSERT_TRUE(fm::ref::route(p, d.host_tensors(), &rr).ok());
+  const size_t tk = static_cast<size_t>(c.tokens) * p.top_k();
+  ASSERT_EQ(to_host<int32_t>(r.topk_ids, tk), rr.ids);
+  const auto w = to_host<float>(r.topk_weights, tk);
+  for (size_t i = 0; i < tk; ++i) ASSERT_NEAR(w[i], rr.weights[i], 1e-6f * std::max(1.f, std::fabs(rr.weights[i]))) << i;
+
+  const fm::ref::DispatchPlan plan = fm::ref::plan_dispatch(p, rr, p.num_local_experts >= 0 ? d.expert_map.data() : nullptr, tile_m);
+  const int groups = p.weight_experts();
+  ASSERT_EQ(r.num_groups, groups);
+  ASSERT_EQ(to_host<int32_t>(r.counts, groups), plan.counts);
+  const auto off = to_host<int32_t>(r.offsets, groups + 1);
+  const auto poff = to_host<int32_t>(r.padded_offsets, groups + 1);
+  for (int e = 0; e <= groups; ++e) {
+    ASSERT_EQ(off[e], plan.offsets[e]) << e;
+    ASSERT_EQ(poff[e], plan.padded_offsets[e]) << e;
+  }
+  const size_t rows = static_cast<size_t>(plan.num_rows());
+  ASSERT_EQ(to_host<int32_t>(r.row_token, rows), plan.row_token);
+  ASSERT_EQ(to_host<int32_t>(r.row_slot, rows), plan.row_slot);
+  ASSERT_EQ(to_host<int32_t>(r.slot_row, static_cast<size_t>(c.tokens) * p.slots_per_token()), plan.slot_row);
+
+  // Activations: every (token, slot) row where the layout puts it, bit-identical.
+  const int kdim = p.hidden;
+  const bool fp8 = p.quant.act != fm::ActQuant::kNone;
+  const size_t esz = fp8 ? 1 : 2;
+  const auto act = to_host<uint8_t>(r.act, static_cast<size_t>(r.act_rows) * kdim * esz);
+  const int64_t rows4 = (r.act_rows + 3) / 4 * 4;
+  const int kgroups = kdim / 128;
+  std::vector<float> scales;
+  if (fp8 && p.quant.act == fm::ActQuant::kGroup128) scales = to_host<float>(r.act_scales, static_cast<size_t>(kgroups) * rows4);
+  std::vector<float> xrow(kdim);
+  std::vector<uint8_t> q(kdim);
+  std::vector<float> qs(kgroups > 0 ? kgroups : 1);
+  for (int64_t tok = 0; tok < c.tokens; ++tok) {
+    for (int j = 0; j < kdim; ++j) xrow[j] = fm::ref::bf16_to_float(d.x[tok * kdim + j]);
+    if (fp8) fm::ref::quantize_fp8_groups(xrow.data(), 1, kdim, 128, p.quant.act_scale_format, q.data(), qs.data());
+    for (int s = 0; s < p.slots_per_token(); ++s) {
+      int64_t out_row = tok;
+      if (permute) {
+        const int32_t row = plan.slot_row[tok * p.slots_per_token() + s];
+        if (row < 0) continue;
+        int grp = 0;
+        while (plan.offsets[grp + 1] <= row) ++grp;
+        out_row = plan.padded_offsets[grp] + (row - plan.offsets[grp]);
+      } else if (s > 0) {
+        break;
+      }
+      ASSERT_LT(out_row, r.act_rows);
+      if (fp8) {
+        ASSERT_EQ(0, std::memcmp(act.data() + out_row * kdim, q.data(), kdim)) << "token " << tok << " slot " << s;
+        for (int gk = 0; gk < kgroups; ++gk)
+          ASSERT_EQ(scales[static_cast<size_t>(gk) * rows4 + out_row], qs[gk]) << "token " << tok << " group " << gk;
+      } else {
+        ASSERT_EQ(0, std::memcmp(act.data() + out_row * kdim * 2, d.x.data() + tok * kdim, kdim * 2)) << "token " << tok;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(DispatchApi, DeepSeekV3Fp8BlockPermuted) {
+  for (int64_t t : {1, 3, 64, 255, 1000, 4096}) check_dispatch({"dsv3-tp8", t}, true, 128);
+  check_dispatch({"dsv3-tp8", 4096, fm::testing::Skew::kOneHot}, true, 64);
+  check_dispatch({"dsv3-tp8", 1000, fm::testing::Skew::kZipf}, true, 1);
+}
+
+TEST(DispatchApi, QwenBf16GatherAndPermuted) {
+  for (int64_t t : {1, 17, 256, 16384}) check_dispatch({"qwen235-tp8", t}, false, 128);
+  check_dispatch({"qwen235-tp8", 300, fm::testing::Skew::kZipf}, true, 64);
+}
+
+TEST(DispatchApi, SharedExpertExpertMapAndOtherRouters) {
+  check_dispatch({"qwen3next-tp1", 200}, true, 128);   // shared expert, E512 k10
+  check_dispatch({"dsv3-ep8", 513}, true, 128);        // expert map, 32 of 256 local
+  check_dispatch({"dsv4f-tp4", 77}, true, 128);        // sqrt-softplus, UE8M0 group scales
+  check_dispatch({"gptoss-tp1", 65}, false, 128);      // top-k then softmax
+  check_dispatch({"llama4-scout", 33}, true, 8);       // sigmoid top-1 on the input + shared
+  check_dispatch({"kimi-k2-tp8", 129}, true, 128);     // E384
+}
+
+TEST(DispatchApi, GraphCaptureReplaysTheSameResult) {
+  fm::MoeProblem p = fm::find_preset("dsv3-tp8")->problem;
+  for (int64_t t : {1, 16, 256, 2048}) {
+    p.num_tokens = p.max_tokens = t;
+    fm::testing::LayerData d;
+    ASSERT_TRUE(fm::testing::make_layer_data(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &d));
+    DeviceLayer g = upload(d);
+    size_t bytes = 0;
+    ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+    DeviceBuffer ws(bytes);
+    cudaStream_t s;
+    FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    fm::DispatchResult r;
+    ASSERT_TRUE(fm::dispatch(p, g.t, ws.get(), bytes, s, {}, &r).ok());
+    FM_CUDA_CHECK(cudaStreamSynchronize(s));
+    const size_t n = static_cast<size_t>(r.act_rows) * p.hidden;
+    const auto act0 = to_host<uint8_t>(r.act, n);
+    const auto rows0 = to_host<int32_t>(r.slot_row, static_cast<size_t>(t) * p.slots_per_token());
+    ws.poison();
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    FM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    const fm::Status st = fm::dispatch(p, g.t, ws.get(), bytes, s, {}, &r);
+    FM_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    FM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int rep = 0; rep < 3; ++rep) FM_CUDA_CHECK(cudaGraphLaunch(exec, s));
+    FM_CUDA_CHECK(cudaStreamSynchronize(s));
+    EXPECT_EQ(to_host<int32_t>(r.slot_row, rows0.size()), rows0) << "T=" << t;
+    EXPECT_EQ(to_host<uint8_t>(r.act, n), act0) << "T=" << t;
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
+  }
+}
+
+TEST(DispatchApi, PrecomputedIdsOutOfRangeAreReportedNotWritten) {
+  fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
+  p.router = fm::RouterConfig::precomputed(8);
+  p.num_tokens = p.max_tokens = 50;
+  fm::testing::LayerData d;
+  ASSERT_TRUE(fm::testing::make_layer_data(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &d));
+  d.topk_ids[7 * 8 + 3] = 128;    // == E
+  d.topk_ids[20 * 8 + 0] = 5000;  // far out
+  DeviceLayer g = upload(d);
+  size_t bytes = 0;
+  ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+  DeviceBuffer ws(bytes);
+  fm::DispatchResult r;
+  ASSERT_TRUE(fm::dispatch(p, g.t, ws.get(), bytes, nullptr, {}, &r).ok());
+  const fm::Status st = fm::check_device_errors(p, ws.get(), nullptr);
+  EXPECT_EQ(st.code(), fm::StatusCode::kOutOfRange) << st.to_string();
+  EXPECT_NE(st.message().find("outside [0, 128)"), std::string::npos) << st.message();
+  const auto slot_row = to_host<int32_t>(r.slot_row, 50 * 8);
+  EXPECT_EQ(slot_row[7 * 8 + 3], -1);
+  EXPECT_EQ(slot_row[20 * 8 + 0], -1);
+  const auto counts = to_host<int32_t>(r.counts, 128);
+  int total = 0;
+  for (int c : counts) total += c;
+  EXPECT_EQ(total, 50 * 8 - 2);
+}
+
+TEST(CombineApi, WithinOneBf16UlpAndDeterministic) {
+  for (const char* preset : {"dsv3-tp8", "qwen3next-tp1", "llama4-scout"}) {
+    fm::MoeProblem p = fm::find_preset(preset)->problem;
+    p.hidden = std::min(p.hidden, 2048);
+    p.num_tokens = p.max_tokens = 777;
+    const uint64_t seed = fm::gputest::test_seed();
+    SCOPED_TRACE(std::string(preset) + " seed=" + std::to_string(seed));
+    fm::testing::LayerData d;
+    ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d));
+    DeviceLayer g = upload(d);
+    size_t bytes = 0;
+    ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+    DeviceBuffer ws(bytes);
+    fm::DispatchResult r;
+    ASSERT_TRUE(fm::dispatch(p, g.t, ws.get(), bytes, nullptr, {}, &r).ok());
+    FM_CUDA_CHECK(cudaDeviceSynchronize());
+    const int slots = p.slots_per_token(), k = p.top_k(), kdim = p.hidden;
+    const auto slot_row = to_host<int32_t>(r.slot_row, static_cast<size_t>(p.num_tokens) * slots);
+    const auto wts = to_host<float>(r.topk_weights, static_cast<size_t>(p.num_tokens) * k);
+    int rows = 0;
+    for (int v : slot_row) rows = std::max(rows, v + 1);
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<uint16_t> eo(static_cast<size_t>(rows) * kdim);
+    for (auto& v : eo) v = fm::ref::float_to_bf16(nd(rng));
+    DeviceBuffer eo_d = to_device(eo), out(static_cast<size_t>(p.num_tokens) * kdim * 2);
+    std::vector<uint16_t> first;
+    for (int rep = 0; rep < 10; ++rep) {
+      out.poison();
+      ASSERT_TRUE(fm::combine(p, r, eo_d.get(), out.get(), 0, nullptr).ok());
+      const auto got = to_host<uint16_t>(out.get(), static_cast<size_t>(p.num_tokens) * kdim);
+      if (rep == 0) first = got;
+      else ASSERT_EQ(got, first) << "combine is not deterministic";
+    }
+    for (int64_t t = 0; t < p.num_tokens; ++t)
+      for (int j = 0; j < kdim; ++j) {
+        double ref = 0.0;
+        for (int s = 0; s < slots; ++s) {
+          const int row = slot_row[t * slots + s];
+          if (row < 0) continue;
+          const double w = s < k ? (p.router.weight_on_input ? 1.0 : wts[t * k + s]) : p.shared_expert_scale;
+          ref += w * fm::ref::bf16_to_float(eo[static_cast<size_t>(row) * kdim + j]);
+        }
+        const float got = fm::ref::bf16_to_float(first[t * kdim + j]);
+        const float rb = fm::ref::bf16_to_float(fm::ref::float_to_bf16(static_cast<float>(ref)));
+        int e2 = 0;
+        std::frexp(rb, &e2);  // |rb| = m * 2^e2, m in [0.5, 1): bf16 ulp = 2^(e2 - 8)
+        const double ulp = rb == 0.f ? 1e-30 : std::ldexp(1.0, e2 - 8);
+        ASSERT_LE(std::fabs(got - ref), ulp) << "token " << t << " col " << j << " got " << got << " ref " << ref;
+      }
+  }
+}

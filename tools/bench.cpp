@@ -1,0 +1,301 @@
+// fusedmoe bench --suite dispatch: route + plan (+ quantise) on the GPU, per stage and together.
+//
+// Method (shared/benchmark-protocol.md): fresh random inputs per case (seeded), the stage results
+// checked against the CPU reference before timing (exact ids and rows), each measured case
+// captured in a CUDA graph of `kGraphCalls` calls and replayed; median over repetitions of the
+// per-call time. The floor is bytes / read bandwidth, the bandwidth measured in the same run by
+// a streaming-read kernel over 4 GiB. Output: a table, CSV and JSON, and the command line.
+#include "bench.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fusedmoe/fusedmoe.h"
+#include "fusedmoe/reference.h"
+#include "kernels/util/stream_read.h"
+#include "testing/layer_data.h"
+
+namespace fm = fusedmoe;
+
+namespace {
+
+constexpr int kGraphCalls = 20;
+
+#define BENCH_CUDA(expr)                                                                          \
+  do {                                                                                            \
+    cudaError_t e_ = (expr);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "bench: %s failed: %s (%s:%d)\n", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                               \
+    }                                                                                             \
+  } while (0)
+
+struct Buf {
+  void* p = nullptr;
+  explicit Buf(size_t n) { BENCH_CUDA(cudaMalloc(&p, std::max<size_t>(n, 256))); }
+  ~Buf() { cudaFree(p); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+};
+
+template <class T>
+void upload(void* dst, const std::vector<T>& v) {
+  if (!v.empty()) BENCH_CUDA(cudaMemcpy(dst, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+// Median per-call microseconds of `fn` captured `kGraphCalls` times into one graph.
+template <class Fn>
+double time_graph(cudaStream_t s, Fn fn, int reps = 25) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < kGraphCalls; ++i) fn();
+  BENCH_CUDA(cudaStreamEndCapture(s, &g));
+  BENCH_CUDA(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t a, b;
+  BENCH_CUDA(cudaEventCreate(&a));
+  BENCH_CUDA(cudaEventCreate(&b));
+  for (int w = 0; w < 3; ++w) BENCH_CUDA(cudaGraphLaunch(ge, s));
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    BENCH_CUDA(cudaEventRecord(a, s));
+    BENCH_CUDA(cudaGraphLaunch(ge, s));
+    BENCH_CUDA(cudaEventRecord(b, s));
+    BENCH_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(1e3 * ms / kGraphCalls);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+double measure_read_bw(cudaStream_t s, int num_sms) {
+  const size_t bytes = size_t{4} << 30;
+  Buf buf(bytes), sink(16);
+  BENCH_CUDA(cudaMemset(buf.p, 0x5a, bytes));
+  auto fn = [&] { (void)fm::kernels::launch_stream_read(buf.p, bytes, static_cast<uint32_t*>(sink.p), num_sms, s); };
+  for (int i = 0; i < 3; ++i) fn();
+  BENCH_CUDA(cudaStreamSynchronize(s));
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<double> t;
+  for (int r = 0; r < 10; ++r) {
+    cudaEventRecord(a, s);
+    fn();
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    t.push_back(ms * 1e-3);
+  }
+  std::sort(t.begin(), t.end());
+  return bytes / t[t.size() / 2];  // bytes per second
+}
+
+struct Row {
+  std::string case_name, stage;
+  int64_t tokens = 0;
+  double us = 0, bytes = 0, gbps = 0, floor_us = 0, pct_floor = 0;
+  std::string peer;  // peer figure for context
+};
+
+// The alignment costs of vLLM's fused MoE on the H200 (shared/peer-figures.md): its
+// moe_align_block_size step alone, not measured in this run.
+std::string vllm_align_figure(int64_t t) {
+  if (t <= 4) return "vLLM helpers 10-11 us (T 1-4)";
+  if (t <= 256) return "vLLM align 15-23 us";
+  if (t < 4096) return "vLLM align 15-36 us";
+  return "vLLM align 36-360 us (4k-16k)";
+}
+
+struct Case {
+  std::string name;
+  fm::MoeProblem problem;
+};
+
+std::vector<Case> dispatch_cases() {
+  std::vector<Case> v;
+  fm::MoeProblem ds = fm::find_preset("dsv3-tp8")->problem;  // E256 k8 grouped+bias, fp8 1x128 groups
+  v.push_back({"dsv3-routing", ds});
+  fm::MoeProblem qw = fm::find_preset("qwen235-tp8")->problem;  // E128 k8 softmax, bf16
+  v.push_back({"qwen3-routing", qw});
+  return v;
+}
+
+// Exact check of the GPU routing and plan against the CPU reference (ids, rows).
+bool check_case(const fm::MoeProblem& p, const fm::testing::LayerData& d, const fm::DispatchResult& r,
+                std::string* why) {
+  fm::ref::Routing rr;
+  const fm::Status st = fm::ref::route(p, d.host_tensors(), &rr);
+  if (!st.ok()) { *why = st.to_string(); return false; }
+  const size_t tk = static_cast<size_t>(p.num_tokens) * p.top_k();
+  std::vector<int32_t> ids(tk);
+  BENCH_CUDA(cudaMemcpy(ids.data(), r.topk_ids, tk * 4, cudaMemcpyDeviceToHost));
+  if (ids != rr.ids) { *why = "top-k ids differ from the reference"; return false; }
+  const fm::ref::DispatchPlan plan =
+      fm::ref::plan_dispatch(p, rr, p.num_local_experts >= 0 ? d.expert_map.data() : nullptr, 128);
+  const size_t rows = static_cast<size_t>(plan.num_rows());
+  std::vector<int32_t> row_token(rows);
+  if (rows) BENCH_CUDA(cudaMemcpy(row_token.data(), r.row_token, rows * 4, cudaMemcpyDeviceToHost));
+  if (row_token != plan.row_token) { *why = "row_token differs from the reference"; return false; }
+  return true;
+}
+
+void print_rows(const std::vector<Row>& rows) {
+  std::printf("%-14s %-22s %7s %10s %10s %9s %8s  %s\n", "case", "stage", "tokens", "us", "GB/s", "floor us",
+              "% floor", "peer (shared/peer-figures.md)");
+  for (const Row& r : rows)
+    std::printf("%-14s %-22s %7lld %10.2f %10.1f %9.2f %7.1f%%  %s\n", r.case_name.c_str(), r.stage.c_str(),
+                static_cast<long long>(r.tokens), r.us, r.gbps, r.floor_us, r.pct_floor, r.peer.c_str());
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  std::string suite = "dispatch", csv_path, json_path;
+  std::vector<int64_t> tokens = {1, 4, 16, 64, 256, 1024, 4096, 16384};
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--suite" && i + 1 < argc) suite = argv[++i];
+    else if (a == "--csv" && i + 1 < argc) csv_path = argv[++i];
+    else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (a == "--tokens" && i + 1 < argc) {
+      tokens.clear();
+      std::stringstream ss(argv[++i]);
+      for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
+    } else {
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch] [--tokens 1,16,256] [--csv F] [--json F]\n", a.c_str());
+      return 2;
+    }
+  }
+  if (suite != "dispatch") {
+    std::fprintf(stderr, "bench: suite '%s' is not available yet (have: dispatch)\n", suite.c_str());
+    return 2;
+  }
+  int dev = 0;
+  fm::Status st = fm::current_device(&dev);
+  if (st.ok()) st = fm::check_device_supported(dev);
+  if (!st.ok()) {
+    std::printf("bench needs a Hopper GPU: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  fm::DeviceInfo info;
+  (void)fm::query_device(dev, &info);
+  cudaStream_t s;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const double bw = measure_read_bw(s, info.num_sms);
+  std::printf("device: %s, %d SMs; streaming read (4 GiB, same run): %.0f GB/s\n", info.name.c_str(), info.num_sms,
+              bw / 1e9);
+
+  std::vector<Row> rows;
+  bool all_ok = true;
+  for (const Case& c : dispatch_cases()) {
+    for (int64_t t : tokens) {
+      fm::MoeProblem p = c.problem;
+      p.num_tokens = p.max_tokens = t;
+      fm::testing::LayerData d;
+      std::string why;
+      if (!fm::testing::make_layer_data(p, 1234 + t, fm::testing::Skew::kUniform, &d, &why)) {
+        std::fprintf(stderr, "bench: %s\n", why.c_str());
+        return 1;
+      }
+      // Device copies of the inputs the front half reads (weights are not touched by it).
+      const size_t logit_bytes = p.router.logits_dtype == fm::DType::kBFloat16 ? d.logits_bf16.size() * 2 : d.logits_f32.size() * 4;
+      Buf x(d.x.size() * 2), logits(logit_bytes), bias(d.correction_bias.size() * 4 + 16), dummy(256);
+      upload(x.p, d.x);
+      if (p.router.logits_dtype == fm::DType::kBFloat16) upload(logits.p, d.logits_bf16);
+      else upload(logits.p, d.logits_f32);
+      upload(bias.p, d.correction_bias);
+      fm::MoeTensors io;
+      io.x = x.p;
+      io.router_logits = logits.p;
+      io.correction_bias = p.router.use_correction_bias ? static_cast<const float*>(bias.p) : nullptr;
+      io.w1 = io.w2 = dummy.p;
+      io.w1_scale = io.w2_scale = dummy.p;
+      io.out = dummy.p;
+      size_t ws_bytes = 0;
+      if (!fm::workspace_size(p, &ws_bytes).ok()) return 1;
+      Buf ws(ws_bytes);
+      fm::DispatchResult r;
+      fm::DispatchOptions o;
+      o.permute = p.quant.act != fm::ActQuant::kNone;  // FP8: contiguous quantised rows; BF16: gather layout
+      st = fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r);
+      BENCH_CUDA(cudaStreamSynchronize(s));
+      if (!st.ok()) {
+        std::fprintf(stderr, "bench: dispatch failed: %s\n", st.to_string().c_str());
+        return 1;
+      }
+      if (!check_case(p, d, r, &why)) {
+        std::fprintf(stderr, "bench: %s T=%lld: CHECK FAILED: %s\n", c.name.c_str(), static_cast<long long>(t), why.c_str());
+        all_ok = false;
+        continue;
+      }
+      const double us = time_graph(s, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); });
+      // Bytes these kernels must move: logits (+bias) in, ids/weights out and back in, the
+      // row maps out, and with FP8 one read of x and one write of the quantised rows + scales.
+      const double tk = static_cast<double>(t) * p.top_k();
+      const double slots = static_cast<double>(t) * p.slots_per_token();
+      double bytes = logit_bytes + d.correction_bias.size() * 4.0 + tk * 8 + tk * 4 + slots * 4 * 3;
+      std::string stage = "route+plan";
+      if (p.quant.act != fm::ActQuant::kNone) {
+        bytes += static_cast<double>(t) * p.hidden * 2 + slots * p.hidden * 1 + slots * (p.hidden / 128) * 4;
+        stage = "route+plan+quant";
+      }
+      Row row;
+      row.case_name = c.name;
+      row.stage = stage;
+      row.tokens = t;
+      row.us = us;
+      row.bytes = bytes;
+      row.gbps = bytes / (us * 1e-6) / 1e9;
+      row.floor_us = bytes / bw * 1e6;
+      row.pct_floor = 100.0 * row.floor_us / us;
+      row.peer = vllm_align_figure(t);
+      rows.push_back(row);
+    }
+  }
+  std::printf("\n");
+  print_rows(rows);
+  std::printf("\nchecked against the CPU reference before timing: %s\n", all_ok ? "all cases exact" : "FAILURES (see above)");
+  std::string cmd = "fusedmoe";
+  for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
+  std::printf("command: %s\n", cmd.c_str());
+  if (!csv_path.empty()) {
+    std::ofstream f(csv_path);
+    f << "case,stage,tokens,us,bytes,GBps,floor_us,pct_floor,read_GBps\n";
+    for (const Row& r : rows)
+      f << r.case_name << "," << r.stage << "," << r.tokens << "," << r.us << "," << r.bytes << "," << r.gbps << ","
+        << r.floor_us << "," << r.pct_floor << "," << bw / 1e9 << "\n";
+  }
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    f << "{\"device\": \"" << info.name << "\", \"read_GBps\": " << bw / 1e9 << ", \"command\": \"" << cmd
+      << "\", \"rows\": [\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      f << "  {\"case\": \"" << r.case_name << "\", \"stage\": \"" << r.stage << "\", \"tokens\": " << r.tokens
+        << ", \"us\": " << r.us << ", \"bytes\": " << r.bytes << ", \"GBps\": " << r.gbps << ", \"floor_us\": "
+        << r.floor_us << ", \"pct_floor\": " << r.pct_floor << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
+    }
+    f << "]}\n";
+  }
+  cudaStreamDestroy(s);
+  return all_ok ? 0 : 1;
+}
