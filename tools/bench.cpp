@@ -212,7 +212,7 @@ int cmd_bench(int argc, char** argv) {
       p.num_tokens = p.max_tokens = t;
       fm::testing::LayerData d;
       std::string why;
-      if (!fm::testing::make_layer_data(p, 1234 + t, fm::testing::Skew::kUniform, &d, &why)) {
+      if (!fm::testing::make_layer_data(p, 1234 + t, fm::testing::Skew::kUniform, &d, &why, false)) {
         std::fprintf(stderr, "bench: %s\n", why.c_str());
         return 1;
       }

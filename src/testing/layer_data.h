@@ -38,6 +38,9 @@ struct LayerData {
 };
 
 // Validates `p` (num_tokens set) first; returns false with the reason in `why` if invalid.
-bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* out, std::string* why = nullptr);
+// with_weights = false skips the expert weights (w1/w2/scales/biases stay empty): routing and
+// dispatch need none, and generating DeepSeek-size weights on the CPU takes minutes.
+bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* out, std::string* why = nullptr,
+                     bool with_weights = true);
 
 }  // namespace fusedmoe::testing

@@ -71,7 +71,7 @@ void check_dispatch(const Case& c, bool permute, int tile_m) {
   p.num_tokens = p.max_tokens = c.tokens;
   fm::testing::LayerData d;
   std::string why;
-  ASSERT_TRUE(fm::testing::make_layer_data(p, seed, c.skew, &d, &why)) << why;
+  ASSERT_TRUE(fm::testing::make_layer_data(p, seed, c.skew, &d, &why, false)) << why;
   DeviceLayer g = upload(d);
   size_t bytes = 0;
   ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
@@ -173,7 +173,7 @@ TEST(DispatchApi, GraphCaptureReplaysTheSameResult) {
   for (int64_t t : {1, 16, 256, 2048}) {
     p.num_tokens = p.max_tokens = t;
     fm::testing::LayerData d;
-    ASSERT_TRUE(fm::testing::make_layer_data(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &d));
+    ASSERT_TRUE(fm::testing::make_layer_data(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &d, nullptr, false));
     DeviceLayer g = upload(d);
     size_t bytes = 0;
     ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
@@ -209,7 +209,7 @@ TEST(DispatchApi, PrecomputedIdsOutOfRangeAreReportedNotWritten) {
   p.router = fm::RouterConfig::precomputed(8);
   p.num_tokens = p.max_tokens = 50;
   fm::testing::LayerData d;
-  ASSERT_TRUE(fm::testing::make_layer_data(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &d));
+  ASSERT_TRUE(fm::testing::make_layer_data(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &d, nullptr, false));
   d.topk_ids[7 * 8 + 3] = 128;    // == E
   d.topk_ids[20 * 8 + 0] = 5000;  // far out
   DeviceLayer g = upload(d);
@@ -238,7 +238,7 @@ TEST(CombineApi, WithinOneBf16UlpAndDeterministic) {
     const uint64_t seed = fm::gputest::test_seed();
     SCOPED_TRACE(std::string(preset) + " seed=" + std::to_string(seed));
     fm::testing::LayerData d;
-    ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d));
+    ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, nullptr, false));
     DeviceLayer g = upload(d);
     size_t bytes = 0;
     ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());

@@ -181,7 +181,9 @@ TEST(Forward, SkewedRoutingSharedExpertAndExpertMap) {
 }
 
 TEST(Forward, SuiteShapesAtSmallBatch) {
-  check_forward(fm::find_preset("qwen235-tp8")->problem, 4, {}, "qwen235-tp8");
+  fm::MoeProblem q = fm::find_preset("qwen235-tp8")->problem;
+  q.num_experts = 32;
+  check_forward(q, 4, {}, "qwen235-tp8 (32 of 128 experts)");
   fm::MoeProblem g = fm::find_preset("gptoss-tp1")->problem;  // N=K=2880, biases, interleaved swiglu-oai
   g.num_experts = 8;
   check_forward(g, 5, {}, "gptoss-tp1 (8 of 128 experts)");
