@@ -7,6 +7,7 @@
 // a streaming-read kernel over 4 GiB. Output: a table, CSV and JSON, and the command line.
 #include "bench.h"
 
+#include <dlfcn.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,12 +18,15 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "fusedmoe/fusedmoe.h"
 #include "fusedmoe/reference.h"
+#include "kernels/gemm/sm90_bf16_gemm_smoke.h"
 #include "kernels/util/stream_read.h"
 #include "testing/layer_data.h"
 
@@ -112,7 +116,7 @@ double measure_read_bw(cudaStream_t s, int num_sms) {
 struct Row {
   std::string case_name, stage;
   int64_t tokens = 0;
-  double us = 0, bytes = 0, gbps = 0, floor_us = 0, pct_floor = 0;
+  double us = 0, bytes = 0, gbps = 0, floor_us = 0, pct_floor = 0, tflops = 0;
   std::string peer;  // peer figure for context
 };
 
@@ -159,11 +163,196 @@ bool check_case(const fm::MoeProblem& p, const fm::testing::LayerData& d, const 
 }
 
 void print_rows(const std::vector<Row>& rows) {
-  std::printf("%-14s %-22s %7s %10s %10s %9s %8s  %s\n", "case", "stage", "tokens", "us", "GB/s", "floor us",
-              "% floor", "peer (shared/peer-figures.md)");
-  for (const Row& r : rows)
-    std::printf("%-14s %-22s %7lld %10.2f %10.1f %9.2f %7.1f%%  %s\n", r.case_name.c_str(), r.stage.c_str(),
-                static_cast<long long>(r.tokens), r.us, r.gbps, r.floor_us, r.pct_floor, r.peer.c_str());
+  std::printf("%-14s %-26s %7s %10s %9s %10s %9s %8s  %s\n", "case", "stage", "tokens", "us", "TFLOP/s", "GB/s",
+              "floor us", "% floor", "peer (shared/peer-figures.md)");
+  double log_sum = 0.0;
+  for (const Row& r : rows) {
+    std::printf("%-14s %-26s %7lld %10.2f %9.1f %10.1f %9.2f %7.1f%%  %s\n", r.case_name.c_str(), r.stage.c_str(),
+                static_cast<long long>(r.tokens), r.us, r.tflops, r.gbps, r.floor_us, r.pct_floor, r.peer.c_str());
+    log_sum += std::log(std::max(r.pct_floor, 1e-3) / 100.0);
+  }
+  if (!rows.empty()) std::printf("geometric mean of floor/time: %.3f over %zu cases\n", std::exp(log_sum / rows.size()), rows.size());
+}
+
+
+// ---- suite layer: the whole layer (forward) on BF16 weights ----
+
+// The dense BF16 GEMM rate of this GPU, measured now: cuBLAS 8192^3 when a cuBLAS library can be
+// loaded (dlopen: the tool must start without it), else our WGMMA smoke GEMM at 8192^3.
+double measure_bf16_gemm_rate(cudaStream_t s, std::string* how) {
+  const int n = 8192;
+  Buf a(size_t{2} * n * n), b(size_t{2} * n * n), c(size_t{2} * n * n);
+  std::vector<uint16_t> h(size_t{1} << 20);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (auto& v : h) v = fm::ref::float_to_bf16(nd(rng));
+  for (size_t off = 0; off < size_t{2} * n * n; off += h.size() * 2) {
+    BENCH_CUDA(cudaMemcpy(static_cast<char*>(a.p) + off, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+    BENCH_CUDA(cudaMemcpy(static_cast<char*>(b.p) + off, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+  }
+  using CreateFn = int (*)(void**);
+  using SetStreamFn = int (*)(void*, cudaStream_t);
+  using DestroyFn = int (*)(void*);
+  using GemmExFn = int (*)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int,
+                           const void*, void*, int, int, int, int);
+  void* lib = nullptr;
+  for (const char* name : {"libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13",
+                           "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublas.so.13",
+                           "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib/libcublas.so.13"})
+    if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+  std::function<void()> fn;
+  void* handle = nullptr;
+  DestroyFn destroy = nullptr;
+  if (lib) {
+    auto create = reinterpret_cast<CreateFn>(dlsym(lib, "cublasCreate_v2"));
+    auto set_stream = reinterpret_cast<SetStreamFn>(dlsym(lib, "cublasSetStream_v2"));
+    destroy = reinterpret_cast<DestroyFn>(dlsym(lib, "cublasDestroy_v2"));
+    auto gemm = reinterpret_cast<GemmExFn>(dlsym(lib, "cublasGemmEx"));
+    if (create && set_stream && destroy && gemm && create(&handle) == 0) {
+      set_stream(handle, s);
+      static const float one = 1.f, zero = 0.f;
+      // CUBLAS_OP_T = 1, CUBLAS_OP_N = 0, CUDA_R_16BF = 14, CUBLAS_COMPUTE_32F = 68, CUBLAS_GEMM_DEFAULT = -1
+      fn = [=, &a, &b, &c] { gemm(handle, 1, 0, n, n, n, &one, a.p, 14, n, b.p, 14, n, &zero, c.p, 14, n, 68, -1); };
+      *how = "cuBLAS 8192^3";
+    }
+  }
+  if (!fn) {
+    fn = [&] { (void)fm::kernels::sm90_bf16_gemm_smoke(a.p, b.p, c.p, n, n, n, s); };
+    *how = "fusedmoe WGMMA smoke GEMM 8192^3 (cuBLAS not loadable)";
+  }
+  for (int i = 0; i < 3; ++i) fn();
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<double> t;
+  for (int r = 0; r < 10; ++r) {
+    cudaEventRecord(e0, s);
+    fn();
+    cudaEventRecord(e1, s);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    t.push_back(ms * 1e-3);
+  }
+  if (handle) destroy(handle);
+  std::sort(t.begin(), t.end());
+  return 2.0 * n * n * n / t[t.size() / 2];
+}
+
+std::vector<Case> layer_cases() {
+  // The suite of shared/model-shapes.md, every case with BF16 weights (FP8 comes with issue #5).
+  std::vector<Case> v;
+  for (const char* name : {"dsv3-tp8", "dsv3-ep8", "dsv4f-tp4", "qwen235-tp8", "qwen235-tp4", "qwen30-tp1",
+                           "mixtral-tp2", "gptoss-tp1"}) {
+    fm::MoeProblem p = fm::find_preset(name)->problem;
+    p.quant = fm::QuantScheme::bf16();
+    v.push_back({name, p});
+  }
+  return v;
+}
+
+// Fills `bytes` of device memory with a repeated block of random bf16 values (never zeros).
+void fill_random_bf16(void* dst, size_t bytes, uint64_t seed) {
+  static std::vector<uint16_t> block;
+  if (block.empty()) {
+    block.resize(size_t{8} << 20);
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.f, 0.02f);
+    for (auto& x : block) x = fm::ref::float_to_bf16(nd(rng));
+  }
+  for (size_t off = 0; off < bytes; off += block.size() * 2)
+    BENCH_CUDA(cudaMemcpy(static_cast<char*>(dst) + off, block.data(), std::min(block.size() * 2, bytes - off),
+                          cudaMemcpyHostToDevice));
+}
+
+bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64_t>& tokens, std::vector<Row>* rows) {
+  bool ok = true;
+  const size_t flush_bytes = size_t{256} << 20;  // > 4x the 60 MB L2: cold weights every call
+  Buf flush(flush_bytes), sink(16);
+  BENCH_CUDA(cudaMemset(flush.p, 0x33, flush_bytes));
+  int dev = 0;
+  cudaGetDevice(&dev);
+  fm::DeviceInfo info;
+  (void)fm::query_device(dev, &info);
+  auto flush_l2 = [&] { (void)fm::kernels::launch_stream_read(flush.p, flush_bytes, static_cast<uint32_t*>(sink.p), info.num_sms, s); };
+  const double flush_us = time_graph(s, flush_l2);
+  for (const Case& c : layer_cases()) {
+    fm::MoeProblem p = c.problem;
+    const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+    const int ge = p.weight_experts(), r1 = p.gemm1_rows();
+    const size_t w1_bytes = size_t{2} * ge * r1 * p.hidden, w2_bytes = size_t{2} * ge * p.hidden * p.intermediate;
+    Buf w1(w1_bytes), w2(w2_bytes), b1(size_t{4} * ge * r1), b2(size_t{4} * ge * p.hidden);
+    fill_random_bf16(w1.p, w1_bytes, 1);
+    fill_random_bf16(w2.p, w2_bytes, 2);
+    BENCH_CUDA(cudaMemset(b1.p, 0, size_t{4} * ge * r1));
+    BENCH_CUDA(cudaMemset(b2.p, 0, size_t{4} * ge * p.hidden));
+    for (int64_t t : tokens) {
+      p.num_tokens = p.max_tokens = t;
+      fm::testing::LayerData d;
+      std::string why;
+      if (!fm::testing::make_layer_data(p, 99 + t, fm::testing::Skew::kUniform, &d, &why, false)) {
+        std::fprintf(stderr, "bench: %s\n", why.c_str());
+        return false;
+      }
+      fm::ref::Routing rr;
+      (void)fm::ref::route(p, d.host_tensors(), &rr);
+      std::vector<char> touched(p.num_experts, 0);
+      for (int id : rr.ids) if (id >= 0) touched[id] = 1;
+      int64_t n_touched = 0;
+      for (int e = 0; e < p.num_experts; ++e) n_touched += touched[e] && (p.num_local_experts < 0 || d.expert_map[e] >= 0);
+      n_touched += p.num_shared_experts;
+      const double per_expert = static_cast<double>(w1_bytes + w2_bytes) / ge;
+      const double bytes = n_touched * per_expert + 2.0 * t * p.hidden * 2;
+      const size_t logit_bytes = p.router.logits_dtype == fm::DType::kBFloat16 ? d.logits_bf16.size() * 2 : d.logits_f32.size() * 4;
+      Buf x(d.x.size() * 2), logits(logit_bytes), bias(d.correction_bias.size() * 4 + 16), map(d.expert_map.size() * 4),
+          out(size_t{2} * t * p.hidden);
+      upload(x.p, d.x);
+      if (p.router.logits_dtype == fm::DType::kBFloat16) upload(logits.p, d.logits_bf16);
+      else upload(logits.p, d.logits_f32);
+      upload(bias.p, d.correction_bias);
+      upload(map.p, d.expert_map);
+      fm::MoeTensors io;
+      io.x = x.p;
+      io.router_logits = logits.p;
+      io.correction_bias = p.router.use_correction_bias ? static_cast<const float*>(bias.p) : nullptr;
+      io.expert_map = p.num_local_experts >= 0 ? static_cast<const int32_t*>(map.p) : nullptr;
+      io.w1 = w1.p;
+      io.w2 = w2.p;
+      io.b1 = static_cast<const float*>(b1.p);
+      io.b2 = static_cast<const float*>(b2.p);
+      io.out = out.p;
+      size_t ws_bytes = 0;
+      if (!fm::workspace_size(p, &ws_bytes).ok()) return false;
+      Buf ws(ws_bytes);
+      fm::Status st = fm::forward(p, io, ws.p, ws_bytes, s);
+      BENCH_CUDA(cudaStreamSynchronize(s));
+      if (!st.ok()) {
+        std::fprintf(stderr, "bench: %s T=%lld: %s\n", c.name.c_str(), static_cast<long long>(t), st.to_string().c_str());
+        ok = false;
+        continue;
+      }
+      const double both = time_graph(s, [&] { flush_l2(); (void)fm::forward(p, io, ws.p, ws_bytes, s); }, 15);
+      const double us = std::max(both - flush_us, 0.01);
+      Row row;
+      row.case_name = c.name;
+      // The oracle's tile choice, from its explanation ("tiles: swap-ab, token tile 8 (...)").
+      const std::string ex = fm::explain(p);
+      const size_t at = ex.find("tiles: ");
+      std::string tiles = at == std::string::npos ? "?" : ex.substr(at + 7, ex.find(" (", at) - at - 7);
+      row.stage = "layer bf16 " + tiles;
+      row.tokens = t;
+      row.us = us;
+      row.bytes = bytes;
+      row.gbps = bytes / (us * 1e-6) / 1e9;
+      row.tflops = p.flops() / (us * 1e-6) / 1e12;
+      row.floor_us = std::max(bytes / bw, p.flops() / peak) * 1e6;
+      row.pct_floor = 100.0 * row.floor_us / us;
+      row.peer = "";
+      rows->push_back(row);
+      (void)tmax;
+    }
+  }
+  return ok;
 }
 
 }  // namespace
@@ -185,8 +374,8 @@ int cmd_bench(int argc, char** argv) {
       return 2;
     }
   }
-  if (suite != "dispatch") {
-    std::fprintf(stderr, "bench: suite '%s' is not available yet (have: dispatch)\n", suite.c_str());
+  if (suite != "dispatch" && suite != "layer") {
+    std::fprintf(stderr, "bench: unknown suite '%s' (have: dispatch, layer)\n", suite.c_str());
     return 2;
   }
   int dev = 0;
@@ -206,7 +395,13 @@ int cmd_bench(int argc, char** argv) {
 
   std::vector<Row> rows;
   bool all_ok = true;
-  for (const Case& c : dispatch_cases()) {
+  if (suite == "layer") {
+    std::string how;
+    const double tflops = measure_bf16_gemm_rate(s, &how);
+    std::printf("dense bf16 GEMM rate (%s, same run): %.0f TFLOP/s\n", how.c_str(), tflops / 1e12);
+    all_ok = bench_layer(s, bw, tflops, tokens, &rows);
+  }
+  for (const Case& c : suite == "dispatch" ? dispatch_cases() : std::vector<Case>{}) {
     for (int64_t t : tokens) {
       fm::MoeProblem p = c.problem;
       p.num_tokens = p.max_tokens = t;

@@ -10,6 +10,8 @@
 namespace fusedmoe {
 namespace {
 
+constexpr int kMaxHidden = 16384;
+
 
 Status validate_router(const MoeProblem& p) {
   const RouterConfig& r = p.router;
@@ -110,6 +112,8 @@ Status validate(const MoeProblem& p) {
   FM_REQUIRE(std::isfinite(p.shared_expert_scale), kInvalidArgument, "shared_expert_scale must be finite");
   FM_REQUIRE(p.hidden > 0 && p.hidden % 8 == 0, kInvalidArgument,
              "hidden K (" << p.hidden << ") must be a positive multiple of 8 (16-byte rows)");
+  FM_REQUIRE(p.hidden <= kMaxHidden, kUnsupported,
+             "hidden K (" << p.hidden << ") above " << kMaxHidden << " is not supported (the combine's row team)");
   FM_REQUIRE(p.intermediate > 0 && p.intermediate % 8 == 0, kInvalidArgument,
              "intermediate N (" << p.intermediate << ") must be a positive multiple of 8 (16-byte rows)");
   FM_REQUIRE(p.num_tokens >= 0, kInvalidArgument, "num_tokens (" << p.num_tokens << ") must be >= 0");

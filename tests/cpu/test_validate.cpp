@@ -76,6 +76,7 @@ TEST(Validate, ShapeErrors) {
   expect_problem_rejected([](auto& p) { p.num_experts = 1025; }, fm::StatusCode::kInvalidArgument, "num_experts (1025)");
   expect_problem_rejected([](auto& p) { p.hidden = 4100; }, fm::StatusCode::kInvalidArgument, "hidden K (4100)");
   expect_problem_rejected([](auto& p) { p.hidden = 0; }, fm::StatusCode::kInvalidArgument, "hidden K (0)");
+  expect_problem_rejected([](auto& p) { p.hidden = 16392; }, fm::StatusCode::kUnsupported, "above 16384");
   expect_problem_rejected([](auto& p) { p.intermediate = 190; }, fm::StatusCode::kInvalidArgument, "intermediate N (190)");
   expect_problem_rejected([](auto& p) { p.num_tokens = -1; }, fm::StatusCode::kInvalidArgument, "num_tokens (-1)");
   expect_problem_rejected([](auto& p) { p.num_local_experts = 129; }, fm::StatusCode::kInvalidArgument, "num_local_experts");

@@ -1,5 +1,5 @@
 // The weighted combine on the GPU (kernels/combine/combine_launch.h): within 1 ulp (bf16/f16) of
-// the float64 reference, bit-equal to a host emulation of its float32 fma chain in slot order,
+// the float64 reference, bit-equal to a host emulation of its float64 fma chain in slot order,
 // bitwise identical across 10 runs; shared expert; -1 slots (whose weights are NaN here) ignored.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -118,22 +118,22 @@ void run_case(const CCase& c) {
   int64_t not_emulated = 0, beyond_ulp = 0, beyond_bound = 0, pad_written = 0;
   for (int64_t t = 0; t < T; ++t) {
     for (int i = 0; i < K; ++i) {
-      float acc = 0.f;
+      double acc = 0.0;
       double ref64 = 0.0, mag = 0.0;
       for (int s = 0; s < slots; ++s) {
         const int32_t r = slot_row[t * slots + s];
         if (r < 0) continue;
         const float ws = s < c.k ? (c.weights ? w[t * c.k + s] : 1.f) : c.shared_scale;
         const float v = from_bits(c.dtype, y[static_cast<size_t>(r) * K + i]);
-        acc = std::fma(ws, v, acc);
+        acc = std::fma(static_cast<double>(ws), static_cast<double>(v), acc);
         ref64 += static_cast<double>(ws) * v;
         mag += std::fabs(static_cast<double>(ws) * v);
       }
       const uint16_t got = first[t * stride + i];
-      if (got != to_bits(c.dtype, acc)) {
+      if (got != to_bits(c.dtype, static_cast<float>(acc))) {
         if (not_emulated++ < 5)
           ADD_FAILURE() << "t " << t << " col " << i << ": got 0x" << std::hex << got << ", f32 fma chain gives 0x"
-                        << to_bits(c.dtype, acc);
+                        << to_bits(c.dtype, static_cast<float>(acc));
       }
       const double err = std::fabs(from_bits(c.dtype, got) - ref64);
       if (err > ulp_of(c.dtype, ref64)) {
@@ -149,6 +149,7 @@ void run_case(const CCase& c) {
   }
   EXPECT_EQ(not_emulated, 0);
   EXPECT_EQ(beyond_bound, 0);
+  EXPECT_EQ(beyond_ulp, 0) << "float64 accumulation must stay within 1 ulp of the float64 reference";
   EXPECT_EQ(pad_written, 0) << "columns past K of an out row were written";
   if (beyond_ulp) std::printf("[info] %s: %lld of %lld outputs beyond 1 ulp (cancellation, within f32 bound)\n", name,
                               static_cast<long long>(beyond_ulp), static_cast<long long>(T * K));

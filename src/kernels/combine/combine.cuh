@@ -1,8 +1,12 @@
 // combine.cuh — device code of the weighted combine (contract in combine_launch.h).
 //
 // out[t, :] = round(sum over s in slot order of w[t, s] * expert_out[slot_row[t, s], :]):
-// float32 accumulation by fmaf in ascending slot order (the shared expert last, weight
-// shared_scale), one rounding to bf16/f16. No atomics: the same bits every run.
+// float64 accumulation by fma in ascending slot order (the shared expert last, weight
+// shared_scale): each product of a float32 weight and a bf16/f16 value is exact in double, so
+// the sum stays within 1 ulp of bf16/f16 of the float64 reference even where the terms cancel
+// (float32 accumulation is not: cancellation exposes its rounding). The memory-bound kernel
+// pays nothing for the fp64 FMAs. One rounding to float, then to bf16/f16. No atomics: the
+// same bits every run.
 // A row team (vec.cuh) owns one token: lane loads 16-byte units lane + j * TS of up to 4 slot
 // rows at a time (4 x VPT <= 8 loads) (independent loads in flight), then accumulates them in slot order.
 #pragma once
@@ -30,7 +34,9 @@ struct CombineParams {
   int teams;
 };
 
-__host__ __device__ constexpr int combine_max_block(int /*vpt*/) { return 512; }
+// 8 units per thread hold 64 float64 accumulators: at most 256 threads (255 registers each)
+// or they spill; that bounds K at 8 * 8 * 256 = 16384.
+__host__ __device__ constexpr int combine_max_block(int vpt) { return vpt >= 8 ? 256 : 512; }
 
 template <class T, int VPT>
 __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(CombineParams p) {
@@ -41,11 +47,11 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
   const uint4* __restrict__ src = static_cast<const uint4*>(p.expert_out);
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.teams;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * p.teams + team; t < p.num_tokens; t += step) {
-    float acc[VPT][8];
+    double acc[VPT][8];
 #pragma unroll
     for (int j = 0; j < VPT; ++j)
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc[j][e] = 0.f;
+      for (int e = 0; e < 8; ++e) acc[j][e] = 0.0;
 
     for (int s0 = 0; s0 < p.slots; s0 += kBatch) {
       int32_t r[kBatch];
@@ -73,7 +79,7 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
           float f[8];
           vec::unpack8<T>(v[q][j], f);
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[j][e] = __fmaf_rn(w[q], f[e], acc[j][e]);
+          for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(f[e]), acc[j][e]);
         }
       }
     }
@@ -81,7 +87,12 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int u = lane + j * p.ts;
-      if (u < p.units) dst[u] = vec::pack8<T>(acc[j]);
+      if (u < p.units) {
+        float f[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) f[e] = static_cast<float>(acc[j][e]);
+        dst[u] = vec::pack8<T>(f);
+      }
     }
   }
 }

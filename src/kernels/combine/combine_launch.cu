@@ -24,7 +24,7 @@ cudaError_t launch_typed(const CombineParams& p, int vpt, int grid, int block, c
 
 }  // namespace
 
-const char* combine_kernel_name() { return "combine_rowteam_f32acc_x8"; }
+const char* combine_kernel_name() { return "combine_rowteam_f64acc_x8"; }
 
 cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   if (a.act_dtype != DType::kBFloat16 && a.act_dtype != DType::kFloat16) return cudaErrorInvalidValue;
