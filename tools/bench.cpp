@@ -301,6 +301,11 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
       int64_t n_touched = 0;
       for (int e = 0; e < p.num_experts; ++e) n_touched += touched[e] && (p.num_local_experts < 0 || d.expert_map[e] >= 0);
       n_touched += p.num_shared_experts;
+      // FLOPs of the rows this GPU computes: routed slots that land on a local expert + shared.
+      int64_t local_rows = p.num_tokens * p.num_shared_experts;
+      for (int id : rr.ids) local_rows += id >= 0 && (p.num_local_experts < 0 || d.expert_map[id] >= 0);
+      const double flops = 2.0 * local_rows * (static_cast<double>(p.gemm1_rows()) * p.hidden +
+                                               static_cast<double>(p.hidden) * p.intermediate);
       const double per_expert = static_cast<double>(w1_bytes + w2_bytes) / ge;
       const double bytes = n_touched * per_expert + 2.0 * t * p.hidden * 2;
       const size_t logit_bytes = p.router.logits_dtype == fm::DType::kBFloat16 ? d.logits_bf16.size() * 2 : d.logits_f32.size() * 4;
@@ -337,15 +342,15 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
       row.case_name = c.name;
       // The oracle's tile choice, from its explanation ("tiles: swap-ab, token tile 8 (...)").
       const std::string ex = fm::explain(p);
-      const size_t at = ex.find("tiles: ");
-      std::string tiles = at == std::string::npos ? "?" : ex.substr(at + 7, ex.find(" (", at) - at - 7);
+      const size_t at = ex.find("\ntiles: ");
+      std::string tiles = at == std::string::npos ? "?" : ex.substr(at + 8, ex.find(" (", at) - at - 8);
       row.stage = "layer bf16 " + tiles;
       row.tokens = t;
       row.us = us;
       row.bytes = bytes;
       row.gbps = bytes / (us * 1e-6) / 1e9;
-      row.tflops = p.flops() / (us * 1e-6) / 1e12;
-      row.floor_us = std::max(bytes / bw, p.flops() / peak) * 1e6;
+      row.tflops = flops / (us * 1e-6) / 1e12;
+      row.floor_us = std::max(bytes / bw, flops / peak) * 1e6;
       row.pct_floor = 100.0 * row.floor_us / us;
       row.peer = "";
       rows->push_back(row);
@@ -486,7 +491,7 @@ int cmd_bench(int argc, char** argv) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       f << "  {\"case\": \"" << r.case_name << "\", \"stage\": \"" << r.stage << "\", \"tokens\": " << r.tokens
-        << ", \"us\": " << r.us << ", \"bytes\": " << r.bytes << ", \"GBps\": " << r.gbps << ", \"floor_us\": "
+        << ", \"us\": " << r.us << ", \"TFLOPs\": " << r.tflops << ", \"bytes\": " << r.bytes << ", \"GBps\": " << r.gbps << ", \"floor_us\": "
         << r.floor_us << ", \"pct_floor\": " << r.pct_floor << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
     }
     f << "]}\n";
