@@ -6,6 +6,9 @@
 #   SANITIZE=1       also run the suite (filtered by SANITIZE_FILTER) under compute-sanitizer
 #   BENCH            space-separated `fusedmoe bench` suites to run (e.g. "dispatch layer")
 #   BENCH_ARGS       extra arguments for every bench call (e.g. "--tokens 1,16,256")
+#   PEER=1           before `bench --suite layer`, time the torch._grouped_mm peer
+#                    (bench/peers/torch_grouped_mm.py, PEER_PYTHON, default the device's torch venv)
+#                    on the same tokens and add its column (--peer)
 # Files written (at most 8, the device tool's limit): summary.txt info.log gpu_tests.log
 # memcheck.log run.log sass.txt.gz bench_<suite>.txt bench_<suite>.json
 set -uo pipefail
@@ -52,8 +55,16 @@ $g/bin/fusedmoe run > "$out/run.log" 2>&1; rc=$?
 say "fusedmoe run: rc=$rc; $(grep -E 'self-test|output \[|max rel' "$out/run.log" | tr '\n' ' ')"
 
 for suite in ${BENCH:-}; do
+  peer_arg=""
+  if [ "$suite" = layer ] && [ "${PEER:-0}" = 1 ]; then
+    toks=$(echo "${BENCH_ARGS:-}" | sed -n 's/.*--tokens \([0-9,]*\).*/\1/p')
+    "${PEER_PYTHON:-/opt/torch/.venv/bin/python3}" bench/peers/torch_grouped_mm.py ${toks:+--tokens $toks} \
+      --json /tmp/peer_layer.json > /tmp/peer_layer.txt 2>&1; rc=$?
+    say "torch._grouped_mm peer: rc=$rc; $(grep -c 'peer)' /tmp/peer_layer.txt) cases"
+    peer_arg="--peer /tmp/peer_layer.json"
+  fi
   # shellcheck disable=SC2086
-  $g/bin/fusedmoe bench --suite "$suite" --json "$out/bench_$suite.json" ${BENCH_ARGS:-} > "$out/bench_$suite.txt" 2>&1; rc=$?
+  $g/bin/fusedmoe bench --suite "$suite" --json "$out/bench_$suite.json" ${BENCH_ARGS:-} $peer_arg > "$out/bench_$suite.txt" 2>&1; rc=$?
   say "bench $suite: rc=$rc (table in bench_$suite.txt)"
 done
 

@@ -360,22 +360,62 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
   return ok;
 }
 
+
+// Reads rows {"case": .., "tokens": .., "us": ..} written by bench/peers/torch_grouped_mm.py (run
+// in the same session on the same GPU) and fills the peer column with "peer_us / our_us".
+void add_peer_column(const std::string& path, std::vector<Row>* rows) {
+  std::ifstream f(path);
+  if (!f) {
+    std::fprintf(stderr, "bench: cannot read peer file %s\n", path.c_str());
+    return;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  auto field = [&](size_t from, const std::string& key, size_t* at) -> std::string {
+    const size_t k = text.find("\"" + key + "\"", from);
+    if (k == std::string::npos) return {};
+    size_t v = text.find(':', k) + 1;
+    while (v < text.size() && (text[v] == ' ' || text[v] == '"')) ++v;
+    size_t e = v;
+    while (e < text.size() && text[e] != ',' && text[e] != '}' && text[e] != '"') ++e;
+    *at = e;
+    return text.substr(v, e - v);
+  };
+  size_t pos = text.find("\"rows\"");
+  while (pos != std::string::npos) {
+    size_t at = 0;
+    const std::string name = field(pos, "case", &at);
+    if (name.empty()) break;
+    const int64_t tokens = std::atoll(field(at, "tokens", &at).c_str());
+    const double us = std::atof(field(at, "us", &at).c_str());
+    pos = at;
+    for (Row& r : *rows)
+      if (r.case_name == name && r.tokens == tokens && r.us > 0) {
+        char buf[96];
+        std::snprintf(buf, sizeof(buf), "x%.2f vs torch._grouped_mm (%.1f us)", us / r.us, us);
+        r.peer = buf;
+      }
+  }
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  std::string suite = "dispatch", csv_path, json_path;
+  std::string suite = "dispatch", csv_path, json_path, peer_path;
   std::vector<int64_t> tokens = {1, 4, 16, 64, 256, 1024, 4096, 16384};
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--suite" && i + 1 < argc) suite = argv[++i];
     else if (a == "--csv" && i + 1 < argc) csv_path = argv[++i];
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (a == "--peer" && i + 1 < argc) peer_path = argv[++i];
     else if (a == "--tokens" && i + 1 < argc) {
       tokens.clear();
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch] [--tokens 1,16,256] [--csv F] [--json F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer] [--tokens 1,16,256] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -471,6 +511,7 @@ int cmd_bench(int argc, char** argv) {
       rows.push_back(row);
     }
   }
+  if (!peer_path.empty()) add_peer_column(peer_path, &rows);
   std::printf("\n");
   print_rows(rows);
   std::printf("\nchecked against the CPU reference before timing: %s\n", all_ok ? "all cases exact" : "FAILURES (see above)");
