@@ -477,73 +477,8 @@ TEST(PlanGraph, CapturePlanAndPermuteQuantReplay) {
 
 // ---- informational timings -------------------------------------------------------------------
 
-namespace {
-template <class F>
-float median_us(F&& launch, int reps = 20) {
-  for (int i = 0; i < 5; ++i) launch(nullptr);
-  cudaDeviceSynchronize();
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    cudaEventRecord(a);
-    launch(nullptr);
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms * 1000.f);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-// GPU time per launch without host submission gaps: `per_graph` launches captured in one CUDA
-// graph, the graph replayed `reps` times, the median replay divided by per_graph (-1 on failure).
-template <class F>
-float graph_us(F&& launch, int per_graph = 20, int reps = 10) {
-  cudaStream_t s = nullptr;
-  cudaGraph_t g = nullptr;
-  cudaGraphExec_t e = nullptr;
-  float result = -1.f;
-  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return result;
-  bool ok = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess;
-  if (ok) {
-    for (int i = 0; i < per_graph; ++i) launch(s);
-    ok = cudaStreamEndCapture(s, &g) == cudaSuccess;
-  }
-  ok = ok && cudaGraphInstantiate(&e, g, 0) == cudaSuccess;
-  if (ok) {
-    cudaGraphLaunch(e, s);  // warm-up
-    cudaStreamSynchronize(s);
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    std::vector<float> t;
-    for (int i = 0; i < reps; ++i) {
-      cudaEventRecord(a, s);
-      cudaGraphLaunch(e, s);
-      cudaEventRecord(b, s);
-      cudaEventSynchronize(b);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, a, b);
-      t.push_back(ms * 1000.f / per_graph);
-    }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    std::sort(t.begin(), t.end());
-    result = t[t.size() / 2];
-  }
-  if (e) cudaGraphExecDestroy(e);
-  if (g) cudaGraphDestroy(g);
-  cudaStreamDestroy(s);
-  cudaGetLastError();
-  return result;
-}
-}  // namespace
+using fusedmoe::gputest::graph_us;
+using fusedmoe::gputest::median_us;
 
 TEST(PlanTiming, Informational) {
   std::mt19937_64 rng(7);
