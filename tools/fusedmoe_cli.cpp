@@ -99,6 +99,7 @@ int cmd_info() {
   if (b.with_cuda) std::printf(" (sm_%s, CUDA %d.%d, CUTLASS %s)", b.cuda_archs.c_str(), b.cuda_compile_version / 1000,
                                (b.cuda_compile_version % 1000) / 10, b.cutlass_version.c_str());
   std::printf("; NCCL %s\n", b.with_nccl ? b.nccl_version.c_str() : "no");
+  std::printf("library: %s (%.1f MB)\n", b.library_path.c_str(), b.library_bytes / 1e6);
   std::printf("kernels compiled in: %zu\n", b.kernels.size());
   for (const auto& k : b.kernels) std::printf("  %s\n", k.c_str());
   fm::DeviceInfo d;

@@ -35,7 +35,9 @@ struct BuildInfo {
   int cuda_compile_version = 0;  // CUDART_VERSION at build time
   std::string cutlass_version;
   std::string nccl_version;      // from the library linked, "" without NCCL
-  std::vector<std::string> kernels;  // names of every compiled kernel instance
+  std::vector<std::string> kernels;  // names of the compiled kernel families / instances
+  std::string library_path;          // the loaded libfusedmoe
+  size_t library_bytes = 0;
 };
 
 BuildInfo build_info();

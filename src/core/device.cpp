@@ -1,5 +1,7 @@
 // Device queries through the CUDA runtime, and what this build contains.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <sstream>
 
@@ -88,6 +90,12 @@ BuildInfo build_info() {
   }
 #endif
   b.kernels = kernels::compiled_kernel_names();
+  Dl_info dl{};
+  if (dladdr(reinterpret_cast<const void*>(&build_info), &dl) != 0 && dl.dli_fname != nullptr) {
+    b.library_path = dl.dli_fname;
+    struct stat st {};
+    if (stat(dl.dli_fname, &st) == 0) b.library_bytes = static_cast<size_t>(st.st_size);
+  }
   return b;
 }
 
