@@ -6,6 +6,7 @@
 #include "fusedmoe/presets.h"
 #include "fusedmoe/problem.h"
 #include "fusedmoe/quant.h"
+#include "fusedmoe/rope_quant.h"
 #include "fusedmoe/router.h"
 #include "fusedmoe/status.h"
 #include "fusedmoe/types.h"

@@ -97,3 +97,20 @@ struct LayerResult {
 Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out);
 
 }  // namespace fusedmoe::ref
+
+// ---- DeepSeek-V4 inverse RoPE + FP8 per-head quantisation (fusedmoe/rope_quant.h) ----
+#include "fusedmoe/rope_quant.h"
+
+namespace fusedmoe::ref {
+
+// The semantics of fusedmoe::inv_rope_fp8_quant, in float32 exactly as the kernel computes them:
+// rotated dims as mul/mul/add (even) and mul/mul/sub (odd) with every operation rounded on its own
+// (no FMA contraction), scales from fp8_scale_from_amax(amax, kUE8M0), q = float_to_e4m3(clamp(y *
+// (1 / scale), -448, 448)) with NaN kept NaN by the clamp. Layouts as in rope_quant.h:
+// out_fp8 [G, T, hpg * 512], out_scales [G][hpg * 4][T_pad4] including the zeroed padding.
+// Tokens with a position outside [0, max_pos) get all-zero bytes and scales (the cache is not read).
+// Host pointers; `p` must pass validate(p) (otherwise nothing is written).
+void inv_rope_fp8_quant(const InvRopeQuantProblem& p, const uint16_t* o_bf16, const int64_t* positions,
+                        const float* cache, uint8_t* out_fp8, float* out_scales);
+
+}  // namespace fusedmoe::ref

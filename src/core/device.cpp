@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <sstream>
+#include <string>
 
 #include "core/check.h"
 #include "fusedmoe/device.h"
@@ -62,12 +64,25 @@ Status check_device_supported(int ordinal) {
   (void)ordinal;
   return Status(StatusCode::kNoDevice, "this build has no CUDA kernels (configured with FUSEDMOE_WITH_CUDA=OFF)");
 #else
+  // Called on every forward(): the answer per device is cached (a device's architecture does
+  // not change), and the first query reads two attributes, not the whole property struct.
+  static std::atomic<int> cache[64] = {};  // 0 unknown, 1 supported, 2 not
+  if (ordinal >= 0 && ordinal < 64 && cache[ordinal].load(std::memory_order_relaxed) == 1) return Status::Ok();
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ordinal) != cudaSuccess) {
+    cudaGetLastError();
+    return Status(StatusCode::kNoDevice, "device " + std::to_string(ordinal) + " cannot be queried");
+  }
+  if (major == 9 && minor == 0) {
+    if (ordinal >= 0 && ordinal < 64) cache[ordinal].store(1, std::memory_order_relaxed);
+    return Status::Ok();
+  }
   DeviceInfo info;
   FM_TRY(query_device(ordinal, &info));
-  FM_REQUIRE(info.cc_major == 9 && info.cc_minor == 0, kWrongArch,
-             "device " << ordinal << " (" << info.name << ") is sm_" << info.cc_major << info.cc_minor
-                       << "; fusedmoe kernels are built for sm_90a (Hopper H100/H200) only");
-  return Status::Ok();
+  return Status(StatusCode::kWrongArch, "device " + std::to_string(ordinal) + " (" + info.name + ") is sm_" +
+                                            std::to_string(major) + std::to_string(minor) +
+                                            "; fusedmoe kernels are built for sm_90a (Hopper H100/H200) only");
 #endif
 }
 
