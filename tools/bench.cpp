@@ -361,6 +361,121 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
 }
 
 
+// ---- suite coldstart: no compilation at run time, measured (issue #6) ----
+// After one warm-up call at a token count outside the set, call each operation with 200 token
+// counts never seen before, in random order; for each, time the first call (events around one
+// call after a device synchronisation) and the steady state (median of 5 more calls of the same
+// count, same method). A library that compiled per shape would show first >> steady.
+bool bench_coldstart(cudaStream_t s, std::vector<Row>* rows) {
+  constexpr int kCounts = 200;
+  constexpr int64_t kMaxT = 16384;
+  std::mt19937_64 rng(20261130);
+  std::vector<int64_t> counts;
+  while (static_cast<int>(counts.size()) < kCounts) {
+    const int64_t t = 1 + static_cast<int64_t>(rng() % kMaxT);
+    if (t != 4096 && std::find(counts.begin(), counts.end(), t) == counts.end()) counts.push_back(t);
+  }
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  auto once = [&](const std::function<void()>& fn) {
+    BENCH_CUDA(cudaStreamSynchronize(s));
+    cudaEventRecord(a, s);
+    fn();
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    return 1e3 * ms;
+  };
+  auto measure = [&](const std::string& name, const std::function<void(int64_t)>& call) {
+    call(4096);  // warm-up outside the set: context, module load of the common kernels
+    double worst = 0.0, worst_first = 0.0, worst_steady = 0.0;
+    int64_t worst_t = 0;
+    std::vector<double> ratios;
+    for (int64_t t : counts) {
+      const double first = once([&] { call(t); });
+      std::vector<double> st;
+      for (int r = 0; r < 5; ++r) st.push_back(once([&] { call(t); }));
+      std::sort(st.begin(), st.end());
+      const double steady = st[st.size() / 2];
+      const double ratio = first / steady;
+      ratios.push_back(ratio);
+      if (ratio > worst) { worst = ratio; worst_t = t; worst_first = first; worst_steady = steady; }
+    }
+    std::sort(ratios.begin(), ratios.end());
+    Row r;
+    r.case_name = name;
+    r.stage = "first/steady max " + std::to_string(worst).substr(0, 5) + " median " +
+              std::to_string(ratios[ratios.size() / 2]).substr(0, 5);
+    r.tokens = worst_t;
+    r.us = worst_first;
+    r.floor_us = worst_steady;
+    r.peer = "200 new token counts, random order; row = the worst count (first us, steady us)";
+    rows->push_back(r);
+    std::printf("%s: max first/steady %.3f at T=%lld (%.1f vs %.1f us), median %.3f, p90 %.3f\n", name.c_str(), worst,
+                static_cast<long long>(worst_t), worst_first, worst_steady, ratios[ratios.size() / 2],
+                ratios[ratios.size() * 9 / 10]);
+  };
+
+  // The BF16 layer (qwen235-tp8 shape: E128 k8 N192 K4096).
+  {
+    fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
+    p.num_tokens = p.max_tokens = kMaxT;
+    fm::testing::LayerData d;
+    if (!fm::testing::make_layer_data(p, 5, fm::testing::Skew::kUniform, &d, nullptr, false)) return false;
+    const int ge = p.weight_experts(), r1 = p.gemm1_rows();
+    const size_t w1b = size_t{2} * ge * r1 * p.hidden, w2b = size_t{2} * ge * p.hidden * p.intermediate;
+    Buf w1(w1b), w2(w2b), x(d.x.size() * 2), logits(d.logits_f32.size() * 4), out(size_t{2} * kMaxT * p.hidden);
+    fill_random_bf16(w1.p, w1b, 1);
+    fill_random_bf16(w2.p, w2b, 2);
+    upload(x.p, d.x);
+    upload(logits.p, d.logits_f32);
+    fm::MoeTensors io;
+    io.x = x.p;
+    io.router_logits = logits.p;
+    io.w1 = w1.p;
+    io.w2 = w2.p;
+    io.out = out.p;
+    size_t ws_bytes = 0;
+    if (!fm::workspace_size(p, &ws_bytes).ok()) return false;
+    Buf ws(ws_bytes);
+    measure("layer qwen235-tp8 bf16", [&](int64_t t) {
+      fm::MoeProblem q = p;
+      q.num_tokens = t;  // max_tokens stays: one workspace for every count
+      const fm::Status st = fm::forward(q, io, ws.p, ws_bytes, s);
+      if (!st.ok()) std::fprintf(stderr, "bench: %s\n", st.to_string().c_str());
+    });
+  }
+  // DeepSeek-V4's inverse RoPE + FP8 quantisation (V4-Flash shape: 8 groups x 8 heads).
+  {
+    fm::InvRopeQuantProblem p;
+    p.num_tokens = kMaxT;
+    p.num_groups = 8;
+    p.heads_per_group = 8;
+    p.max_pos = 65536;
+    const size_t o_bytes = size_t{2} * kMaxT * 64 * 512;
+    Buf o(o_bytes), pos(size_t{8} * kMaxT), cache(size_t{4} * 65536 * 64), out(size_t{kMaxT} * 64 * 512),
+        scales(size_t{4} * static_cast<size_t>(fm::inv_rope_scales_elems(p)));
+    fill_random_bf16(o.p, o_bytes, 3);
+    std::vector<int64_t> hp(kMaxT);
+    for (auto& v : hp) v = static_cast<int64_t>(rng() % 65536);
+    upload(pos.p, hp);
+    BENCH_CUDA(cudaMemset(cache.p, 0x3c, size_t{4} * 65536 * 64));
+    measure("inv-rope fp8 quant dsv4f", [&](int64_t t) {
+      fm::InvRopeQuantProblem q = p;
+      q.num_tokens = t;
+      const fm::Status st = fm::inv_rope_fp8_quant(q, o.p, static_cast<const int64_t*>(pos.p),
+                                                   static_cast<const float*>(cache.p), out.p,
+                                                   static_cast<float*>(scales.p), nullptr, s);
+      if (!st.ok()) std::fprintf(stderr, "bench: %s\n", st.to_string().c_str());
+    });
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return true;
+}
+
 // Reads rows {"case": .., "tokens": .., "us": ..} written by bench/peers/torch_grouped_mm.py (run
 // in the same session on the same GPU) and fills the peer column with "peer_us / our_us".
 void add_peer_column(const std::string& path, std::vector<Row>* rows) {
@@ -415,12 +530,12 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer] [--tokens 1,16,256] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|coldstart] [--tokens 1,16,256] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
-  if (suite != "dispatch" && suite != "layer") {
-    std::fprintf(stderr, "bench: unknown suite '%s' (have: dispatch, layer)\n", suite.c_str());
+  if (suite != "dispatch" && suite != "layer" && suite != "coldstart") {
+    std::fprintf(stderr, "bench: unknown suite '%s' (have: dispatch, layer, coldstart)\n", suite.c_str());
     return 2;
   }
   int dev = 0;
@@ -446,6 +561,7 @@ int cmd_bench(int argc, char** argv) {
     std::printf("dense bf16 GEMM rate (%s, same run): %.0f TFLOP/s\n", how.c_str(), tflops / 1e12);
     all_ok = bench_layer(s, bw, tflops, tokens, &rows);
   }
+  if (suite == "coldstart") all_ok = bench_coldstart(s, &rows);
   for (const Case& c : suite == "dispatch" ? dispatch_cases() : std::vector<Case>{}) {
     for (int64_t t : tokens) {
       fm::MoeProblem p = c.problem;
