@@ -89,18 +89,16 @@ double time_graph(cudaStream_t s, Fn fn, int reps = 25) {
   return t[t.size() / 2];
 }
 
-double measure_read_bw(cudaStream_t s, int num_sms) {
-  const size_t bytes = size_t{4} << 30;
-  Buf buf(bytes), sink(16);
-  BENCH_CUDA(cudaMemset(buf.p, 0x5a, bytes));
-  auto fn = [&] { (void)fm::kernels::launch_stream_read(buf.p, bytes, static_cast<uint32_t*>(sink.p), num_sms, s); };
-  for (int i = 0; i < 3; ++i) fn();
+// Median seconds of `fn` on stream `s`, each repetition timed alone with events, after warm-up.
+template <class Fn>
+double median_seconds(cudaStream_t s, Fn fn, int warmup = 3, int reps = 10) {
+  for (int i = 0; i < warmup; ++i) fn();
   BENCH_CUDA(cudaStreamSynchronize(s));
   cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
+  BENCH_CUDA(cudaEventCreate(&a));
+  BENCH_CUDA(cudaEventCreate(&b));
   std::vector<double> t;
-  for (int r = 0; r < 10; ++r) {
+  for (int r = 0; r < reps; ++r) {
     cudaEventRecord(a, s);
     fn();
     cudaEventRecord(b, s);
@@ -109,8 +107,19 @@ double measure_read_bw(cudaStream_t s, int num_sms) {
     cudaEventElapsedTime(&ms, a, b);
     t.push_back(ms * 1e-3);
   }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
   std::sort(t.begin(), t.end());
-  return bytes / t[t.size() / 2];  // bytes per second
+  return t[t.size() / 2];
+}
+
+double measure_read_bw(cudaStream_t s, int num_sms) {
+  const size_t bytes = size_t{4} << 30;
+  Buf buf(bytes), sink(16);
+  BENCH_CUDA(cudaMemset(buf.p, 0x5a, bytes));
+  return bytes / median_seconds(s, [&] {
+    (void)fm::kernels::launch_stream_read(buf.p, bytes, static_cast<uint32_t*>(sink.p), num_sms, s);
+  });
 }
 
 struct Row {
@@ -220,23 +229,9 @@ double measure_bf16_gemm_rate(cudaStream_t s, std::string* how) {
     fn = [&] { (void)fm::kernels::sm90_bf16_gemm_smoke(a.p, b.p, c.p, n, n, n, s); };
     *how = "fusedmoe WGMMA smoke GEMM 8192^3 (cuBLAS not loadable)";
   }
-  for (int i = 0; i < 3; ++i) fn();
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  std::vector<double> t;
-  for (int r = 0; r < 10; ++r) {
-    cudaEventRecord(e0, s);
-    fn();
-    cudaEventRecord(e1, s);
-    cudaEventSynchronize(e1);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    t.push_back(ms * 1e-3);
-  }
+  const double sec = median_seconds(s, fn);
   if (handle) destroy(handle);
-  std::sort(t.begin(), t.end());
-  return 2.0 * n * n * n / t[t.size() / 2];
+  return 2.0 * n * n * n / sec;
 }
 
 std::vector<Case> layer_cases() {

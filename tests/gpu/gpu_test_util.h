@@ -67,6 +67,14 @@ DeviceBuffer to_device(const std::vector<T>& v) {
   return b;
 }
 
+// Upload into an existing buffer, resizing it (at least 16 bytes, so an empty vector still
+// yields a valid pointer).
+template <class T>
+void upload(DeviceBuffer& b, const std::vector<T>& v) {
+  b.resize(v.size() * sizeof(T) + (v.empty() ? 16 : 0));
+  if (!v.empty()) cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
+}
+
 template <class T>
 std::vector<T> to_host(const void* p, size_t n) {
   std::vector<T> v(n);

@@ -28,15 +28,10 @@ namespace ref = fusedmoe::ref;
 using fm::gputest::DeviceBuffer;
 using fm::gputest::to_device;
 using fm::gputest::to_host;
+using fm::gputest::upload;
 
 namespace {
 
-// Upload into an existing buffer (DeviceBuffer is move-constructible only).
-template <class T>
-void upload(DeviceBuffer& b, const std::vector<T>& v) {
-  b.resize(v.size() * sizeof(T) + (v.empty() ? 16 : 0));
-  if (!v.empty()) cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
-}
 
 enum class Dist { kUniform, kZipf, kOneHot, kAllOne };
 
