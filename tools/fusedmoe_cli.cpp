@@ -15,6 +15,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fusedmoe/fusedmoe.h"
@@ -99,11 +100,34 @@ int cmd_info() {
   if (b.with_cuda) std::printf(" (sm_%s, CUDA %d.%d, CUTLASS %s)", b.cuda_archs.c_str(), b.cuda_compile_version / 1000,
                                (b.cuda_compile_version % 1000) / 10, b.cutlass_version.c_str());
   std::printf("; NCCL %s\n", b.with_nccl ? b.nccl_version.c_str() : "no");
-  std::printf("library: %s (%.1f MB)\n", b.library_path.c_str(), b.library_bytes / 1e6);
-  std::printf("kernels compiled in: %zu\n", b.kernels.size());
-  for (const auto& k : b.kernels) std::printf("  %s\n", k.c_str());
+  std::printf("library: %s (%zu bytes, %.1f MB)\n", b.library_path.c_str(), b.library_bytes, b.library_bytes / 1e6);
+  // Instances by family, in the registry's order.
+  std::vector<std::pair<std::string, int>> families;
+  for (const auto& k : b.kernel_instances) {
+    if (families.empty() || families.back().first != k.family) families.push_back({k.family, 0});
+    ++families.back().second;
+  }
+  std::string per_family;
+  for (const auto& [f, n] : families) per_family += (per_family.empty() ? "" : ", ") + f + " " + std::to_string(n);
+  std::printf("kernels compiled in: %zu instances (%s)\n", b.kernel_instances.size(), per_family.c_str());
+  for (const auto& k : b.kernel_instances) std::printf("  %-15s %s\n", k.family.c_str(), k.name.c_str());
   fm::DeviceInfo d;
+  int dev = 0;
+  fm::PreloadReport pre;
+  // Preload explicitly before the device check (which would do it silently) to print the report.
+  const fm::Status pst = fm::current_device(&dev).ok() ? fm::preload_kernels(dev, &pre) : fm::Status::Ok();
   const fm::Status st = gpu_status(&d);
+  if (st.ok()) {
+    if (!pst.ok()) {
+      std::printf("preload: FAILED: %s\n", pst.to_string().c_str());
+    } else {
+      std::printf("preload: %d instances in %d modules, %d functions loaded (%d of them by the preload) in %.1f ms; "
+                  "lazy loading %s; registry %s\n",
+                  pre.instances, pre.modules, pre.functions, pre.loaded_by_preload, pre.milliseconds,
+                  pre.lazy_loading ? "on" : "off", pre.mismatches.empty() ? "complete" : "INCOMPLETE:");
+      for (const auto& m : pre.mismatches) std::printf("  %s\n", m.c_str());
+    }
+  }
   if (d.ordinal >= 0)
     std::printf("device %d: %s, sm_%d%d, %d SMs, %.1f GiB, L2 %.0f MB, driver %d, runtime %d\n", d.ordinal,
                 d.name.c_str(), d.cc_major, d.cc_minor, d.num_sms, d.global_mem_bytes / 1073741824.0,

@@ -64,6 +64,9 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options = {});
 struct DispatchOptions {
   bool permute = true;  // contiguous layout: rows copied into padded expert order; false: token order
   int tile_m = 128;     // each expert's rows padded to a multiple of this (1..128) in padded_offsets
+  // Small token counts (bound <= 256): route + plan (+ token-order quantisation) in one fused
+  // kernel when the router reads logits rows. Same results; false forces the separate kernels.
+  bool fuse_front = true;
 };
 
 // Device pointers into the workspace. G = weight_experts() groups, R = rows (<= T * slots).
@@ -77,9 +80,13 @@ struct DispatchResult {
   const int32_t* row_slot = nullptr;        // [R] slot (shared expert: k)
   const int32_t* slot_row = nullptr;        // [T, slots] grouped row of (token, slot) or -1
   const void* act = nullptr;                // [act_rows, K]: e4m3 when quantised, else act_dtype
+                                            // (token order, unquantised, unweighted, dense x: x itself)
   int64_t act_rows = 0;                     // T (token order) or max padded rows (permuted)
   const float* act_scales = nullptr;        // per quant scheme (see quant.h), null for kNone
   int num_groups = 0;
+  const int32_t* num_tokens_device = nullptr;  // MoeTensors::num_tokens_device (used by combine())
+  bool fused_front = false;                 // the fused front kernel ran (see DispatchOptions)
+  int launches = 0;                         // kernel + memset launches enqueued
 };
 
 Status dispatch(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
@@ -92,7 +99,8 @@ Status combine(const MoeProblem& p, const DispatchResult& d, const void* expert_
                int64_t out_row_stride, Stream stream);
 
 // Input errors found on the device by the last dispatch() on this workspace (an id outside
-// [0, E) in precomputed or hashed routing: that slot was routed nowhere). Synchronises `stream`.
+// [0, E) in precomputed or hashed routing: that slot was routed nowhere; a device-side token
+// count outside [0, problem.num_tokens]: it was clamped). Synchronises `stream`.
 Status check_device_errors(const MoeProblem& p, const void* workspace, Stream stream);
 
 }  // namespace fusedmoe

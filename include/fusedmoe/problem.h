@@ -51,6 +51,13 @@ struct MoeTensors {
   const void* x = nullptr;
   int64_t x_row_stride = 0;  // elements; 0 = K
 
+  // Optional: the token count as an int32 in device memory, read by the kernels at run time.
+  // problem.num_tokens is then only the bound the launches are sized for, so one captured CUDA
+  // graph serves every count in [0, problem.num_tokens]. Rows of outputs past the device count
+  // are not written. A device value outside that range is clamped and reported by
+  // check_device_errors().
+  const int32_t* num_tokens_device = nullptr;
+
   // Routing inputs (which ones depends on router.kind).
   const void* router_logits = nullptr;     // [T, E] router.logits_dtype
   const float* correction_bias = nullptr;  // [E]

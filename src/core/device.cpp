@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
@@ -75,6 +76,13 @@ Status check_device_supported(int ordinal) {
     return Status(StatusCode::kNoDevice, "device " + std::to_string(ordinal) + " cannot be queried");
   }
   if (major == 9 && minor == 0) {
+    // Load every kernel now, not at its first launch (src/core/preload.cpp). Not cached on
+    // failure: the error is returned and the next check retries.
+    static const bool no_preload = [] {
+      const char* v = std::getenv("FUSEDMOE_NO_PRELOAD");
+      return v != nullptr && v[0] != '\0' && v[0] != '0';
+    }();
+    if (!no_preload) FM_TRY(preload_kernels(ordinal, nullptr));
     if (ordinal >= 0 && ordinal < 64) cache[ordinal].store(1, std::memory_order_relaxed);
     return Status::Ok();
   }
@@ -104,7 +112,10 @@ BuildInfo build_info() {
     b.nccl_version = os.str();
   }
 #endif
-  b.kernels = kernels::compiled_kernel_names();
+  for (const kernels::KernelInstance& k : kernels::compiled_kernel_instances()) {
+    b.kernels.push_back(k.name);
+    b.kernel_instances.push_back({k.family, k.name});
+  }
   Dl_info dl{};
   if (dladdr(reinterpret_cast<const void*>(&build_info), &dl) != 0 && dl.dli_fname != nullptr) {
     b.library_path = dl.dli_fname;

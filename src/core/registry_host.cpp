@@ -3,6 +3,7 @@
 
 #if !defined(FUSEDMOE_WITH_CUDA)
 namespace fusedmoe::kernels {
+KernelList compiled_kernel_instances() { return {}; }
 std::vector<std::string> compiled_kernel_names() { return {}; }
 }  // namespace fusedmoe::kernels
 #endif

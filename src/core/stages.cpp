@@ -12,6 +12,7 @@
 #if defined(FUSEDMOE_WITH_CUDA)
 #include "kernels/combine/combine_launch.h"
 #include "kernels/dispatch/plan_launch.h"
+#include "kernels/front/front_launch.h"
 #include "kernels/quant/permute_quant_launch.h"
 #include "kernels/router/router_launch.h"
 #endif
@@ -73,6 +74,7 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
   const int slots = p.slots_per_token();
   *r = DispatchResult{};
   r->num_groups = groups;
+  r->num_tokens_device = t.num_tokens_device;
   int32_t* topk_ids = region<int32_t>(ws, w.topk_ids);
   float* topk_weights = region<float>(ws, w.topk_weights);
   int32_t* error_flag = region<int32_t>(ws, w.error_flag);
@@ -84,11 +86,14 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
   r->row_token = region<int32_t>(ws, w.row_token);
   r->row_slot = region<int32_t>(ws, w.row_slot);
   r->slot_row = region<int32_t>(ws, w.slot_row);
-  FM_TRY(launched(cudaMemsetAsync(error_flag, 0, 16, s), "clear error flag"));
+  // Clears the error flag and the fused front kernel's ticket word.
+  FM_TRY(launched(cudaMemsetAsync(error_flag, 0, 32, s), "clear error flag"));
+  r->launches = 1;
 
   kernels::RouterArgs ra;
   ra.config = p.router;
   ra.num_tokens = p.num_tokens;
+  ra.num_tokens_dev = t.num_tokens_device;
   ra.num_experts = p.num_experts;
   ra.logits = t.router_logits;
   ra.correction_bias = t.correction_bias;
@@ -100,11 +105,11 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
   ra.topk_ids = topk_ids;
   ra.topk_weights = topk_weights;
   ra.error_flag = error_flag;
-  if (p.num_tokens > 0) FM_TRY(launched(kernels::launch_router(ra, s), "router"));
 
   kernels::PlanArgs pa;
   pa.topk_ids = topk_ids;
   pa.num_tokens = p.num_tokens;
+  pa.num_tokens_dev = t.num_tokens_device;
   pa.top_k = k;
   pa.num_experts = p.num_experts;
   pa.expert_map = p.num_local_experts >= 0 ? t.expert_map : nullptr;
@@ -120,14 +125,58 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
   pa.error_flag = error_flag;
   pa.scratch = region<void>(ws, w.plan_scratch);
   pa.scratch_bytes = w.plan_scratch.bytes;
-  FM_TRY(launched(kernels::launch_plan(pa, s), "dispatch plan"));
 
   const bool quant = p.quant.act != ActQuant::kNone;
+  // Rows the permuted layout can occupy: every row plus the padding of each non-empty group.
+  const int64_t rows = p.num_tokens * slots;
+  const int64_t max_pad_rows = rows + std::min<int64_t>(groups, rows) * (o.tile_m - 1);
+  r->act = region<void>(ws, w.act_in);
+  r->act_rows = o.permute ? max_pad_rows : p.num_tokens;
+  r->act_scales = quant ? region<float>(ws, w.act_in_scales) : nullptr;
+
+  // Small token counts: one fused kernel (route + plan, + the token-order quantisation).
+  if (o.fuse_front && p.num_tokens > 0) {
+    kernels::FrontArgs fa;
+    fa.router = ra;
+    fa.plan = pa;
+    if (!o.permute && quant) {
+      fa.quant = p.quant.act;
+      fa.scale_format = p.quant.act_scale_format;
+      fa.act_dtype = p.act_dtype;
+      fa.x = t.x;
+      fa.x_row_stride = t.x_row_stride;
+      fa.hidden = p.hidden;
+      fa.static_scale = t.act_scale;
+      fa.q_out = const_cast<void*>(r->act);
+      fa.q_scales = const_cast<float*>(r->act_scales);
+    }
+    fa.ticket = reinterpret_cast<unsigned int*>(error_flag + 4);
+    if (kernels::front_small_eligible(fa, nullptr)) {
+      FM_TRY(launched(kernels::launch_front_small(fa, s), "fused route + plan"));
+      r->fused_front = true;
+      ++r->launches;
+      if (fa.quant != ActQuant::kNone) return Status::Ok();  // x quantised in token order already
+
+    }
+  }
+  // Token order, no quantisation, no weight on the input: GEMM1 reads x itself (no copy).
+  const int64_t x_stride = t.x_row_stride > 0 ? t.x_row_stride : p.hidden;
+  const bool x_as_is = !o.permute && !quant && !p.router.weight_on_input && x_stride == p.hidden;
+  if (!r->fused_front) {
+    if (p.num_tokens > 0) {
+      FM_TRY(launched(kernels::launch_router(ra, s), "router"));
+      ++r->launches;
+    }
+    FM_TRY(launched(kernels::launch_plan(pa, s), "dispatch plan"));
+    r->launches += p.num_tokens * slots > 8192 ? 3 : 1;
+  }
+
   kernels::PermuteQuantArgs qa;
   qa.x = t.x;
   qa.x_row_stride = t.x_row_stride;
   qa.act_dtype = p.act_dtype;
   qa.num_tokens = p.num_tokens;
+  qa.num_tokens_dev = t.num_tokens_device;
   qa.hidden = p.hidden;
   qa.quant = p.quant.act;
   qa.scale_format = p.quant.act_scale_format;
@@ -142,18 +191,19 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
   qa.padded_offsets = r->padded_offsets;
   qa.row_weight = p.router.weight_on_input ? topk_weights : nullptr;
   qa.top_k = k;
-  qa.out = region<void>(ws, w.act_in);
-  qa.out_scales = quant ? region<float>(ws, w.act_in_scales) : nullptr;
-  // Rows the permuted layout can occupy: every row plus the padding of each non-empty group.
-  const int64_t rows = p.num_tokens * slots;
-  const int64_t max_pad_rows = rows + std::min<int64_t>(groups, rows) * (o.tile_m - 1);
-  qa.rows_out = o.permute ? max_pad_rows : p.num_tokens;
+  qa.out = const_cast<void*>(r->act);
+  qa.out_scales = const_cast<float*>(r->act_scales);
+  qa.rows_out = r->act_rows;
   qa.scratch = region<void>(ws, w.quant_scratch);
   qa.scratch_bytes = w.quant_scratch.bytes;
-  if (p.num_tokens > 0) FM_TRY(launched(kernels::launch_permute_quant(qa, s), "permute/quantise"));
-  r->act = qa.out;
-  r->act_rows = qa.rows_out;
-  r->act_scales = qa.out_scales;
+  if (x_as_is) {
+    r->act = t.x;
+    return Status::Ok();
+  }
+  if (p.num_tokens > 0) {
+    FM_TRY(launched(kernels::launch_permute_quant(qa, s), "permute/quantise"));
+    r->launches += p.quant.act == ActQuant::kPerTensorDynamic ? 2 : 1;
+  }
   return Status::Ok();
 #endif
 }
@@ -171,6 +221,7 @@ Status run_combine(const MoeProblem& p, const DispatchResult& d, const void* exp
   c.topk_weights = p.router.weight_on_input ? nullptr : d.topk_weights;
   c.shared_scale = p.shared_expert_scale;
   c.num_tokens = p.num_tokens;
+  c.num_tokens_dev = d.num_tokens_device;
   c.top_k = p.top_k();
   c.num_shared = p.num_shared_experts;
   c.hidden = p.hidden;
@@ -218,6 +269,9 @@ Status check_device_errors(const MoeProblem& p, const void* ws, Stream stream) {
   FM_REQUIRE(flag[0] != kernels::kErrorHashTokenOutOfRange, kOutOfRange,
              "hash routing: token id " << flag[3] << " at token " << flag[1] << " is outside the table [0, "
                                        << "hash_vocab): that token was routed nowhere");
+  FM_REQUIRE(flag[0] != kernels::kErrorTokenCount, kOutOfRange,
+             "device token count " << flag[1] << " is outside [0, " << flag[3]
+                                   << "] (problem.num_tokens, the bound): it was clamped");
 #endif
   FM_REQUIRE(flag[0] == 0, kOutOfRange,
              "routing id " << flag[3] << " at token " << flag[1] << ", slot " << flag[2] << " is outside [0, "

@@ -177,6 +177,11 @@ Status validate(const MoeProblem& p, const MoeTensors& t) {
     if (r.use_correction_bias) FM_TRY(check_ptr(t.correction_bias, "correction_bias", 4));
   }
   if (p.num_local_experts >= 0) FM_TRY(check_ptr(t.expert_map, "expert_map (num_local_experts >= 0)", 4));
+  if (t.num_tokens_device != nullptr) {
+    FM_TRY(check_ptr(t.num_tokens_device, "num_tokens_device", 4));
+    FM_REQUIRE(p.num_tokens <= 0x7fffffff, kOutOfRange,
+               "num_tokens (" << p.num_tokens << ") is the bound of an int32 device count: at most 2^31 - 1");
+  }
   FM_TRY(check_ptr(t.w1, "w1", 16));
   FM_TRY(check_ptr(t.w2, "w2", 16));
   if (fp8) {

@@ -1,23 +1,26 @@
-// Names of every compiled kernel instance, for `fusedmoe info` and the tests.
-#include "kernels/combine/combine_launch.h"
-#include "kernels/dispatch/plan_launch.h"
-#include "kernels/gemm/sm90_bf16_gemm_smoke.h"
-#include "kernels/gemm/sm90_bf16_grouped_gemm.h"
-#include "kernels/quant/permute_quant_launch.h"
+// Every compiled kernel instance, for `fusedmoe info`, the tests and preload_kernels().
 #include "kernels/registry.h"
-#include "kernels/rope/inv_rope_quant_launch.h"
-#include "kernels/router/router_launch.h"
-#include "kernels/util/stream_read.h"
 
 namespace fusedmoe::kernels {
+
+KernelList compiled_kernel_instances() {
+  KernelList v;
+  v.reserve(256);
+  append_router_instances(&v);
+  append_plan_instances(&v);
+  append_permute_quant_instances(&v);
+  append_combine_instances(&v);
+  append_grouped_gemm_instances(&v);
+  append_gemm_smoke_instances(&v);
+  append_inv_rope_quant_instances(&v);
+  append_stream_read_instances(&v);
+  return v;
+}
+
 std::vector<std::string> compiled_kernel_names() {
-  std::vector<std::string> names = {router_kernel_name(),        plan_kernel_name(),
-                                    permute_quant_kernel_name(), combine_kernel_name(),
-                                    sm90_bf16_gemm_smoke_name(), stream_read_kernel_name(),
-                                    inv_rope_quant_kernel_name()};
-  int n = 0;
-  const char* const* gemms = grouped_gemm_instance_names(&n);
-  for (int i = 0; i < n; ++i) names.emplace_back(gemms[i]);
+  std::vector<std::string> names;
+  for (const KernelInstance& k : compiled_kernel_instances()) names.push_back(k.name);
   return names;
 }
+
 }  // namespace fusedmoe::kernels

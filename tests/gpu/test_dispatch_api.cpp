@@ -63,29 +63,21 @@ struct Case {
   fm::testing::Skew skew = fm::testing::Skew::kUniform;
 };
 
-void check_dispatch(const Case& c, bool permute, int tile_m) {
-  const uint64_t seed = fm::gputest::test_seed();
-  SCOPED_TRACE(c.preset + " T=" + std::to_string(c.tokens) + " permute=" + std::to_string(permute) +
-               " tile_m=" + std::to_string(tile_m) + " seed=" + std::to_string(seed));
-  fm::MoeProblem p = fm::find_preset(c.preset)->problem;
-  p.num_tokens = p.max_tokens = c.tokens;
-  fm::testing::LayerData d;
-  std::string why;
-  ASSERT_TRUE(fm::testing::make_layer_data(p, seed, c.skew, &d, &why, false)) << why;
-  DeviceLayer g = upload(d);
-  size_t bytes = 0;
-  ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
-  DeviceBuffer ws(bytes);
-  ws.poison();
-  fm::DispatchOptions o;
-  o.permute = permute;
-  o.tile_m = tile_m;
-  fm::DispatchResult r;
-  const fm::Status st = fm::dispatch(p, g.t, ws.get(), bytes, nullptr, o, &r);
-  ASSERT_TRUE(st.ok()) << st.to_string();
-  FM_CUDA_CHECK(cudaDeviceSynchronize());
-  ASSERT_TRUE(fm::check_device_errors(p, ws.get(), nullptr).ok());
+// Whether dispatch() should take the fused front kernel (kernels/front/front_launch.h).
+bool expect_fused(const fm::MoeProblem& p, bool permute, bool fuse) {
+  const fm::RouterKind k = p.router.kind;
+  const bool row_router = k == fm::RouterKind::kSoftmaxTopK || k == fm::RouterKind::kBiasedTopK ||
+                          k == fm::RouterKind::kTopKSoftmax || k == fm::RouterKind::kSigmoidTop1;
+  const bool fp8 = p.quant.act != fm::ActQuant::kNone;
+  const bool quant_ok = permute || !fp8 || (!p.router.weight_on_input && p.quant.act != fm::ActQuant::kPerTensorDynamic);
+  return fuse && row_router && p.num_tokens >= 1 && p.num_tokens <= 256 &&
+         p.num_tokens * p.slots_per_token() <= 256 * 17 && quant_ok;
+}
 
+// Checks a dispatch result against the reference for p.num_tokens tokens of d (d may hold more).
+void verify_dispatch(const fm::MoeProblem& p, const fm::testing::LayerData& d, const fm::DispatchResult& r, bool permute,
+                     int tile_m) {
+  const Case c{"", p.num_tokens};
   fm::ref::Routing rr;
   ASSERT_TRUE(fm::ref::route(p, d.host_tensors(), &rr).ok());
   const size_t tk = static_cast<size_t>(c.tokens) * p.top_k();
@@ -152,6 +144,33 @@ void check_dispatch(const Case& c, bool permute, int tile_m) {
       }
     }
   }
+}
+
+void check_dispatch(const Case& c, bool permute, int tile_m, bool fuse = true) {
+  const uint64_t seed = fm::gputest::test_seed();
+  SCOPED_TRACE(c.preset + " T=" + std::to_string(c.tokens) + " permute=" + std::to_string(permute) +
+               " tile_m=" + std::to_string(tile_m) + " fuse=" + std::to_string(fuse) + " seed=" + std::to_string(seed));
+  fm::MoeProblem p = fm::find_preset(c.preset)->problem;
+  p.num_tokens = p.max_tokens = c.tokens;
+  fm::testing::LayerData d;
+  std::string why;
+  ASSERT_TRUE(fm::testing::make_layer_data(p, seed, c.skew, &d, &why, false)) << why;
+  DeviceLayer g = upload(d);
+  size_t bytes = 0;
+  ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+  DeviceBuffer ws(bytes);
+  ws.poison();
+  fm::DispatchOptions o;
+  o.permute = permute;
+  o.tile_m = tile_m;
+  o.fuse_front = fuse;
+  fm::DispatchResult r;
+  const fm::Status st = fm::dispatch(p, g.t, ws.get(), bytes, nullptr, o, &r);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  FM_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_TRUE(fm::check_device_errors(p, ws.get(), nullptr).ok());
+  EXPECT_EQ(r.fused_front, expect_fused(p, permute, fuse));
+  verify_dispatch(p, d, r, permute, tile_m);
 }
 
 }  // namespace
@@ -301,5 +320,139 @@ TEST(CombineApi, WithinOneBf16UlpAndDeterministic) {
         const double ulp = rb == 0.f ? 1e-30 : std::ldexp(1.0, e2 - 8);
         ASSERT_LE(std::fabs(got - ref), ulp) << "token " << t << " col " << j << " got " << got << " ref " << ref;
       }
+  }
+}
+
+// The fused front kernel (route + plan (+ token-order FP8) in one launch) for every router that
+// reads logits rows, every small token count, both layouts: exact against the reference.
+TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
+  for (const char* preset : {"dsv3-tp8", "qwen235-tp8", "dsv4f-tp4", "gptoss-tp1", "llama4-scout", "kimi-k2-tp8",
+                             "qwen3next-tp1", "dsv3-ep8", "mixtral-tp2"})
+    for (int64_t t : {1, 2, 3, 17, 64, 255, 256})
+      for (bool permute : {false, true}) check_dispatch({preset, t}, permute, permute ? 128 : 1);
+  check_dispatch({"dsv3-tp8", 256, fm::testing::Skew::kOneHot}, true, 64);
+  check_dispatch({"qwen235-tp8", 200, fm::testing::Skew::kZipf}, false, 8);
+  check_dispatch({"dsv3-tp8", 100}, false, 128, /*fuse=*/false);  // the separate kernels, forced
+}
+
+// Fused and separate kernels give the same bytes for the other token-order quantisers
+// (per-token, static per-tensor, f16 input) and bf16 / f32 logits.
+TEST(DispatchApi, FusedFrontMatchesSeparateKernelsBitwise) {
+  struct Q {
+    fm::QuantScheme q;
+    fm::DType act;
+    fm::DType logits;
+  };
+  const std::vector<Q> schemes = {{fm::QuantScheme::fp8_per_channel(), fm::DType::kBFloat16, fm::DType::kFloat32},
+                                  {fm::QuantScheme::fp8_per_tensor(false), fm::DType::kBFloat16, fm::DType::kBFloat16},
+                                  {fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0), fm::DType::kFloat16,
+                                   fm::DType::kFloat32}};
+  for (const Q& q : schemes)
+    for (int64_t t : {1, 7, 100, 256}) {
+      fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
+      p.quant = q.q;
+      p.act_dtype = q.act;
+      p.router.logits_dtype = q.logits;
+      p.num_tokens = p.max_tokens = t;
+      const uint64_t seed = fm::gputest::test_seed();
+      SCOPED_TRACE(std::string(fm::to_string(q.q.act)) + " T=" + std::to_string(t) + " seed=" + std::to_string(seed));
+      fm::testing::LayerData d;
+      std::string why;
+      ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, &why, false)) << why;
+      DeviceLayer g = upload(d);
+      size_t bytes = 0;
+      ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+      DeviceBuffer ws_a(bytes), ws_b(bytes);
+      ws_a.poison();
+      ws_b.poison();
+      fm::DispatchOptions o;
+      o.permute = false;
+      fm::DispatchResult ra, rb;
+      ASSERT_TRUE(fm::dispatch(p, g.t, ws_a.get(), bytes, nullptr, o, &ra).ok());
+      o.fuse_front = false;
+      ASSERT_TRUE(fm::dispatch(p, g.t, ws_b.get(), bytes, nullptr, o, &rb).ok());
+      FM_CUDA_CHECK(cudaDeviceSynchronize());
+      ASSERT_TRUE(ra.fused_front);
+      ASSERT_FALSE(rb.fused_front);
+      const size_t tk = static_cast<size_t>(t) * p.top_k(), ts = static_cast<size_t>(t) * p.slots_per_token();
+      const int groups = ra.num_groups;
+      EXPECT_EQ(to_host<int32_t>(ra.topk_ids, tk), to_host<int32_t>(rb.topk_ids, tk));
+      EXPECT_EQ(to_host<uint32_t>(ra.topk_weights, tk), to_host<uint32_t>(rb.topk_weights, tk));
+      EXPECT_EQ(to_host<int32_t>(ra.counts, groups), to_host<int32_t>(rb.counts, groups));
+      EXPECT_EQ(to_host<int32_t>(ra.padded_offsets, groups + 1), to_host<int32_t>(rb.padded_offsets, groups + 1));
+      EXPECT_EQ(to_host<int32_t>(ra.slot_row, ts), to_host<int32_t>(rb.slot_row, ts));
+      EXPECT_EQ(to_host<int32_t>(ra.row_token, ts), to_host<int32_t>(rb.row_token, ts));
+      EXPECT_EQ(to_host<uint8_t>(ra.act, static_cast<size_t>(t) * p.hidden),
+                to_host<uint8_t>(rb.act, static_cast<size_t>(t) * p.hidden));
+      const int64_t rows4 = (t + 3) / 4 * 4;
+      const size_t nsc = q.q.act == fm::ActQuant::kGroup128 ? static_cast<size_t>(p.hidden / 128) * rows4
+                         : q.q.act == fm::ActQuant::kPerToken ? static_cast<size_t>(rows4)
+                                                               : 1;
+      EXPECT_EQ(to_host<uint32_t>(ra.act_scales, nsc), to_host<uint32_t>(rb.act_scales, nsc));
+    }
+}
+
+// One captured graph per bound: the token count is read on the device. Every count from 0 to
+// the bound replays the same graph; results equal the reference for that count. Covers the
+// fused front (bound 256), the single-block plan (bound 900 x 9) and the chunked plan (4096).
+TEST(DispatchApi, DeviceTokenCountOneGraphServesEveryCount) {
+  struct B {
+    const char* preset;
+    int64_t bound;
+    bool permute;
+  };
+  for (const B& b : {B{"dsv3-tp8", 256, false}, B{"dsv3-tp8", 256, true}, B{"qwen235-tp8", 900, true},
+                     B{"dsv3-tp8", 4096, true}, B{"qwen3next-tp1", 300, true}}) {
+    fm::MoeProblem p = fm::find_preset(b.preset)->problem;
+    p.num_tokens = p.max_tokens = b.bound;
+    const uint64_t seed = fm::gputest::test_seed();
+    SCOPED_TRACE(std::string(b.preset) + " bound=" + std::to_string(b.bound) + " permute=" + std::to_string(b.permute) +
+                 " seed=" + std::to_string(seed));
+    fm::testing::LayerData d;
+    ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, nullptr, false));
+    DeviceLayer g = upload(d);
+    DeviceBuffer count(4);
+    g.t.num_tokens_device = count.as<int32_t>();
+    size_t bytes = 0;
+    ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+    DeviceBuffer ws(bytes);
+    cudaStream_t s;
+    FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    fm::DispatchOptions o;
+    o.permute = b.permute;
+    fm::DispatchResult r;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    FM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    const fm::Status st = fm::dispatch(p, g.t, ws.get(), bytes, s, o, &r);
+    FM_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    FM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int64_t c : {b.bound, int64_t{1}, int64_t{0}, b.bound / 2 + 3, int64_t{5}, b.bound - 1}) {
+      SCOPED_TRACE("device count " + std::to_string(c));
+      const int32_t c32 = static_cast<int32_t>(c);
+      ws.poison();
+      FM_CUDA_CHECK(cudaDeviceSynchronize());  // poison runs on the legacy stream
+      FM_CUDA_CHECK(cudaMemcpyAsync(count.get(), &c32, 4, cudaMemcpyHostToDevice, s));
+      FM_CUDA_CHECK(cudaGraphLaunch(exec, s));
+      FM_CUDA_CHECK(cudaStreamSynchronize(s));
+      ASSERT_TRUE(fm::check_device_errors(p, ws.get(), s).ok());
+      fm::MoeProblem pc = p;
+      pc.num_tokens = c;
+      if (c > 0) verify_dispatch(pc, d, r, b.permute, o.tile_m);
+      else EXPECT_EQ(to_host<int32_t>(r.offsets, r.num_groups + 1).back(), 0);
+      if (::testing::Test::HasFatalFailure()) break;
+    }
+    // A device count above the bound is clamped to the bound and reported.
+    const int32_t bad = static_cast<int32_t>(b.bound + 5);
+    FM_CUDA_CHECK(cudaMemcpyAsync(count.get(), &bad, 4, cudaMemcpyHostToDevice, s));
+    FM_CUDA_CHECK(cudaGraphLaunch(exec, s));
+    const fm::Status err = fm::check_device_errors(p, ws.get(), s);
+    EXPECT_EQ(err.code(), fm::StatusCode::kOutOfRange) << err.to_string();
+    EXPECT_NE(err.message().find("device token count"), std::string::npos) << err.message();
+    verify_dispatch(p, d, r, b.permute, o.tile_m);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
   }
 }

@@ -226,6 +226,58 @@ TEST(Forward, GraphReplayMatchesDirectCall) {
   }
 }
 
+// One captured graph of the whole layer serves every token count up to its bound: the count is
+// read on the device (MoeTensors::num_tokens_device). Rows past the count stay untouched.
+TEST(Forward, DeviceTokenCountOneGraph) {
+  fm::MoeProblem p = small_problem(32, 8, 256, 1024);
+  for (int64_t bound : {64, 1000}) {
+    p.num_tokens = p.max_tokens = bound;
+    const uint64_t seed = fm::gputest::test_seed();
+    SCOPED_TRACE("bound " + std::to_string(bound) + " seed " + std::to_string(seed));
+    Layer L;
+    upload(p, seed, fm::testing::Skew::kUniform, &L);
+    if (::testing::Test::HasFatalFailure()) return;
+    DeviceBuffer count(4);
+    L.t.num_tokens_device = count.as<int32_t>();
+    cudaStream_t s;
+    FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    FM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s);
+    FM_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    FM_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    for (int64_t c : {bound, int64_t{1}, bound / 3 + 1, int64_t{0}}) {
+      const int32_t c32 = static_cast<int32_t>(c);
+      L.out.poison();
+      L.ws.poison();
+      FM_CUDA_CHECK(cudaDeviceSynchronize());
+      FM_CUDA_CHECK(cudaMemcpyAsync(count.get(), &c32, 4, cudaMemcpyHostToDevice, s));
+      FM_CUDA_CHECK(cudaGraphLaunch(ge, s));
+      FM_CUDA_CHECK(cudaStreamSynchronize(s));
+      const auto got = to_host<uint16_t>(L.out.get(), static_cast<size_t>(bound) * p.hidden);
+      for (size_t i = static_cast<size_t>(c) * p.hidden; i < got.size(); ++i)
+        ASSERT_EQ(got[i], 0xFFFF) << "count " << c << ": row " << i / p.hidden << " past the count was written";
+      if (c == 0) continue;
+      fm::MoeProblem pc = p;
+      pc.num_tokens = c;
+      fm::ref::LayerResult ref;
+      ASSERT_TRUE(fm::ref::forward(pc, L.data.host_tensors(), &ref).ok());
+      const std::vector<uint16_t> head(got.begin(), got.begin() + static_cast<size_t>(c) * p.hidden);
+      int64_t bad = 0;
+      const double err = rel_error(pc, head, ref.out, &bad);
+      std::printf("[ forward  ] device count %lld of bound %lld: rel_err %.3e\n", static_cast<long long>(c),
+                  static_cast<long long>(bound), err);
+      EXPECT_EQ(bad, 0);
+      EXPECT_LE(err, kTolerance) << "count " << c;
+    }
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(s);
+  }
+}
+
 TEST(Forward, Fp8IsReportedAsNotBuiltYet) {
   fm::MoeProblem p = fm::find_preset("dsv3-tp8")->problem;
   p.num_tokens = p.max_tokens = 4;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/token_count.cuh"
 #include "kernels/quant/vec.cuh"
 
 namespace fusedmoe::kernels::combine_detail {
@@ -23,7 +24,8 @@ struct CombineParams {
   const int32_t* slot_row;
   const float* weights;
   float shared_scale;
-  int64_t num_tokens;
+  int64_t num_tokens;  // bound when num_tokens_dev is set
+  const int32_t* num_tokens_dev;
   int top_k;
   int slots;
   int hidden;
@@ -46,7 +48,8 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
   const int lane = tid - team * p.ts;
   const uint4* __restrict__ src = static_cast<const uint4*>(p.expert_out);
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.teams;
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * p.teams + team; t < p.num_tokens; t += step) {
+  const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, nullptr);
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * p.teams + team; t < num_tokens; t += step) {
     double acc[VPT][8];
 #pragma unroll
     for (int j = 0; j < VPT; ++j)

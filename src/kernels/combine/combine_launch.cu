@@ -3,6 +3,7 @@
 
 #include "kernels/combine/combine.cuh"
 #include "kernels/combine/combine_launch.h"
+#include "kernels/registry.h"
 
 namespace fusedmoe::kernels {
 
@@ -45,6 +46,7 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   p.weights = a.topk_weights;
   p.shared_scale = a.shared_scale;
   p.num_tokens = a.num_tokens;
+  p.num_tokens_dev = a.num_tokens_dev;
   p.top_k = a.top_k;
   p.slots = slots;
   p.hidden = a.hidden;
@@ -64,4 +66,20 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   return launch_typed<__half>(p, shape.vpt, grid, shape.block, stream);
 }
 
+}  // namespace fusedmoe::kernels
+
+namespace fusedmoe::kernels {
+// The combine's instances (kernels/registry.h): the dtypes x values-per-thread of launch_typed.
+void append_combine_instances(KernelList* out) {
+  using combine_detail::combine_kernel;
+  const auto add = [out](const char* name, const void* fn) { out->push_back({"combine", name, fn}); };
+  add("combine<bf16,vpt1>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 1>));
+  add("combine<bf16,vpt2>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 2>));
+  add("combine<bf16,vpt4>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 4>));
+  add("combine<bf16,vpt8>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 8>));
+  add("combine<f16,vpt1>", reinterpret_cast<const void*>(&combine_kernel<__half, 1>));
+  add("combine<f16,vpt2>", reinterpret_cast<const void*>(&combine_kernel<__half, 2>));
+  add("combine<f16,vpt4>", reinterpret_cast<const void*>(&combine_kernel<__half, 4>));
+  add("combine<f16,vpt8>", reinterpret_cast<const void*>(&combine_kernel<__half, 8>));
+}
 }  // namespace fusedmoe::kernels

@@ -15,7 +15,8 @@ struct CombineArgs {
   const int32_t* slot_row = nullptr;  // [T, slots]; -1 slots contribute nothing
   const float* topk_weights = nullptr;  // [T, k]; nullptr = weight 1 (weights applied earlier)
   float shared_scale = 1.f;           // weight of slot k when num_shared == 1
-  int64_t num_tokens = 0;
+  int64_t num_tokens = 0;             // T, or its bound when num_tokens_dev is set
+  const int32_t* num_tokens_dev = nullptr;  // optional device-side T (kernels/common/token_count.cuh)
   int top_k = 0;
   int num_shared = 0;
   int hidden = 0;

@@ -23,6 +23,8 @@
 
 #include <cstdint>
 
+#include "kernels/common/token_count.cuh"
+#include "kernels/dispatch/plan_launch.h"
 #include "kernels/router/router_launch.h"
 
 namespace fusedmoe::kernels::plan_detail {
@@ -39,7 +41,9 @@ inline constexpr int kPlanScanThreads = 1024;       // K2: 32 groups x 32 warps
 struct PlanParams {
   const int32_t* topk_ids;
   const int32_t* expert_map;
-  int32_t num_entries;  // N = T * slots (fits int32: checked on the host)
+  int32_t num_entries;  // bound of N = T * slots (fits int32: checked on the host)
+  int64_t max_tokens;   // bound of T
+  const int32_t* num_tokens_dev;  // optional device-side T (<= max_tokens)
   int32_t top_k;
   int32_t slots;
   int32_t num_experts;
@@ -65,7 +69,8 @@ __device__ __forceinline__ int entry_group(const PlanParams& p, int32_t i, bool 
   const int32_t t = i / p.slots;
   const int32_t s = i - t * p.slots;
   if (s >= p.top_k) return p.num_local;  // the shared expert (slot k), every token
-  const int32_t id = __ldg(p.topk_ids + (static_cast<int64_t>(t) * p.top_k + s));
+  // L2 load: the ids may have been written earlier in the same kernel (fused front path).
+  const int32_t id = __ldcg(p.topk_ids + (static_cast<int64_t>(t) * p.top_k + s));
   if (id < 0 || id >= p.num_experts) {
     if (id != -1 && record_errors && p.error_flag != nullptr) {
       if (atomicCAS(p.error_flag, 0, kErrorIdOutOfRange) == 0) {
@@ -78,6 +83,12 @@ __device__ __forceinline__ int entry_group(const PlanParams& p, int32_t i, bool 
   }
   const int32_t g = p.expert_map != nullptr ? __ldg(p.expert_map + id) : id;
   return (g >= 0 && g < p.num_local) ? g : p.num_groups;
+}
+
+// Entries of this call: T * slots, T read on the device when a device count is given.
+__device__ __forceinline__ int32_t plan_entries(const PlanParams& p) {
+  if (p.num_tokens_dev == nullptr) return p.num_entries;
+  return static_cast<int32_t>(resolve_token_count(p.max_tokens, p.num_tokens_dev, nullptr) * p.slots);
 }
 
 __device__ __forceinline__ int64_t round_up_tile(int64_t c, int tile) { return (c + tile - 1) / tile * tile; }
@@ -249,16 +260,19 @@ __device__ __forceinline__ void plan_rank_scatter_body(const PlanParams& p, int 
   }
 }
 
+// The plan kernels are defined in one translation unit only (plan_launch.cu defines
+// FUSEDMOE_PLAN_KERNELS); other users of this header get the device functions.
+#if defined(FUSEDMOE_PLAN_KERNELS)
 // Single-block plan: the whole problem is one chunk.
 __global__ void __launch_bounds__(1024, 1) plan_single_kernel(PlanParams p, int entries_per_warp) {
-  plan_rank_scatter_body<true>(p, 0, 0, p.num_entries, entries_per_warp);
+  plan_rank_scatter_body<true>(p, 0, 0, plan_entries(p), entries_per_warp);
 }
 
 // K3 of the chunked path: one block per chunk.
 __global__ void __launch_bounds__(kPlanChunkWarps * 32) plan_rank_scatter_kernel(PlanParams p) {
   const int chunk = blockIdx.x;
   const int32_t begin = chunk * p.chunk;
-  const int32_t n = min(p.chunk, p.num_entries - begin);
+  const int32_t n = max(0, min(p.chunk, plan_entries(p) - begin));
   plan_rank_scatter_body<false>(p, chunk, begin, n, p.chunk / kPlanChunkWarps);
 }
 
@@ -269,7 +283,7 @@ __global__ void __launch_bounds__(kPlanHistThreads) plan_histogram_kernel(PlanPa
   const int G = p.num_groups;
   const int chunk = blockIdx.x;
   const int32_t begin = chunk * p.chunk;
-  const int32_t n = min(p.chunk, p.num_entries - begin);
+  const int32_t n = max(0, min(p.chunk, plan_entries(p) - begin));
   if (chunk == 0 && threadIdx.x == 0) *p.done_ctr = 0u;  // K2 runs after this kernel completes
   for (int g = threadIdx.x; g < G; g += blockDim.x) hist[g] = 0;
   __syncthreads();
@@ -354,5 +368,11 @@ __global__ void __launch_bounds__(kPlanScanThreads) plan_column_scan_kernel(Plan
     *p.done_ctr = 0u;
   }
 }
+
+#endif  // FUSEDMOE_PLAN_KERNELS
+
+// Checks a PlanArgs and fills the kernel parameters (plan_launch.cu); the chunked-path fields
+// (num_chunks, chunk, chunk_hist, done_ctr) are left zero.
+cudaError_t prepare_plan(const PlanArgs& a, PlanParams* out);
 
 }  // namespace fusedmoe::kernels::plan_detail

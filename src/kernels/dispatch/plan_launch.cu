@@ -4,6 +4,7 @@
 #include <atomic>
 #include <climits>
 
+#define FUSEDMOE_PLAN_KERNELS 1
 #include "kernels/dispatch/plan.cuh"
 #include "kernels/dispatch/plan_launch.h"
 
@@ -59,7 +60,7 @@ size_t plan_scratch_bytes(int64_t max_tokens, int top_k, int num_groups) {
   return scratch_layout(max_chunks(entries), num_groups, &hist);
 }
 
-cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
+cudaError_t plan_detail::prepare_plan(const PlanArgs& a, PlanParams* out) {
   const int shared = a.num_shared_experts;
   if (a.num_tokens < 0 || a.top_k < 0 || a.top_k > 64 || shared < 0 || shared > 1 || a.num_local_experts < 0 ||
       a.num_experts < 0)
@@ -81,6 +82,8 @@ cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
   p.topk_ids = a.topk_ids;
   p.expert_map = a.expert_map;
   p.num_entries = static_cast<int32_t>(entries);
+  p.max_tokens = a.num_tokens;
+  p.num_tokens_dev = a.num_tokens_dev;
   p.top_k = a.top_k;
   p.slots = std::max(slots, 1);
   p.num_experts = a.num_experts;
@@ -95,6 +98,16 @@ cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
   p.row_slot = a.row_slot;
   p.slot_row = a.slot_row;
   p.error_flag = a.error_flag;
+  *out = p;
+  return cudaSuccess;
+}
+
+cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
+  PlanParams p{};
+  const cudaError_t pe = prepare_plan(a, &p);
+  if (pe != cudaSuccess) return pe;
+  const int groups = p.num_groups;
+  const int64_t entries = p.num_entries;
 
   if (entries <= kPlanSingleMaxEntries) {
     const int n = static_cast<int>(entries);

@@ -11,7 +11,8 @@ namespace fusedmoe::kernels {
 
 struct PlanArgs {
   const int32_t* topk_ids = nullptr;  // [T, k] global ids; -1 = routed nowhere (skipped)
-  int64_t num_tokens = 0;
+  int64_t num_tokens = 0;             // T, or its bound when num_tokens_dev is set
+  const int32_t* num_tokens_dev = nullptr;  // optional device-side T (kernels/common/token_count.cuh)
   int top_k = 0;
   int num_experts = 0;                // E (global)
   const int32_t* expert_map = nullptr;  // [E] global -> local or -1; nullptr = identity

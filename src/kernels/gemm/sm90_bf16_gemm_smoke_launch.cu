@@ -3,8 +3,11 @@
 #include "kernels/gemm/sm90_bf16_gemm_smoke.h"
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "kernels/gemm/sm90_bf16_gemm_smoke.cuh"
+#include "kernels/registry.h"
 
 namespace fusedmoe::kernels {
 
@@ -16,6 +19,16 @@ static_assert(SmokeConfig::kTileM == 128 && SmokeConfig::kTileN == 128 && SmokeC
               "keep sm90_bf16_gemm_smoke_name() in step with the config");
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// The TMA copy types the launch builds (K-contiguous [rows, K] bf16 views), spelled once so that
+// the registry can name the very instance the launch runs.
+using SmokeGmem = decltype(cute::make_tensor(cute::make_gmem_ptr(static_cast<SmokeConfig::Element*>(nullptr)),
+                                             cute::make_shape(int(0), int(0)),
+                                             cute::make_stride(int64_t(0), cute::Int<1>{})));
+using SmokeTmaA = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{}, std::declval<SmokeGmem&>(),
+                                               SmokeConfig::SmemLayoutAStage{}));
+using SmokeTmaB = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{}, std::declval<SmokeGmem&>(),
+                                               SmokeConfig::SmemLayoutBStage{}));
 
 }  // namespace
 
@@ -47,7 +60,9 @@ cudaError_t sm90_bf16_gemm_smoke(const void* a, const void* b, void* c, int m, i
   auto tma_a = make_tma_copy(SM90_TMA_LOAD{}, gA, Cfg::SmemLayoutAStage{});
   auto tma_b = make_tma_copy(SM90_TMA_LOAD{}, gB, Cfg::SmemLayoutBStage{});
 
-  auto kernel = &sm90_smoke::sm90_bf16_gemm_smoke_kernel<Cfg, decltype(tma_a), decltype(tma_b)>;
+  static_assert(std::is_same_v<decltype(tma_a), SmokeTmaA> && std::is_same_v<decltype(tma_b), SmokeTmaB>,
+                "the registry's instance is the one launched");
+  auto kernel = &sm90_smoke::sm90_bf16_gemm_smoke_kernel<Cfg, SmokeTmaA, SmokeTmaB>;
   constexpr int kSmem = sm90_smoke::smem_bytes<Cfg>();
   // Above 48 KB a kernel must opt in; cheap enough to do on every call.
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
@@ -57,6 +72,11 @@ cudaError_t sm90_bf16_gemm_smoke(const void* a, const void* b, void* c, int m, i
   const dim3 block(Cfg::kThreads, 1, 1);
   kernel<<<grid, block, kSmem, stream>>>(tma_a, tma_b, static_cast<__nv_bfloat16*>(c), m, n, k);
   return cudaGetLastError();
+}
+
+void append_gemm_smoke_instances(KernelList* out) {
+  out->push_back({"gemm_smoke", sm90_bf16_gemm_smoke_name(),
+                  reinterpret_cast<const void*>(&sm90_smoke::sm90_bf16_gemm_smoke_kernel<SmokeConfig, SmokeTmaA, SmokeTmaB>)});
 }
 
 }  // namespace fusedmoe::kernels

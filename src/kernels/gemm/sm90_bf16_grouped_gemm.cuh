@@ -35,6 +35,7 @@
 #include <climits>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 
 #include <cuda.h>  // CUtensorMap & enums (types only: the encoder is fetched through the runtime)
 #include <cudaTypedefs.h>
@@ -52,6 +53,7 @@
 
 #include "fusedmoe/activation.h"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+#include "kernels/registry.h"
 
 namespace fusedmoe::kernels::sm90_grouped {
 
@@ -642,6 +644,19 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
     return cudaGetLastError();
   };
   return gated ? launch(&sm90_bf16_grouped_gemm_kernel<Cfg, true>) : launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false>);
+}
+
+// The two kernels of a config for the registry (kernels/registry.h): the gated one (GEMM1 with a
+// gated activation) and the plain one (GEMM1 otherwise, GEMM2). Called from the file that launches
+// the config, so the addresses are those of the launched instances.
+template <class Cfg>
+void append_config_instances(KernelList* out) {
+  const std::string tile = Cfg::kSwapAB ? "swapab_" + std::to_string(Cfg::kWRows) + "x" + std::to_string(Cfg::kTokTile)
+                                        : std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows);
+  const std::string name = "sm90_bf16_grouped_gemm_" + tile + "x" + std::to_string(Cfg::kTileK) + "_s" +
+                           std::to_string(Cfg::kStages);
+  out->push_back({"grouped_gemm", name + "_gated", reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true>)});
+  out->push_back({"grouped_gemm", name, reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false>)});
 }
 
 }  // namespace fusedmoe::kernels::sm90_grouped

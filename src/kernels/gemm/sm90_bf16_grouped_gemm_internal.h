@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+#include "kernels/registry.h"
 
 namespace fusedmoe::kernels::sm90_grouped {
 
@@ -24,5 +25,10 @@ cudaError_t launch_swapab_small(const GroupedGemmArgs& a, int tile, bool gemm2, 
 // Swap-AB, token tile 32 or 64: sm90_bf16_grouped_gemm_swapab_large.cu.
 cudaError_t launch_swapab_large(const GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream,
                                 bool force_simple, int* n_sub);
+
+// The kernels each of the three files instantiates (kernels/registry.h).
+void append_normal_instances(KernelList* out);       // sm90_bf16_grouped_gemm_launch.cu
+void append_swapab_small_instances(KernelList* out); // sm90_bf16_grouped_gemm_swapab_small.cu
+void append_swapab_large_instances(KernelList* out); // sm90_bf16_grouped_gemm_swapab_large.cu
 
 }  // namespace fusedmoe::kernels::sm90_grouped

@@ -17,6 +17,8 @@ cudaError_t launch_normal(const GroupedGemmArgs& a, bool gemm2, cudaStream_t str
   return launch_instance<Normal>(a, gemm2, stream, force_simple, n_sub);
 }
 
+void append_normal_instances(KernelList* out) { append_config_instances<Normal>(out); }
+
 }  // namespace sm90_grouped
 
 namespace {
@@ -100,6 +102,12 @@ const char* grouped_gemm1_name(TileFamily family, int tokens_tile) {
 const char* grouped_gemm2_name(TileFamily family, int tokens_tile) {
   const int i = name_index(family, tokens_tile);
   return i < 0 ? nullptr : kNames[2 * i + 1];
+}
+
+void append_grouped_gemm_instances(KernelList* out) {
+  sm90_grouped::append_normal_instances(out);
+  sm90_grouped::append_swapab_small_instances(out);
+  sm90_grouped::append_swapab_large_instances(out);
 }
 
 const char* const* grouped_gemm_instance_names(int* count) {

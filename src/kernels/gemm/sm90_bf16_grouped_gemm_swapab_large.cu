@@ -17,4 +17,9 @@ cudaError_t launch_swapab_large(const GroupedGemmArgs& a, int tile, bool gemm2, 
   }
 }
 
+void append_swapab_large_instances(KernelList* out) {
+  append_config_instances<SwapAB32>(out);
+  append_config_instances<SwapAB64>(out);
+}
+
 }  // namespace fusedmoe::kernels::sm90_grouped

@@ -17,4 +17,9 @@ cudaError_t launch_swapab_small(const GroupedGemmArgs& a, int tile, bool gemm2, 
   }
 }
 
+void append_swapab_small_instances(KernelList* out) {
+  append_config_instances<SwapAB8>(out);
+  append_config_instances<SwapAB16>(out);
+}
+
 }  // namespace fusedmoe::kernels::sm90_grouped

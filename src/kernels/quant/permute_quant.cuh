@@ -20,6 +20,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/token_count.cuh"
 #include "kernels/quant/vec.cuh"
 
 namespace fusedmoe::kernels::pq_detail {
@@ -127,7 +128,8 @@ enum Scheme : int { kNone = 0, kStatic = 1, kDynamic = 2, kToken = 3, kGroup = 4
 struct PQParams {
   const void* x;
   int64_t x_stride;  // elements
-  int64_t num_tokens;
+  int64_t num_tokens;  // bound when num_tokens_dev is set
+  const int32_t* num_tokens_dev;
   int hidden;        // K
   int units;         // units per row (K / 8 or K / 16)
   int scheme;
@@ -164,9 +166,11 @@ __device__ __forceinline__ int group_of_row(const int32_t* offsets, int G, int32
 // ---- per-tensor dynamic: absmax partials ------------------------------------------------------
 template <class TIn>
 __global__ void __launch_bounds__(256) absmax_partials_kernel(const TIn* __restrict__ x, int64_t stride,
-                                                              int64_t rows, int units8, float* partials) {
+                                                              int64_t max_rows, const int32_t* rows_dev, int units8,
+                                                              float* partials) {
   __shared__ float red[33];
   float m = 0.f;
+  const int64_t rows = resolve_token_count(max_rows, rows_dev, nullptr);
   const int64_t total = rows * units8;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -232,10 +236,11 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
   }
 
   const TIn* __restrict__ x = static_cast<const TIn*>(p.x);
+  const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, nullptr);
   const int64_t rows_step = static_cast<int64_t>(gridDim.x) * p.teams;
-  for (int64_t row0 = static_cast<int64_t>(blockIdx.x) * p.teams; row0 < p.num_tokens; row0 += rows_step) {
+  for (int64_t row0 = static_cast<int64_t>(blockIdx.x) * p.teams; row0 < num_tokens; row0 += rows_step) {
     const int64_t token = row0 + team;
-    const bool active = token < p.num_tokens;
+    const bool active = token < num_tokens;
 
     // Load the row (VPT units per thread); issued before the destinations are resolved so that
     // both latencies overlap.
@@ -262,7 +267,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
       const int64_t tok = row0 + tm;
       int32_t d = -1;
       float w = 1.f;
-      if (tok < p.num_tokens) {
+      if (tok < num_tokens) {
         if (p.permute) {
           const int32_t r = __ldg(p.slot_row + tok * p.slots + s);
           if (r >= 0) {
@@ -333,6 +338,51 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
         for (int j = 0; j < VPT; ++j) amax[j] = m;
       }
 
+      if (p.row_weight == nullptr) {
+        // No routing weight on the input: every destination gets the same bytes and scales, so
+        // quantise once and store the result to each (the pass is then bound by the stores).
+        uint4 q[VPT];
+        float qs[VPT];
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) {
+          float scale = t_scale, inv = t_inv;
+          if (p.scheme == kToken || p.scheme == kGroup) {
+            scale = fp8_scale_from_amax(amax[j], p.ue8m0);
+            inv = rcp_rn(scale);
+          }
+          qs[j] = scale;
+          uint32_t packed[4];
+#pragma unroll
+          for (int l = 0; l < 2; ++l) {
+            float f[8];
+            vec::unpack8<TIn>(raw[j][l], f);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) f[e] = __fmul_rn(f[e], inv);
+            packed[2 * l] = cvt_e4m3x2(f[0], f[1]) | (cvt_e4m3x2(f[2], f[3]) << 16);
+            packed[2 * l + 1] = cvt_e4m3x2(f[4], f[5]) | (cvt_e4m3x2(f[6], f[7]) << 16);
+          }
+          q[j] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        }
+        for (int s = 0; s < nslot; ++s) {
+          const int32_t d = s_dest[team * nslot + s];
+          if (d < 0) continue;
+          uint4* dst = reinterpret_cast<uint4*>(static_cast<uint8_t*>(p.out) + static_cast<int64_t>(d) * p.hidden);
+#pragma unroll
+          for (int j = 0; j < VPT; ++j) {
+            const int u = lane + j * p.ts;
+            if (u >= p.units) continue;
+            if (p.out_scales != nullptr) {
+              if (p.scheme == kToken) {
+                if (lane == 0 && j == 0) p.out_scales[d] = qs[j];
+              } else if (p.scheme == kGroup && (u & 7) == 0) {
+                p.out_scales[static_cast<int64_t>(u >> 3) * p.rows_pad4 + d] = qs[j];
+              }
+            }
+            dst[u] = q[j];
+          }
+        }
+        continue;
+      }
       for (int s = 0; s < nslot; ++s) {
         const int32_t d = s_dest[team * nslot + s];
         if (d < 0) continue;
@@ -377,6 +427,8 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
   }
 }
 
+// Non-template kernels: defined in permute_quant_launch.cu only (FUSEDMOE_PQ_KERNELS).
+#if defined(FUSEDMOE_PQ_KERNELS)
 // ---- test entry points ------------------------------------------------------------------------
 // Every float bit pattern start + i (i < count): e4m3 through the kernels' pair conversion and
 // UE8M0 through float_to_ue8m0.
@@ -405,5 +457,7 @@ __global__ void debug_scale_kernel(float* scale, float* inv, uint32_t start, uin
   if (scale != nullptr) scale[i] = fp8_scale_from_amax(a, ue8m0);
   if (inv != nullptr) inv[i] = rcp_rn(a);
 }
+
+#endif  // FUSEDMOE_PQ_KERNELS
 
 }  // namespace fusedmoe::kernels::pq_detail

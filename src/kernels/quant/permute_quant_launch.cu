@@ -2,6 +2,7 @@
 // shape, the per-tensor-dynamic absmax pass, and the test entry points.
 #include <algorithm>
 
+#define FUSEDMOE_PQ_KERNELS 1
 #include "kernels/quant/permute_quant.cuh"
 #include "kernels/quant/permute_quant_launch.h"
 
@@ -30,7 +31,7 @@ cudaError_t launch_typed(const PQParams& p, bool fp8, int vpt, int grid, int blo
                          float* partials, cudaStream_t stream) {
   if (p.scheme == kDynamic) {
     absmax_partials_kernel<TIn><<<amax_grid, 256, 0, stream>>>(static_cast<const TIn*>(p.x), p.x_stride,
-                                                              p.num_tokens, p.hidden / 8, partials);
+                                                              p.num_tokens, p.num_tokens_dev, p.hidden / 8, partials);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
@@ -68,6 +69,7 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   p.x = a.x;
   p.x_stride = stride;
   p.num_tokens = a.num_tokens;
+  p.num_tokens_dev = a.num_tokens_dev;
   p.hidden = a.hidden;
   p.units = a.hidden / unit;
   switch (a.quant) {

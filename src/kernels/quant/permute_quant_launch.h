@@ -18,7 +18,8 @@ struct PermuteQuantArgs {
   const void* x = nullptr;           // [T, K] act_dtype (bf16 | f16), rows x_row_stride elements apart
   int64_t x_row_stride = 0;          // elements; 0 = K
   DType act_dtype = DType::kBFloat16;
-  int64_t num_tokens = 0;
+  int64_t num_tokens = 0;            // T, or its bound when num_tokens_dev is set
+  const int32_t* num_tokens_dev = nullptr;  // optional device-side T (kernels/common/token_count.cuh)
   int hidden = 0;                    // K
   ActQuant quant = ActQuant::kNone;  // kNone: copy (contiguous layout) in act_dtype
   ScaleFormat scale_format = ScaleFormat::kFloat32;

@@ -5,6 +5,7 @@
 
 #include "kernels/rope/inv_rope_quant.cuh"
 #include "kernels/rope/inv_rope_quant_launch.h"
+#include "kernels/registry.h"
 
 namespace fusedmoe::kernels {
 
@@ -51,6 +52,10 @@ cudaError_t launch_inv_rope_quant(const InvRopeQuantArgs& a, cudaStream_t stream
   const int grid = static_cast<int>(std::min(blocks, kMaxGrid));
   inv_rope_quant_kernel<<<grid, kThreads, 0, stream>>>(p);
   return cudaGetLastError();
+}
+
+void append_inv_rope_quant_instances(KernelList* out) {
+  out->push_back({"inv_rope_quant", inv_rope_quant_kernel_name(), reinterpret_cast<const void*>(&inv_rope_quant_kernel)});
 }
 
 }  // namespace fusedmoe::kernels

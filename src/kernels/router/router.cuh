@@ -35,6 +35,7 @@
 #include "fusedmoe/router.h"
 #include "kernels/common/hd_math.h"
 #include "kernels/common/router_common.h"
+#include "kernels/common/token_count.cuh"
 #include "kernels/router/router_launch.h"
 
 namespace fusedmoe::kernels::router_detail {
@@ -45,7 +46,8 @@ inline constexpr int kGatherThreads = 256;
 inline constexpr unsigned kFull = 0xffffffffu;
 
 struct Params {
-  int64_t num_tokens = 0;
+  int64_t num_tokens = 0;       // launch bound (the count itself unless num_tokens_dev is set)
+  const int32_t* num_tokens_dev = nullptr;  // optional device-side count <= num_tokens
   int num_experts = 0;
   int k = 1;
   RouterKind kind = RouterKind::kSoftmaxTopK;
@@ -216,28 +218,28 @@ __device__ __forceinline__ void local_best(const uint32_t (&key)[VEC * NV], uint
   *best_expert = be;
 }
 
-// ---- one warp per token: every router that reads the whole row of logits ----
+// Slots of a lane holding an expert < E (the same for every token).
+template <int VEC, int NV>
+__device__ __forceinline__ uint32_t valid_slots(int lane, int num_experts) {
+  uint32_t valid = 0;
+#pragma unroll
+  for (int i = 0; i < NV; ++i)
+    if (i * 32 * VEC + lane * VEC < num_experts) valid |= ((1u << VEC) - 1u) << (i * VEC);
+  return valid;
+}
+
+// ---- one warp routes one token: every router that reads the whole row of logits ----
+// wsm: this warp's shared scratch of num_experts + n_group words (grouped kBiasedTopK only).
 template <typename T, int VEC, int NV, RowMode M>
-__global__ void __launch_bounds__(kThreads, 1) router_topk_kernel(const Params p) {
+__device__ __forceinline__ void route_token(const Params& p, int64_t token, int lane, uint32_t* wsm,
+                                            uint32_t valid) {
   constexpr int kCap = VEC * NV;
   static_assert(kCap <= 32 && (VEC & (VEC - 1)) == 0, "slots per lane");
-  extern __shared__ uint32_t smem[];
-  const int lane = static_cast<int>(threadIdx.x & 31);
-  const int warp = static_cast<int>(threadIdx.x >> 5);
   const int num_experts = p.num_experts;
   const int k = p.k;
   const bool grouped = p.kind == RouterKind::kBiasedTopK && p.n_group > 1;
   const bool use_bias = p.kind == RouterKind::kBiasedTopK && p.bias != nullptr;
-  uint32_t* wsm = smem + static_cast<int64_t>(warp) * (num_experts + p.n_group);  // grouped only
-
-  uint32_t valid = 0;  // slots holding an expert < E (the same for every token)
-#pragma unroll
-  for (int i = 0; i < NV; ++i)
-    if (i * 32 * VEC + lane * VEC < num_experts) valid |= ((1u << VEC) - 1u) << (i * VEC);
-
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
-  for (int64_t token = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp; token < p.num_tokens;
-       token += stride) {
+  {
     const T* row = static_cast<const T*>(p.logits) + token * num_experts;
     float v[kCap];
 #pragma unroll
@@ -289,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1) router_topk_kernel(const Params p
         if (lane < k)
           hash_slot<T>(p, token, lane, [&](float x) { return score_of<M>(x, row_max, row_sum); }, &id, &w, &bad);
         finish_slots(p, token, lane, lane < k, bad ? -1 : id, w, bad, 32);
-        continue;
+        return;
       }
     }
 
@@ -419,6 +421,20 @@ __global__ void __launch_bounds__(kThreads, 1) router_topk_kernel(const Params p
   }
 }
 
+template <typename T, int VEC, int NV, RowMode M>
+__global__ void __launch_bounds__(kThreads, 1) router_topk_kernel(const Params p) {
+  extern __shared__ uint32_t smem[];
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  uint32_t* wsm = smem + static_cast<int64_t>(warp) * (p.num_experts + p.n_group);  // grouped only
+  const uint32_t valid = valid_slots<VEC, NV>(lane, p.num_experts);
+  const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, p.error_flag);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  for (int64_t token = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp; token < num_tokens;
+       token += stride)
+    route_token<T, VEC, NV, M>(p, token, lane, wsm, valid);
+}
+
 // ---- kPrecomputed and kHash without a row softmax: KP lanes per token ----
 template <typename T>
 __global__ void __launch_bounds__(kGatherThreads) router_gather_kernel(const Params p) {
@@ -428,9 +444,10 @@ __global__ void __launch_bounds__(kGatherThreads) router_gather_kernel(const Par
   const int tokens_per_warp = 32 >> p.kp_log2;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int64_t num_warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t base = warp * tokens_per_warp; base < p.num_tokens; base += num_warps * tokens_per_warp) {
+  const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, p.error_flag);
+  for (int64_t base = warp * tokens_per_warp; base < num_tokens; base += num_warps * tokens_per_warp) {
     const int64_t token = base + (lane >> p.kp_log2);
-    const bool active = token < p.num_tokens && r < p.k;
+    const bool active = token < num_tokens && r < p.k;
     int32_t id = -1;
     float w = 0.f;
     bool bad = false;
@@ -458,4 +475,19 @@ __global__ void __launch_bounds__(kGatherThreads) router_gather_kernel(const Par
   }
 }
 
+// The checked parameters of one router call (router_launch.cu), shared with the fused front kernel.
+struct RouterPrep {
+  Params p;
+  bool bf16 = false;
+  bool row_kernel = true;        // router_topk_kernel (whole rows of logits) vs router_gather_kernel
+  RowMode mode = RowMode::kSoftmaxRow;
+  int vec = 1;
+  size_t smem_per_warp = 0;      // grouped kBiasedTopK scratch (bytes per routing warp)
+};
+
 }  // namespace fusedmoe::kernels::router_detail
+
+namespace fusedmoe::kernels {
+// Checks the configuration and fills *prep (no launch). cudaErrorInvalidValue as launch_router.
+cudaError_t prepare_router(const RouterArgs& args, router_detail::RouterPrep* prep);
+}  // namespace fusedmoe::kernels

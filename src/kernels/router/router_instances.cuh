@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/registry.h"
 #include "kernels/router/router.cuh"
 
 namespace fusedmoe::kernels::router_detail {
@@ -16,6 +17,12 @@ cudaError_t launch_topk_softmax(const Params& p, bool bf16, int vec, size_t smem
 cudaError_t launch_topk_sigmoid(const Params& p, bool bf16, int vec, size_t smem, cudaStream_t stream);
 cudaError_t launch_topk_sqrt_softplus(const Params& p, bool bf16, int vec, size_t smem, cudaStream_t stream);
 cudaError_t launch_topk_logits(const Params& p, bool bf16, int vec, size_t smem, cudaStream_t stream);
+
+// The instances of each row mode, listed from the file that launches them (kernels/registry.h).
+void append_topk_softmax_instances(KernelList* out);
+void append_topk_sigmoid_instances(KernelList* out);
+void append_topk_sqrt_softplus_instances(KernelList* out);
+void append_topk_logits_instances(KernelList* out);
 
 #if defined(FUSEDMOE_ROUTER_INSTANCES)
 // NV: the smallest power of two >= ceil(E / (32 * VEC)).
@@ -47,6 +54,34 @@ cudaError_t launch_topk_vec(const Params& p, int vec, size_t smem, cudaStream_t 
 template <RowMode M>
 cudaError_t launch_topk_mode(const Params& p, bool bf16, int vec, size_t smem, cudaStream_t stream) {
   return bf16 ? launch_topk_vec<uint16_t, M>(p, vec, smem, stream) : launch_topk_vec<float, M>(p, vec, smem, stream);
+}
+
+// The listing mirrors the launch recursion above: NV = 1, 2, 4, ... while NV * VEC <= 32, for
+// VEC 1, 2, 4 (+ 8 for bf16). Keep the two in step (`fusedmoe info` on a GPU reports module
+// functions missing from the list).
+constexpr const char* row_mode_name(RowMode m) {
+  return m == RowMode::kSoftmaxRow ? "softmax" : m == RowMode::kSigmoidRow ? "sigmoid"
+       : m == RowMode::kSqrtSoftplusRow ? "sqrt_softplus" : "logits";
+}
+
+template <typename T, int VEC, int NV, RowMode M>
+void append_topk_nv(KernelList* out) {
+  out->push_back({"router",
+                  std::string("router_topk<") + (sizeof(T) == 2 ? "bf16" : "f32") + ",vec" + std::to_string(VEC) +
+                      ",nv" + std::to_string(NV) + "," + row_mode_name(M) + ">",
+                  reinterpret_cast<const void*>(&router_topk_kernel<T, VEC, NV, M>)});
+  if constexpr (NV * VEC < 32) append_topk_nv<T, VEC, NV * 2, M>(out);
+}
+
+template <RowMode M>
+void append_topk_mode(KernelList* out) {
+  append_topk_nv<float, 1, 1, M>(out);
+  append_topk_nv<float, 2, 1, M>(out);
+  append_topk_nv<float, 4, 1, M>(out);
+  append_topk_nv<uint16_t, 1, 1, M>(out);
+  append_topk_nv<uint16_t, 2, 1, M>(out);
+  append_topk_nv<uint16_t, 4, 1, M>(out);
+  append_topk_nv<uint16_t, 8, 1, M>(out);
 }
 #endif
 

@@ -20,8 +20,7 @@ using router_detail::kMaxGrid;
 using router_detail::RowMode;
 
 template <typename T>
-cudaError_t launch_topk(Params p, RowMode mode, int vec, size_t smem, cudaStream_t stream) {
-  p.aligned = reinterpret_cast<uintptr_t>(p.logits) % (static_cast<uintptr_t>(vec) * sizeof(T)) == 0;
+cudaError_t launch_topk(const Params& p, RowMode mode, int vec, size_t smem, cudaStream_t stream) {
   constexpr bool kBf16 = sizeof(T) == 2;
   switch (mode) {  // the instances live in router_mode_*.cu (compiled in parallel)
     case RowMode::kSoftmaxRow: return router_detail::launch_topk_softmax(p, kBf16, vec, smem, stream);
@@ -49,20 +48,20 @@ const char* router_kernel_name() {
   return "router_topk_warp<f32|bf16, vec 1-8, <=32 experts/lane> + router_gather<f32|bf16>";
 }
 
-cudaError_t launch_router(const RouterArgs& args, cudaStream_t stream) {
+cudaError_t prepare_router(const RouterArgs& args, router_detail::RouterPrep* prep) {
   const RouterConfig& rc = args.config;
   const int num_experts = args.num_experts;
   const int k = rc.top_k;
   if (args.num_tokens < 0) return cudaErrorInvalidValue;
   if (num_experts < 1 || num_experts > kMaxExperts) return cudaErrorInvalidValue;
   if (k < 1 || k > kMaxTopK || k > num_experts) return cudaErrorInvalidValue;
-  if (args.num_tokens == 0) return cudaSuccess;
   if (args.topk_ids == nullptr || args.topk_weights == nullptr) return cudaErrorInvalidValue;
   const bool bf16 = rc.logits_dtype == DType::kBFloat16;
   if (!bf16 && rc.logits_dtype != DType::kFloat32) return cudaErrorInvalidValue;
 
   Params p;
   p.num_tokens = args.num_tokens;
+  p.num_tokens_dev = args.num_tokens_dev;
   p.num_experts = num_experts;
   p.k = k;
   p.kind = rc.kind;
@@ -119,9 +118,13 @@ cudaError_t launch_router(const RouterArgs& args, cudaStream_t stream) {
     default: return cudaErrorInvalidValue;
   }
 
+  prep->bf16 = bf16;
+  prep->row_kernel = row_kernel;
+  prep->smem_per_warp = row_kernel && smem > 0 ? smem / router_detail::kWarpsPerBlock : 0;
   if (!row_kernel) {
     while ((1 << p.kp_log2) < k) ++p.kp_log2;
-    return bf16 ? launch_gather<uint16_t>(p, stream) : launch_gather<float>(p, stream);
+    prep->p = p;
+    return cudaSuccess;
   }
   RowMode mode = RowMode::kSoftmaxRow;  // kSoftmaxTopK, kHash with logits and a softmax score
   if (rc.kind == RouterKind::kTopKSoftmax || rc.kind == RouterKind::kSigmoidTop1) mode = RowMode::kLogitsRow;
@@ -133,8 +136,35 @@ cudaError_t launch_router(const RouterArgs& args, cudaStream_t stream) {
   if (rc.kind == RouterKind::kHash && rc.score != ScoreFunction::kSoftmax && rc.score != ScoreFunction::kSigmoid &&
       rc.score != ScoreFunction::kSqrtSoftplus)
     return cudaErrorInvalidValue;
-  const int vec = hd::router_vec_width(num_experts, bf16);
-  return bf16 ? launch_topk<uint16_t>(p, mode, vec, smem, stream) : launch_topk<float>(p, mode, vec, smem, stream);
+  prep->vec = hd::router_vec_width(num_experts, bf16);
+  prep->mode = mode;
+  p.aligned = reinterpret_cast<uintptr_t>(p.logits) % (static_cast<uintptr_t>(prep->vec) * (bf16 ? 2 : 4)) == 0;
+  prep->p = p;
+  return cudaSuccess;
 }
 
+cudaError_t launch_router(const RouterArgs& args, cudaStream_t stream) {
+  router_detail::RouterPrep prep;
+  const cudaError_t e = prepare_router(args, &prep);
+  if (e != cudaSuccess) return e;
+  if (args.num_tokens == 0) return cudaSuccess;
+  const Params& p = prep.p;
+  if (!prep.row_kernel) return prep.bf16 ? launch_gather<uint16_t>(p, stream) : launch_gather<float>(p, stream);
+  const size_t smem = prep.smem_per_warp * router_detail::kWarpsPerBlock;
+  return prep.bf16 ? launch_topk<uint16_t>(p, prep.mode, prep.vec, smem, stream)
+                   : launch_topk<float>(p, prep.mode, prep.vec, smem, stream);
+}
+
+}  // namespace fusedmoe::kernels
+
+namespace fusedmoe::kernels {
+// The router's instances (kernels/registry.h): top-k from router_mode_*.cu, gather from here.
+void append_router_instances(KernelList* out) {
+  router_detail::append_topk_softmax_instances(out);
+  router_detail::append_topk_sigmoid_instances(out);
+  router_detail::append_topk_sqrt_softplus_instances(out);
+  router_detail::append_topk_logits_instances(out);
+  out->push_back({"router", "router_gather<f32>", reinterpret_cast<const void*>(&router_detail::router_gather_kernel<float>)});
+  out->push_back({"router", "router_gather<bf16>", reinterpret_cast<const void*>(&router_detail::router_gather_kernel<uint16_t>)});
+}
 }  // namespace fusedmoe::kernels

@@ -17,10 +17,14 @@ inline constexpr int kErrorIdOutOfRange = 1;
 // kHash: token_ids[token] outside [0, hash_vocab): [2] = -1, [3] = the token id (saturated to
 // int32); all k slots of the token get id -1, weight 0.
 inline constexpr int kErrorHashTokenOutOfRange = 2;
+// MoeTensors::num_tokens_device outside [0, bound]: [1] = the device count, [3] = the bound; the
+// kernels clamp it (kernels/common/token_count.cuh).
+inline constexpr int kErrorTokenCount = 3;
 
 struct RouterArgs {
   RouterConfig config;
-  int64_t num_tokens = 0;
+  int64_t num_tokens = 0;                  // tokens, or the bound when num_tokens_dev is set
+  const int32_t* num_tokens_dev = nullptr; // optional: count read on the device (kernels/common/token_count.cuh)
   int num_experts = 0;
   const void* logits = nullptr;            // [T, E] config.logits_dtype (may be null for kHash/kPrecomputed)
   const float* correction_bias = nullptr;  // [E] when config.use_correction_bias

@@ -6,4 +6,6 @@ namespace fusedmoe::kernels::router_detail {
 cudaError_t launch_topk_logits(const Params& p, bool bf16, int vec, size_t smem, cudaStream_t stream) {
   return launch_topk_mode<RowMode::kLogitsRow>(p, bf16, vec, smem, stream);
 }
+
+void append_topk_logits_instances(KernelList* out) { append_topk_mode<RowMode::kLogitsRow>(out); }
 }  // namespace fusedmoe::kernels::router_detail

@@ -6,4 +6,6 @@ namespace fusedmoe::kernels::router_detail {
 cudaError_t launch_topk_sigmoid(const Params& p, bool bf16, int vec, size_t smem, cudaStream_t stream) {
   return launch_topk_mode<RowMode::kSigmoidRow>(p, bf16, vec, smem, stream);
 }
+
+void append_topk_sigmoid_instances(KernelList* out) { append_topk_mode<RowMode::kSigmoidRow>(out); }
 }  // namespace fusedmoe::kernels::router_detail

@@ -2,6 +2,8 @@
 // so the compiler keeps every load; one atomic per block.
 #include "kernels/util/stream_read.h"
 
+#include "kernels/registry.h"
+
 namespace fusedmoe::kernels {
 
 namespace {
@@ -37,6 +39,10 @@ cudaError_t launch_stream_read(const void* buf, size_t bytes, uint32_t* sink, in
   const int blocks = num_sms * 4;  // 4 x 512 threads per SM: 2048 threads, full occupancy
   stream_read_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint4*>(buf), n, sink);
   return cudaGetLastError();
+}
+
+void append_stream_read_instances(KernelList* out) {
+  out->push_back({"stream_read", stream_read_kernel_name(), reinterpret_cast<const void*>(&stream_read_kernel)});
 }
 
 }  // namespace fusedmoe::kernels

@@ -1,0 +1,78 @@
+// front_instances.cuh — instances of front_small_kernel<T, VEC, NV, RowMode>, one row mode per
+// translation unit (front_mode_*.cu) so that they compile in parallel (as the router's).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "kernels/front/front.cuh"
+
+namespace fusedmoe::kernels::front_detail {
+
+using router_detail::RowMode;
+
+struct FrontLaunch {
+  int grid = 1;
+  int block = 256;
+  size_t smem = 0;
+};
+
+cudaError_t launch_front_softmax(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s);
+cudaError_t launch_front_sigmoid(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s);
+cudaError_t launch_front_sqrt_softplus(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s);
+cudaError_t launch_front_logits(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s);
+
+#if defined(FUSEDMOE_FRONT_INSTANCES)
+// More than 48 KB of dynamic shared memory: opt in once per device and instance (not a stream
+// operation: fine during capture).
+template <class Fn>
+cudaError_t front_smem_optin(Fn fn, size_t smem, std::atomic<uint64_t>* done) {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
+  if (bit != 0 && (done->load(std::memory_order_relaxed) & bit)) return cudaSuccess;
+  e = cudaFuncSetAttribute(reinterpret_cast<const void*>(fn), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(kFrontMaxSmem));
+  if (e == cudaSuccess && bit != 0) done->fetch_or(bit, std::memory_order_relaxed);
+  return e;
+}
+
+template <typename T, int VEC, int NV, RowMode M>
+cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, cudaStream_t s) {
+  if constexpr (NV * VEC < 32) {
+    if (nv > NV) return launch_front_nv<T, VEC, NV * 2, M>(f, nv, l, s);
+  }
+  auto fn = front_small_kernel<T, VEC, NV, M>;
+  if (l.smem > 48 * 1024) {
+    static std::atomic<uint64_t> done{0};
+    const cudaError_t e = front_smem_optin(fn, l.smem, &done);
+    if (e != cudaSuccess) return e;
+  }
+  fn<<<l.grid, l.block, l.smem, s>>>(f);
+  return cudaGetLastError();
+}
+
+template <typename T, RowMode M>
+cudaError_t launch_front_vec(const FrontParams& f, int vec, const FrontLaunch& l, cudaStream_t s) {
+  const int nv = (f.r.num_experts + 32 * vec - 1) / (32 * vec);
+  switch (vec) {
+    case 1: return launch_front_nv<T, 1, 1, M>(f, nv, l, s);
+    case 2: return launch_front_nv<T, 2, 1, M>(f, nv, l, s);
+    case 4: return launch_front_nv<T, 4, 1, M>(f, nv, l, s);
+    case 8:
+      if constexpr (sizeof(T) == 2) return launch_front_nv<T, 8, 1, M>(f, nv, l, s);
+      break;
+    default: break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <RowMode M>
+cudaError_t launch_front_mode(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s) {
+  return bf16 ? launch_front_vec<uint16_t, M>(f, vec, l, s) : launch_front_vec<float, M>(f, vec, l, s);
+}
+#endif
+
+}  // namespace fusedmoe::kernels::front_detail

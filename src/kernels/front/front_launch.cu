@@ -1,0 +1,122 @@
+// front_launch.cu — host side of the fused front kernel: eligibility, parameters (through the
+// router's and the plan's own checks), launch shape.
+#include "kernels/front/front_launch.h"
+
+#include <algorithm>
+
+#include "kernels/front/front_instances.cuh"
+#include "kernels/quant/vec.cuh"
+
+namespace fusedmoe::kernels {
+
+using front_detail::FrontLaunch;
+using front_detail::FrontParams;
+using router_detail::RowMode;
+
+const char* front_small_kernel_name() {
+  return "front_small<f32|bf16 logits, vec 1-8, <=32 experts/lane, row mode> (route + plan + token-order fp8)";
+}
+
+bool front_small_eligible(const FrontArgs& a, const char** why) {
+  const char* dummy = nullptr;
+  const char*& w = why != nullptr ? *why : dummy;
+  const RouterConfig& rc = a.router.config;
+  if (rc.kind != RouterKind::kSoftmaxTopK && rc.kind != RouterKind::kBiasedTopK && rc.kind != RouterKind::kTopKSoftmax &&
+      rc.kind != RouterKind::kSigmoidTop1) {
+    w = "router reads no logits row (hash / precomputed)";
+    return false;
+  }
+  const int64_t bound = a.router.num_tokens;
+  if (bound < 1 || bound > kFrontMaxTokens || a.plan.num_tokens != bound) {
+    w = "token bound outside [1, 256]";
+    return false;
+  }
+  const int64_t slots = static_cast<int64_t>(a.plan.top_k) + a.plan.num_shared_experts;
+  if (bound * slots > kFrontMaxEntries) {
+    w = "tokens x slots above the single-block plan";
+    return false;
+  }
+  if (a.router.num_tokens_dev != a.plan.num_tokens_dev || a.plan.topk_ids != a.router.topk_ids) {
+    w = "router and plan disagree";
+    return false;
+  }
+  switch (a.quant) {
+    case ActQuant::kNone: break;
+    case ActQuant::kPerTensorStatic:
+    case ActQuant::kPerToken:
+    case ActQuant::kGroup128:
+      if (rc.weight_on_input) {
+        w = "weight-on-input scaling of x before quantisation";
+        return false;
+      }
+      if (a.hidden <= 0 || a.hidden % 16 != 0 || a.x == nullptr || a.q_out == nullptr || !vec::aligned16(a.x) ||
+          !vec::aligned16(a.q_out) || (a.x_row_stride != 0 && (a.x_row_stride < a.hidden || a.x_row_stride % 8 != 0)) ||
+          (a.act_dtype != DType::kBFloat16 && a.act_dtype != DType::kFloat16) ||
+          (a.quant == ActQuant::kPerTensorStatic && a.static_scale == nullptr)) {
+        w = "quantisation arguments (K % 16, alignment, dtype, static scale)";
+        return false;
+      }
+      break;
+    default:
+      w = "dynamic per-tensor scale needs a pass over all of x first";
+      return false;
+  }
+  if (a.ticket == nullptr) {
+    w = "no ticket word";
+    return false;
+  }
+  w = "eligible";
+  return true;
+}
+
+cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
+  if (!front_small_eligible(a, nullptr)) return cudaErrorInvalidValue;
+  router_detail::RouterPrep rp;
+  cudaError_t e = prepare_router(a.router, &rp);
+  if (e != cudaSuccess) return e;
+  if (!rp.row_kernel) return cudaErrorInvalidValue;
+  FrontParams f{};
+  e = plan_detail::prepare_plan(a.plan, &f.plan);
+  if (e != cudaSuccess) return e;
+  f.r = rp.p;
+
+  const bool quant = a.quant != ActQuant::kNone;
+  FrontLaunch l;
+  l.block = quant ? front_detail::kMaxThreads : front_detail::kRouteWarps * 32;
+  const int warps = l.block / 32;
+  const int64_t bound = a.router.num_tokens;
+  const int64_t entries = f.plan.num_entries;
+  f.plan_entries_per_warp = static_cast<int>(std::max<int64_t>(1, (entries + warps - 1) / warps));
+  l.smem = std::max(rp.smem_per_warp * front_detail::kRouteWarps,
+                    plan_detail::plan_smem_bytes(warps, f.plan.num_groups, static_cast<int>(entries)));
+  if (l.smem > front_detail::kFrontMaxSmem) return cudaErrorInvalidValue;
+  l.grid = static_cast<int>((bound + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps);
+
+  f.quant_scheme = pq_detail::kNone;
+  if (quant) {
+    f.quant_scheme = a.quant == ActQuant::kPerTensorStatic ? pq_detail::kStatic
+                     : a.quant == ActQuant::kPerToken       ? pq_detail::kToken
+                                                            : pq_detail::kGroup;
+    f.ue8m0 = a.scale_format == ScaleFormat::kUE8M0;
+    f.x_f16 = a.act_dtype == DType::kFloat16;
+    f.x = a.x;
+    f.x_stride = a.x_row_stride > 0 ? a.x_row_stride : a.hidden;
+    f.hidden = a.hidden;
+    f.units = a.hidden / 16;
+    f.static_scale = a.static_scale;
+    f.q_out = static_cast<uint8_t*>(a.q_out);
+    f.q_scales = a.q_scales;
+    f.rows_pad4 = (bound + 3) / 4 * 4;
+  }
+  f.ticket = a.ticket;
+
+  switch (rp.mode) {
+    case RowMode::kSoftmaxRow: return front_detail::launch_front_softmax(f, rp.bf16, rp.vec, l, stream);
+    case RowMode::kSigmoidRow: return front_detail::launch_front_sigmoid(f, rp.bf16, rp.vec, l, stream);
+    case RowMode::kSqrtSoftplusRow: return front_detail::launch_front_sqrt_softplus(f, rp.bf16, rp.vec, l, stream);
+    case RowMode::kLogitsRow: return front_detail::launch_front_logits(f, rp.bf16, rp.vec, l, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace fusedmoe::kernels

@@ -1,0 +1,50 @@
+// Host launcher of the fused front half for small token counts (decode): route + plan (+ FP8
+// quantisation of x in token order, the gather layout) in one kernel launch. Results are
+// identical to launch_router + launch_plan (+ launch_permute_quant with permute == false).
+// No allocation, no host synchronisation; CUDA-graph capturable.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "fusedmoe/quant.h"
+#include "fusedmoe/types.h"
+#include "kernels/dispatch/plan_launch.h"
+#include "kernels/router/router_launch.h"
+
+namespace fusedmoe::kernels {
+
+// Bounds of the fused path: tokens (the launch bound) and plan entries (tokens x slots).
+inline constexpr int64_t kFrontMaxTokens = 256;
+inline constexpr int64_t kFrontMaxEntries = 256 * 17;
+
+struct FrontArgs {
+  RouterArgs router;  // router.num_tokens: T or its bound; router.num_tokens_dev: optional device T
+  PlanArgs plan;      // same T / bound and device count; plan.topk_ids = router.topk_ids
+  // Optional FP8 quantisation of x in token order (rows = the bound), as launch_permute_quant
+  // with permute == false: kNone (skip), kPerTensorStatic, kPerToken or kGroup128.
+  ActQuant quant = ActQuant::kNone;
+  ScaleFormat scale_format = ScaleFormat::kFloat32;
+  DType act_dtype = DType::kBFloat16;
+  const void* x = nullptr;
+  int64_t x_row_stride = 0;
+  int hidden = 0;
+  const float* static_scale = nullptr;
+  void* q_out = nullptr;      // [bound, K] e4m3
+  float* q_scales = nullptr;  // kPerTensorStatic: [1]; kPerToken: [pad4(bound)]; kGroup128: [K/128, pad4(bound)]
+  unsigned int* ticket = nullptr;  // one word, zeroed on the stream before every launch
+};
+
+// True when the fused path can run these arguments: a router that reads rows of logits
+// (softmax / biased / top-k-softmax / sigmoid-top-1, not hash or precomputed), bound <=
+// kFrontMaxTokens, bound x slots <= kFrontMaxEntries, quantisation none / static / per-token /
+// 128-group of a K that is a multiple of 16, and no weight-on-input scaling of x. *why says
+// which condition failed.
+bool front_small_eligible(const FrontArgs& args, const char** why);
+
+// cudaErrorInvalidValue when not eligible or the arguments are invalid (as the separate launchers).
+cudaError_t launch_front_small(const FrontArgs& args, cudaStream_t stream);
+
+const char* front_small_kernel_name();
+
+}  // namespace fusedmoe::kernels

@@ -1,0 +1,85 @@
+// The kernel registry behind `fusedmoe info` and preload_kernels(): every family present, names
+// unique and spelling their config, addresses unique, consistent with the GEMM names the oracle
+// prints. Runs without a GPU (addresses of host stubs only).
+#include <gtest/gtest.h>
+
+#include <iterator>
+#include <map>
+#include <set>
+#include <string>
+
+#include "fusedmoe/device.h"
+#include "kernels/registry.h"
+
+#if defined(FUSEDMOE_WITH_CUDA)
+#include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+#endif
+
+namespace fm = fusedmoe;
+
+namespace {
+
+const char* const kFamilies[] = {"router",       "plan",           "permute_quant", "combine",
+                                 "grouped_gemm", "gemm_smoke",     "inv_rope_quant", "stream_read"};
+
+TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
+  const fm::BuildInfo b = fm::build_info();
+  if (!b.with_cuda) {
+    EXPECT_TRUE(b.kernel_instances.empty());
+    GTEST_SKIP() << "CPU-only build: no kernels";
+  }
+  ASSERT_FALSE(b.kernel_instances.empty());
+  ASSERT_EQ(b.kernels.size(), b.kernel_instances.size());
+  std::set<std::string> names;
+  std::map<std::string, int> per_family;
+  for (size_t i = 0; i < b.kernel_instances.size(); ++i) {
+    const auto& k = b.kernel_instances[i];
+    EXPECT_FALSE(k.name.empty());
+    EXPECT_EQ(k.name, b.kernels[i]);
+    EXPECT_TRUE(names.insert(k.name).second) << "duplicate instance name " << k.name;
+    ++per_family[k.family];
+  }
+  for (const char* f : kFamilies) EXPECT_GT(per_family[f], 0) << "family " << f << " missing";
+  EXPECT_EQ(per_family.size(), std::size(kFamilies)) << "a family not in kFamilies: update the test and the docs";
+  // Names spell the config (a few that the library launches for real model shapes).
+  for (const char* n : {"router_topk<bf16,vec8,nv1,sigmoid>", "router_topk<f32,vec4,nv2,softmax>",
+                        "router_topk<f32,vec1,nv32,logits>", "router_gather<bf16>", "combine<bf16,vpt8>",
+                        "permute_quant<bf16,e4m3,vpt4>", "sm90_bf16_grouped_gemm_128x128x64_s5_gated",
+                        "sm90_bf16_grouped_gemm_swapab_64x16x64_s10", "sm90_bf16_gemm_smoke_128x128x64_s5"})
+    EXPECT_TRUE(names.count(n)) << n << " not listed";
+  // The router: 4 row modes x (f32: VEC 1, 2, 4; bf16: VEC 1, 2, 4, 8) x NV up to 32 / VEC, + 2 gathers.
+  EXPECT_EQ(per_family["router"], 4 * (6 + 5 + 4 + 6 + 5 + 4 + 3) + 2);
+}
+
+#if defined(FUSEDMOE_WITH_CUDA)
+TEST(KernelRegistry, AddressesAreUniqueAndEveryFamilyReachesItsModule) {
+  const fm::kernels::KernelList list = fm::kernels::compiled_kernel_instances();
+  std::set<const void*> seen;
+  std::map<std::string, int> addressed;
+  for (const auto& k : list) {
+    if (k.fn == nullptr) continue;
+    EXPECT_TRUE(seen.insert(k.fn).second) << k.name << " shares an address with another instance";
+    ++addressed[k.family];
+  }
+  // preload_kernels() reaches a family's module through its addressed instances.
+  for (const char* f : kFamilies) EXPECT_GT(addressed[f], 0) << "family " << f << " has no addressed instance";
+}
+
+TEST(KernelRegistry, GemmNamesOfTheOracleAreCompiledInstances) {
+  const auto names = fm::kernels::compiled_kernel_names();
+  int n = 0;
+  const char* const* gemm = fm::kernels::grouped_gemm_instance_names(&n);
+  ASSERT_GT(n, 0);
+  for (int i = 0; i < n; ++i) {
+    std::string want = gemm[i];  // "sm90_bf16_grouped_gemm1_..." -> "sm90_bf16_grouped_gemm_..."
+    const size_t at = want.find("gemm1_") != std::string::npos ? want.find("gemm1_") : want.find("gemm2_");
+    ASSERT_NE(at, std::string::npos) << want;
+    want.erase(at + 4, 1);
+    bool found = false;
+    for (const auto& s : names) found = found || s == want || s == want + "_gated";
+    EXPECT_TRUE(found) << gemm[i] << " has no compiled instance " << want;
+  }
+}
+#endif
+
+}  // namespace

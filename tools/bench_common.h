@@ -1,0 +1,152 @@
+// Helpers shared by the `fusedmoe bench` suites (bench.cpp: dispatch, layer; bench_coldstart.cpp;
+// bench_rope.cpp): allocation, upload, event/graph timing, the same-run read bandwidth, the row
+// table. Method: shared/benchmark-protocol.md.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fusedmoe/fusedmoe.h"
+#include "fusedmoe/reference.h"
+#include "kernels/util/stream_read.h"
+
+namespace fusedmoe_bench {
+
+namespace fm = fusedmoe;
+
+inline constexpr int kGraphCalls = 20;
+
+#define BENCH_CUDA(expr)                                                                          \
+  do {                                                                                            \
+    cudaError_t e_ = (expr);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "bench: %s failed: %s (%s:%d)\n", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                               \
+    }                                                                                             \
+  } while (0)
+
+struct Buf {
+  void* p = nullptr;
+  explicit Buf(size_t n) { BENCH_CUDA(cudaMalloc(&p, std::max<size_t>(n, 256))); }
+  ~Buf() { cudaFree(p); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+};
+
+template <class T>
+void upload(void* dst, const std::vector<T>& v) {
+  if (!v.empty()) BENCH_CUDA(cudaMemcpy(dst, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+// Median per-call microseconds of `fn` captured `kGraphCalls` times into one graph.
+template <class Fn>
+double time_graph(cudaStream_t s, Fn fn, int reps = 25) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < kGraphCalls; ++i) fn();
+  BENCH_CUDA(cudaStreamEndCapture(s, &g));
+  BENCH_CUDA(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t a, b;
+  BENCH_CUDA(cudaEventCreate(&a));
+  BENCH_CUDA(cudaEventCreate(&b));
+  for (int w = 0; w < 3; ++w) BENCH_CUDA(cudaGraphLaunch(ge, s));
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    BENCH_CUDA(cudaEventRecord(a, s));
+    BENCH_CUDA(cudaGraphLaunch(ge, s));
+    BENCH_CUDA(cudaEventRecord(b, s));
+    BENCH_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(1e3 * ms / kGraphCalls);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Median seconds of `fn` on stream `s`, each repetition timed alone with events, after warm-up.
+template <class Fn>
+double median_seconds(cudaStream_t s, Fn fn, int warmup = 3, int reps = 10) {
+  for (int i = 0; i < warmup; ++i) fn();
+  BENCH_CUDA(cudaStreamSynchronize(s));
+  cudaEvent_t a, b;
+  BENCH_CUDA(cudaEventCreate(&a));
+  BENCH_CUDA(cudaEventCreate(&b));
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    cudaEventRecord(a, s);
+    fn();
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    t.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+inline double measure_read_bw(cudaStream_t s, int num_sms) {
+  const size_t bytes = size_t{4} << 30;
+  Buf buf(bytes), sink(16);
+  BENCH_CUDA(cudaMemset(buf.p, 0x5a, bytes));
+  return bytes / median_seconds(s, [&] {
+    (void)fm::kernels::launch_stream_read(buf.p, bytes, static_cast<uint32_t*>(sink.p), num_sms, s);
+  });
+}
+
+struct Row {
+  std::string case_name, stage;
+  int64_t tokens = 0;
+  double us = 0, bytes = 0, gbps = 0, floor_us = 0, pct_floor = 0, tflops = 0;
+  std::string peer;  // peer figure for context
+  double us_hot = 0;  // second column where a suite reports hot-cache figures (rope); 0 = none
+};
+
+
+// Fills `bytes` of device memory with a repeated block of random bf16 values (never zeros).
+inline void fill_random_bf16(void* dst, size_t bytes, uint64_t seed) {
+  static std::vector<uint16_t> block;
+  if (block.empty()) {
+    block.resize(size_t{8} << 20);
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.f, 0.02f);
+    for (auto& x : block) x = fm::ref::float_to_bf16(nd(rng));
+  }
+  for (size_t off = 0; off < bytes; off += block.size() * 2)
+    BENCH_CUDA(cudaMemcpy(static_cast<char*>(dst) + off, block.data(), std::min(block.size() * 2, bytes - off),
+                          cudaMemcpyHostToDevice));
+}
+
+
+inline void print_rows(const std::vector<Row>& rows) {
+  std::printf("%-14s %-26s %7s %10s %9s %10s %9s %8s  %s\n", "case", "stage", "tokens", "us", "TFLOP/s", "GB/s",
+              "floor us", "% floor", "peer (shared/peer-figures.md)");
+  double log_sum = 0.0;
+  for (const Row& r : rows) {
+    std::printf("%-14s %-26s %7lld %10.2f %9.1f %10.1f %9.2f %7.1f%%  %s\n", r.case_name.c_str(), r.stage.c_str(),
+                static_cast<long long>(r.tokens), r.us, r.tflops, r.gbps, r.floor_us, r.pct_floor, r.peer.c_str());
+    log_sum += std::log(std::max(r.pct_floor, 1e-3) / 100.0);
+  }
+  if (!rows.empty()) std::printf("geometric mean of floor/time: %.3f over %zu cases\n", std::exp(log_sum / rows.size()), rows.size());
+}
+
+// Suites in their own files; each appends rows and returns false on a failed check / criterion.
+bool bench_coldstart(cudaStream_t s, std::vector<Row>* rows);
+bool bench_rope(cudaStream_t s, double read_bw, const std::vector<int64_t>& tokens, std::vector<Row>* rows);
+
+}  // namespace fusedmoe_bench
