@@ -7,6 +7,7 @@ KernelList compiled_kernel_instances() {
   KernelList v;
   v.reserve(256);
   append_router_instances(&v);
+  append_front_instances(&v);
   append_plan_instances(&v);
   append_permute_quant_instances(&v);
   append_combine_instances(&v);

@@ -6,6 +6,7 @@
 //
 // Each kernel family lists its instances from the translation unit that launches them:
 //   router         router/router_mode_*.cu (top-k instances), router/router_launch.cu (gather)
+//   front          front/front_mode_*.cu (fused route + plan + quantise, small batches)
 //   plan           dispatch/plan_instances.cu (extern declarations of plan_launch.cu's kernels)
 //   permute_quant  quant/permute_quant_instances.cu (names; the module through a test kernel)
 //   combine        combine/combine_launch.cu
@@ -37,6 +38,7 @@ struct KernelInstance {
 using KernelList = std::vector<KernelInstance>;
 
 void append_router_instances(KernelList* out);
+void append_front_instances(KernelList* out);
 void append_plan_instances(KernelList* out);
 void append_permute_quant_instances(KernelList* out);
 void append_combine_instances(KernelList* out);

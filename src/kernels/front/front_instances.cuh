@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "kernels/front/front.cuh"
+#include "kernels/registry.h"
 
 namespace fusedmoe::kernels::front_detail {
 
@@ -22,6 +24,12 @@ cudaError_t launch_front_softmax(const FrontParams& f, bool bf16, int vec, const
 cudaError_t launch_front_sigmoid(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s);
 cudaError_t launch_front_sqrt_softplus(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s);
 cudaError_t launch_front_logits(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s);
+
+// The instances of each row mode, listed from the file that launches them (kernels/registry.h).
+void append_front_softmax_instances(KernelList* out);
+void append_front_sigmoid_instances(KernelList* out);
+void append_front_sqrt_softplus_instances(KernelList* out);
+void append_front_logits_instances(KernelList* out);
 
 #if defined(FUSEDMOE_FRONT_INSTANCES)
 // More than 48 KB of dynamic shared memory: opt in once per device and instance (not a stream
@@ -72,6 +80,30 @@ cudaError_t launch_front_vec(const FrontParams& f, int vec, const FrontLaunch& l
 template <RowMode M>
 cudaError_t launch_front_mode(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s) {
   return bf16 ? launch_front_vec<uint16_t, M>(f, vec, l, s) : launch_front_vec<float, M>(f, vec, l, s);
+}
+
+// The listing mirrors the launch recursion above (NV = 1, 2, 4, ... while NV * VEC <= 32; VEC 1, 2,
+// 4, + 8 for bf16); `fusedmoe info` on a GPU reports module functions missing from it.
+template <typename T, int VEC, int NV, RowMode M>
+void append_front_nv(KernelList* out) {
+  constexpr const char* kMode = M == RowMode::kSoftmaxRow ? "softmax" : M == RowMode::kSigmoidRow ? "sigmoid"
+                              : M == RowMode::kSqrtSoftplusRow ? "sqrt_softplus" : "logits";
+  out->push_back({"front",
+                  std::string("front_small<") + (sizeof(T) == 2 ? "bf16" : "f32") + ",vec" + std::to_string(VEC) +
+                      ",nv" + std::to_string(NV) + "," + kMode + ">",
+                  reinterpret_cast<const void*>(&front_small_kernel<T, VEC, NV, M>)});
+  if constexpr (NV * VEC < 32) append_front_nv<T, VEC, NV * 2, M>(out);
+}
+
+template <RowMode M>
+void append_front_mode(KernelList* out) {
+  append_front_nv<float, 1, 1, M>(out);
+  append_front_nv<float, 2, 1, M>(out);
+  append_front_nv<float, 4, 1, M>(out);
+  append_front_nv<uint16_t, 1, 1, M>(out);
+  append_front_nv<uint16_t, 2, 1, M>(out);
+  append_front_nv<uint16_t, 4, 1, M>(out);
+  append_front_nv<uint16_t, 8, 1, M>(out);
 }
 #endif
 

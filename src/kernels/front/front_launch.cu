@@ -120,3 +120,13 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
 }
 
 }  // namespace fusedmoe::kernels
+
+namespace fusedmoe::kernels {
+// The fused front kernel's instances (kernels/registry.h), from front_mode_*.cu.
+void append_front_instances(KernelList* out) {
+  front_detail::append_front_softmax_instances(out);
+  front_detail::append_front_sigmoid_instances(out);
+  front_detail::append_front_sqrt_softplus_instances(out);
+  front_detail::append_front_logits_instances(out);
+}
+}  // namespace fusedmoe::kernels

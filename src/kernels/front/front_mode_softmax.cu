@@ -6,4 +6,6 @@ namespace fusedmoe::kernels::front_detail {
 cudaError_t launch_front_softmax(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s) {
   return launch_front_mode<RowMode::kSoftmaxRow>(f, bf16, vec, l, s);
 }
+
+void append_front_softmax_instances(KernelList* out) { append_front_mode<RowMode::kSoftmaxRow>(out); }
 }  // namespace fusedmoe::kernels::front_detail

@@ -6,4 +6,6 @@ namespace fusedmoe::kernels::front_detail {
 cudaError_t launch_front_sqrt_softplus(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s) {
   return launch_front_mode<RowMode::kSqrtSoftplusRow>(f, bf16, vec, l, s);
 }
+
+void append_front_sqrt_softplus_instances(KernelList* out) { append_front_mode<RowMode::kSqrtSoftplusRow>(out); }
 }  // namespace fusedmoe::kernels::front_detail
