@@ -86,10 +86,6 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
   r->row_token = region<int32_t>(ws, w.row_token);
   r->row_slot = region<int32_t>(ws, w.row_slot);
   r->slot_row = region<int32_t>(ws, w.slot_row);
-  // Clears the error flag and the fused front kernel's ticket word.
-  FM_TRY(launched(cudaMemsetAsync(error_flag, 0, 32, s), "clear error flag"));
-  r->launches = 1;
-
   kernels::RouterArgs ra;
   ra.config = p.router;
   ra.num_tokens = p.num_tokens;
@@ -150,8 +146,7 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
       fa.q_out = const_cast<void*>(r->act);
       fa.q_scales = const_cast<float*>(r->act_scales);
     }
-    fa.ticket = reinterpret_cast<unsigned int*>(error_flag + 4);
-    if (kernels::front_small_eligible(fa, nullptr)) {
+    if (kernels::front_small_eligible(fa, nullptr)) {  // it writes the whole error flag itself
       FM_TRY(launched(kernels::launch_front_small(fa, s), "fused route + plan"));
       r->fused_front = true;
       ++r->launches;
@@ -163,6 +158,8 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
   const int64_t x_stride = t.x_row_stride > 0 ? t.x_row_stride : p.hidden;
   const bool x_as_is = !o.permute && !quant && !p.router.weight_on_input && x_stride == p.hidden;
   if (!r->fused_front) {
+    FM_TRY(launched(cudaMemsetAsync(error_flag, 0, 16, s), "clear error flag"));
+    ++r->launches;
     if (p.num_tokens > 0) {
       FM_TRY(launched(kernels::launch_router(ra, s), "router"));
       ++r->launches;

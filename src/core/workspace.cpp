@@ -51,7 +51,7 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   w.intermediate = b.take(rows_pad * ndim * act_bytes);
   w.inter_scales = b.take(fp8 ? n_groups * ((rows_pad + 3) / 4 * 4) * 4 : 0);
   w.expert_out = b.take(rows * kdim * dtype_bytes(p.act_dtype));
-  w.error_flag = b.take(32);  // int32[4] error flag + the fused front kernel's ticket word
+  w.error_flag = b.take(16);
 #if defined(FUSEDMOE_WITH_CUDA)
   w.plan_scratch = b.take(kernels::plan_scratch_bytes(p.max_tokens, p.top_k(), static_cast<int>(groups)));
   w.quant_scratch = b.take(kernels::permute_quant_scratch_bytes(p.max_tokens, p.hidden));

@@ -32,7 +32,7 @@ struct WorkspaceLayout {
   Region intermediate;   // [R_pad, N]    GEMM1 + activation output
   Region inter_scales;   // f32 [N/128 or 1, R_pad]
   Region expert_out;     // act_dtype [R, K] GEMM2 output before the combine
-  Region error_flag;     // i32 [8]       [0..3] device-side input errors, [4] fused-front ticket
+  Region error_flag;     // i32 [4]       device-side input errors (ids out of range, token count)
   Region plan_scratch;   // kernels::plan_scratch_bytes
   Region quant_scratch;  // kernels::permute_quant_scratch_bytes
   size_t total = 0;

@@ -1,16 +1,26 @@
 // front.cuh — the fused front half for small token counts (decode): route + optional FP8
-// quantisation of x in token order + dispatch plan, in ONE launch (contract in front_launch.h).
+// quantisation of x in token order + dispatch plan, in ONE cooperative launch (contract in
+// front_launch.h).
 //
 // Block = 8 routing warps (+ 8 quantising warps when x is quantised); block b owns tokens
 // 8b .. 8b + 7. Routing warp w routes token 8b + w with the router's own per-token body
 // (router.cuh: route_token, so ids/weights are bit-identical to the router kernel); quantising
 // warp 8 + w quantises the same token's row with the permute/quantise kernel's exact scalar
-// helpers (permute_quant.cuh), in token order (the gather layout). Then every block takes a ticket
-// (threadfence + atomicAdd); the last block to arrive sees every id and runs the single-block
-// plan body (plan.cuh) over all T * slots entries: the plan is the same as the plan kernel's.
-// The ticket is zeroed by the host's memset of the error-flag region before the launch.
+// helpers (permute_quant.cuh), in token order (the gather layout). Then a grid-wide barrier
+// (cooperative launch: the driver provides the barrier, nothing to zero beforehand), and block 0
+// plans over all T * slots entries:
+//   * bitmask plan: a token reaches a group at most once (top-k picks distinct experts), so a
+//     group's rows in (token, slot) order are its tokens in ascending order. mask[g] holds one
+//     bit per token (T <= 256: 8 words); count = popcount, rank of token t = popcount of the
+//     bits below t. Four barriers, no serial per-warp loops.
+//   * if a token reaches a group twice (an expert map sending two experts to one local slot),
+//     the general single-block plan body of plan.cuh runs instead.
+// Block 0 also writes the whole error flag (zero, or a device token count out of range), so no
+// memset precedes the launch.
 #pragma once
 #include <cuda_runtime.h>
+
+#include <cooperative_groups.h>
 
 #include <cstdint>
 
@@ -41,8 +51,87 @@ struct FrontParams {
   uint8_t* q_out;
   float* q_scales;
   int64_t rows_pad4;            // scale row stride: bound rounded up to 4
-  unsigned int* ticket;         // zeroed before the launch
+  int mask_words;               // ceil(bound / 32) (bitmask plan)
 };
+
+// Dynamic shared memory of the bitmask plan: uint32 mask[G][words], uint16 keys[n], int32 off[G].
+__host__ __device__ inline size_t bitmask_plan_smem_bytes(int groups, int words, int entries) {
+  return plan_detail::align_up(static_cast<size_t>(groups) * words * 4, 16) +
+         plan_detail::align_up(static_cast<size_t>(entries) * 2, 16) + plan_detail::align_up(static_cast<size_t>(groups) * 4, 16) + 33 * 8;
+}
+
+// Block 0's plan over n entries (see the header comment). Returns false (having written nothing
+// to global memory) when a token reaches a group twice.
+__device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, int32_t n, int words) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ int s_dup;
+  const int G = p.num_groups;
+  uint32_t* mask = reinterpret_cast<uint32_t*>(smem_raw);
+  uint16_t* keys = reinterpret_cast<uint16_t*>(smem_raw + plan_detail::align_up(size_t(G) * words * 4, 16));
+  int32_t* off = reinterpret_cast<int32_t*>(reinterpret_cast<unsigned char*>(keys) + plan_detail::align_up(size_t(n) * 2, 16));
+  unsigned long long* scan =
+      reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned char*>(off) + plan_detail::align_up(size_t(G) * 4, 16));
+  const int tid = threadIdx.x;
+  for (int i = tid; i < G * words; i += blockDim.x) mask[i] = 0u;
+  if (tid == 0) s_dup = 0;
+  __syncthreads();
+  for (int i = tid; i < n; i += blockDim.x) {
+    const int g = plan_detail::entry_group(p, i, false);
+    keys[i] = static_cast<uint16_t>(g);
+    if (g < G) {
+      const int t = i / p.slots;
+      const uint32_t bit = 1u << (t & 31);
+      if (atomicOr(mask + g * words + (t >> 5), bit) & bit) s_dup = 1;
+    }
+  }
+  __syncthreads();
+  if (s_dup) return false;
+  // Counts, offsets, padded offsets: contiguous groups per thread, one block scan.
+  const int ipt = (G + blockDim.x - 1) / blockDim.x;
+  const int g0 = tid * ipt, g1 = min(G, g0 + ipt);
+  unsigned long long mine = 0;
+  for (int g = g0; g < g1; ++g) {
+    uint32_t c = 0;
+    for (int w = 0; w < words; ++w) c += __popc(mask[g * words + w]);
+    mine += c;
+    mine += static_cast<unsigned long long>(plan_detail::round_up_tile(c, p.tile_m)) << 32;
+  }
+  unsigned long long total = 0;
+  const unsigned long long excl = plan_detail::block_exclusive_scan<unsigned long long>(mine, scan, &total);
+  uint32_t run = static_cast<uint32_t>(excl), prun = static_cast<uint32_t>(excl >> 32);
+  for (int g = g0; g < g1; ++g) {
+    uint32_t c = 0;
+    for (int w = 0; w < words; ++w) c += __popc(mask[g * words + w]);
+    p.counts[g] = static_cast<int32_t>(c);
+    p.offsets[g] = static_cast<int32_t>(run);
+    p.padded_offsets[g] = static_cast<int32_t>(prun);
+    off[g] = static_cast<int32_t>(run);
+    run += c;
+    prun += static_cast<uint32_t>(plan_detail::round_up_tile(c, p.tile_m));
+  }
+  if (tid == 0) {
+    p.offsets[G] = static_cast<int32_t>(total);
+    p.padded_offsets[G] = static_cast<int32_t>(total >> 32);
+  }
+  __syncthreads();
+  // Rows: rank of token t in its group = bits of the group's mask below t.
+  for (int i = tid; i < n; i += blockDim.x) {
+    const int g = keys[i];
+    const int t = i / p.slots;
+    if (g >= G) {
+      p.slot_row[i] = -1;
+      continue;
+    }
+    const uint32_t* m = mask + g * words;
+    int rank = __popc(m[t >> 5] & ((1u << (t & 31)) - 1u));
+    for (int w = 0; w < (t >> 5); ++w) rank += __popc(m[w]);
+    const int row = off[g] + rank;
+    p.slot_row[i] = row;
+    p.row_token[row] = t;
+    p.row_slot[row] = i - t * p.slots;
+  }
+  return true;
+}
 
 // Quantise token t's row (one warp). Bit-identical to permute_quant_kernel in token order.
 template <class TIn>
@@ -115,7 +204,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   __shared__ bool s_last;
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
-  const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, f.r.error_flag);
+  const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
   const int64_t token = static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
 
   if (warp < kRouteWarps) {
@@ -143,15 +232,36 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     }
   }
 
-  // Last block to finish plans over every token's ids.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) s_last = atomicAdd(f.ticket, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!s_last) return;
-  __threadfence();
+  // Every id is written: block 0 plans, the other blocks are done.
+  if (gridDim.x > 1) {
+    __threadfence();
+    cooperative_groups::this_grid().sync();
+  } else {
+    __syncthreads();
+  }
+  if (blockIdx.x != 0) return;
   const int32_t entries = static_cast<int32_t>(num_tokens * f.plan.slots);
-  plan_detail::plan_rank_scatter_body<true>(f.plan, 0, 0, entries, f.plan_entries_per_warp);
+  if (!bitmask_plan(f.plan, entries, f.mask_words)) {
+    __syncthreads();
+    plan_detail::plan_rank_scatter_body<true>(f.plan, 0, 0, entries, f.plan_entries_per_warp);
+  }
+  // The whole error flag: zero, or the device token count that was clamped.
+  if (threadIdx.x == 0 && f.r.error_flag != nullptr) {
+    int32_t e0 = 0, e1 = 0, e2 = 0, e3 = 0;
+    if (f.r.num_tokens_dev != nullptr) {
+      const int64_t v = *f.r.num_tokens_dev;
+      if (v < 0 || v > f.r.num_tokens) {
+        e0 = kErrorTokenCount;
+        e1 = static_cast<int32_t>(v);
+        e2 = -1;
+        e3 = static_cast<int32_t>(f.r.num_tokens);
+      }
+    }
+    f.r.error_flag[1] = e1;
+    f.r.error_flag[2] = e2;
+    f.r.error_flag[3] = e3;
+    f.r.error_flag[0] = e0;
+  }
 }
 
 }  // namespace fusedmoe::kernels::front_detail

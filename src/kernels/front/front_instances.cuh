@@ -58,8 +58,21 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     const cudaError_t e = front_smem_optin(fn, l.smem, &done);
     if (e != cudaSuccess) return e;
   }
-  fn<<<l.grid, l.block, l.smem, s>>>(f);
-  return cudaGetLastError();
+  if (l.grid == 1) {  // one block: no grid barrier in the kernel, a plain launch
+    fn<<<1, l.block, l.smem, s>>>(f);
+    return cudaGetLastError();
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(l.grid));
+  cfg.blockDim = dim3(static_cast<unsigned>(l.block));
+  cfg.dynamicSmemBytes = l.smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, fn, f);
 }
 
 template <typename T, RowMode M>

@@ -61,10 +61,6 @@ bool front_small_eligible(const FrontArgs& a, const char** why) {
       w = "dynamic per-tensor scale needs a pass over all of x first";
       return false;
   }
-  if (a.ticket == nullptr) {
-    w = "no ticket word";
-    return false;
-  }
   w = "eligible";
   return true;
 }
@@ -87,8 +83,10 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   const int64_t bound = a.router.num_tokens;
   const int64_t entries = f.plan.num_entries;
   f.plan_entries_per_warp = static_cast<int>(std::max<int64_t>(1, (entries + warps - 1) / warps));
-  l.smem = std::max(rp.smem_per_warp * front_detail::kRouteWarps,
-                    plan_detail::plan_smem_bytes(warps, f.plan.num_groups, static_cast<int>(entries)));
+  f.mask_words = static_cast<int>((bound + 31) / 32);
+  l.smem = std::max({rp.smem_per_warp * front_detail::kRouteWarps,
+                     plan_detail::plan_smem_bytes(warps, f.plan.num_groups, static_cast<int>(entries)),
+                     front_detail::bitmask_plan_smem_bytes(f.plan.num_groups, f.mask_words, static_cast<int>(entries))});
   if (l.smem > front_detail::kFrontMaxSmem) return cudaErrorInvalidValue;
   l.grid = static_cast<int>((bound + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps);
 
@@ -108,7 +106,6 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     f.q_scales = a.q_scales;
     f.rows_pad4 = (bound + 3) / 4 * 4;
   }
-  f.ticket = a.ticket;
 
   switch (rp.mode) {
     case RowMode::kSoftmaxRow: return front_detail::launch_front_softmax(f, rp.bf16, rp.vec, l, stream);

@@ -1,7 +1,9 @@
 // Host launcher of the fused front half for small token counts (decode): route + plan (+ FP8
-// quantisation of x in token order, the gather layout) in one kernel launch. Results are
-// identical to launch_router + launch_plan (+ launch_permute_quant with permute == false).
-// No allocation, no host synchronisation; CUDA-graph capturable.
+// quantisation of x in token order, the gather layout) in one cooperative kernel launch (a
+// grid-wide barrier between routing and planning; at most 32 blocks). Results are identical to
+// launch_router + launch_plan (+ launch_permute_quant with permute == false). The kernel writes
+// the whole error flag (router.error_flag, int32[4]) itself: no memset before it. No allocation,
+// no host synchronisation; CUDA-graph capturable (cooperative kernel nodes).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -32,7 +34,6 @@ struct FrontArgs {
   const float* static_scale = nullptr;
   void* q_out = nullptr;      // [bound, K] e4m3
   float* q_scales = nullptr;  // kPerTensorStatic: [1]; kPerToken: [pad4(bound)]; kGroup128: [K/128, pad4(bound)]
-  unsigned int* ticket = nullptr;  // one word, zeroed on the stream before every launch
 };
 
 // True when the fused path can run these arguments: a router that reads rows of logits

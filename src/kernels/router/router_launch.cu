@@ -55,6 +55,7 @@ cudaError_t prepare_router(const RouterArgs& args, router_detail::RouterPrep* pr
   if (args.num_tokens < 0) return cudaErrorInvalidValue;
   if (num_experts < 1 || num_experts > kMaxExperts) return cudaErrorInvalidValue;
   if (k < 1 || k > kMaxTopK || k > num_experts) return cudaErrorInvalidValue;
+  if (args.num_tokens == 0) return cudaSuccess;  // nothing to launch (prep stays default)
   if (args.topk_ids == nullptr || args.topk_weights == nullptr) return cudaErrorInvalidValue;
   const bool bf16 = rc.logits_dtype == DType::kBFloat16;
   if (!bf16 && rc.logits_dtype != DType::kFloat32) return cudaErrorInvalidValue;
