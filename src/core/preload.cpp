@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/front/front_launch.h"
 #include "kernels/registry.h"
 #endif
 
@@ -155,6 +156,13 @@ Status run_preload(int ordinal, PreloadReport* r) {
       r->mismatches.push_back(family + ": " + std::to_string(count) + " instances listed, " + std::to_string(in_modules) +
                               " functions in its " + std::to_string(modules[family].size()) + " module(s)");
   }
+#if defined(FUSEDMOE_WITH_CUDA)
+  // The fused front kernel is a cooperative launch; the process's first one has a driver set-up.
+  if (const cudaError_t e = kernels::warm_cooperative_launch(); e != cudaSuccess) {
+    cudaGetLastError();
+    return Status(StatusCode::kCudaError, std::string("preloading kernels: cooperative warm-up: ") + cudaGetErrorString(e));
+  }
+#endif
   r->instances = static_cast<int>(list.size());
   r->modules = static_cast<int>(all_modules.size());
   CUmoduleLoadingMode mode = CU_MODULE_LAZY_LOADING;

@@ -75,13 +75,39 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
   for (int i = tid; i < G * words; i += blockDim.x) mask[i] = 0u;
   if (tid == 0) s_dup = 0;
   __syncthreads();
-  for (int i = tid; i < n; i += blockDim.x) {
-    const int g = plan_detail::entry_group(p, i, false);
-    keys[i] = static_cast<uint16_t>(g);
-    if (g < G) {
-      const int t = i / p.slots;
-      const uint32_t bit = 1u << (t & 31);
-      if (atomicOr(mask + g * words + (t >> 5), bit) & bit) s_dup = 1;
+  // Keys: the ids are read in batches of 8 independent L2 loads per thread (one dependent load
+  // per entry would serialise 8+ round trips at 256 tokens), then mapped to groups.
+  constexpr int kBatch = 8;
+  constexpr int32_t kSharedSlot = 0x7fffffff;
+  for (int base = tid; base < n; base += blockDim.x * kBatch) {
+    int32_t id[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int i = base + j * static_cast<int>(blockDim.x);
+      id[j] = -1;
+      if (i < n) {
+        const int t = i / p.slots, sl = i - t * p.slots;
+        id[j] = sl < p.top_k ? __ldcg(p.topk_ids + static_cast<int64_t>(t) * p.top_k + sl) : kSharedSlot;
+      }
+    }
+    int32_t g[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      g[j] = G;
+      if (id[j] == kSharedSlot) g[j] = p.num_local;
+      else if (id[j] >= 0 && id[j] < p.num_experts) g[j] = p.expert_map != nullptr ? __ldg(p.expert_map + id[j]) : id[j];
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int i = base + j * static_cast<int>(blockDim.x);
+      if (i >= n) break;
+      const int gg = (id[j] != kSharedSlot && (g[j] < 0 || g[j] >= p.num_local)) ? G : g[j];
+      keys[i] = static_cast<uint16_t>(gg);
+      if (gg < G) {
+        const int t = i / p.slots;
+        const uint32_t bit = 1u << (t & 31);
+        if (atomicOr(mask + gg * words + (t >> 5), bit) & bit) s_dup = 1;
+      }
     }
   }
   __syncthreads();

@@ -48,4 +48,8 @@ cudaError_t launch_front_small(const FrontArgs& args, cudaStream_t stream);
 
 const char* front_small_kernel_name();
 
+// One tiny cooperative launch on a private stream, synchronised: the process's first cooperative
+// launch carries a one-time driver cost, paid here (by preload_kernels) instead of by a call.
+cudaError_t warm_cooperative_launch();
+
 }  // namespace fusedmoe::kernels
