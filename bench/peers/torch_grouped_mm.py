@@ -55,13 +55,17 @@ def run_case(name, tokens, reps, dev):
     wts = wts / wts.sum(1, keepdim=True)
     out = torch.empty(tokens, kdim, device=dev, dtype=torch.bfloat16)
 
+    ones = torch.ones(tokens * k, device=dev, dtype=torch.int32)
+    beyond = torch.full((tokens * k,), e_local, device=dev, dtype=torch.int32)
+
+    # Graph-capturable throughout: no host scalars turned into tensors, no bincount (its size
+    # check synchronises), device-side constants made before the capture.
     def layer():
         flat = ids.flatten()
-        local = flat < e_local if e_global != e_local else torch.ones_like(flat, dtype=torch.bool)
-        key = torch.where(local, flat, e_local)  # non-local slots sort last and are dropped
+        key = torch.where(flat < e_local, flat, beyond) if e_global != e_local else flat
         order = torch.argsort(key, stable=True)
-        counts = torch.bincount(key, minlength=e_local + 1)[:e_local]
-        offs = torch.cumsum(counts, 0, dtype=torch.int32)
+        counts = torch.zeros(e_local + 1, device=dev, dtype=torch.int32).scatter_add_(0, key.long(), ones)[:e_local]
+        offs = torch.cumsum(counts, 0, dtype=torch.int32)  # int32 end offsets, what _grouped_mm takes
         rows = order[: flat.numel()]
         tok = rows // k
         xs = x.index_select(0, tok)
