@@ -173,6 +173,13 @@ TEST(Validate, TensorErrors) {
   reject([](auto& t) { t.router_logits = nullptr; }, StatusCode::kInvalidArgument, "router_logits is null");
   reject([](auto& t) { t.x_row_stride = 4100; }, StatusCode::kMisaligned, "x_row_stride (4100)");
   reject([](auto& t) { t.out_row_stride = 8; }, StatusCode::kMisaligned, "out_row_stride (8)");
+  reject([](auto& t) { t.num_tokens_device = reinterpret_cast<const int32_t*>(g_buf + 2); }, StatusCode::kMisaligned,
+         "num_tokens_device");
+  {
+    fm::MoeTensors t = good_tensors(p);
+    t.num_tokens_device = reinterpret_cast<const int32_t*>(g_buf + 4);
+    EXPECT_TRUE(fm::validate(p, t).ok()) << "a 4-byte aligned device token count is accepted";
+  }
   fm::MoeProblem ds = block_fp8_problem();
   reject([](auto& t) { t.correction_bias = nullptr; }, StatusCode::kInvalidArgument, "correction_bias is null", ds);
   reject([](auto& t) { t.w1_scale = nullptr; }, StatusCode::kInvalidArgument, "w1_scale is null", ds);
