@@ -80,7 +80,8 @@ struct DispatchResult {
   const int32_t* row_slot = nullptr;        // [R] slot (shared expert: k)
   const int32_t* slot_row = nullptr;        // [T, slots] grouped row of (token, slot) or -1
   const void* act = nullptr;                // [act_rows, K]: e4m3 when quantised, else act_dtype
-                                            // (token order, unquantised, unweighted, dense x: x itself)
+                                            // (token order, unquantised, unweighted, dense x: x itself,
+                                            // exactly T rows; keep x unchanged until the GEMM has read it)
   int64_t act_rows = 0;                     // T (token order) or max padded rows (permuted)
   const float* act_scales = nullptr;        // per quant scheme (see quant.h), null for kNone
   int num_groups = 0;

@@ -55,7 +55,7 @@ struct MoeTensors {
   // problem.num_tokens is then only the bound the launches are sized for, so one captured CUDA
   // graph serves every count in [0, problem.num_tokens]. Rows of outputs past the device count
   // are not written. A device value outside that range is clamped and reported by
-  // check_device_errors().
+  // check_device_errors(). With problem.num_tokens == 0 nothing runs and the count is not read.
   const int32_t* num_tokens_device = nullptr;
 
   // Routing inputs (which ones depends on router.kind).

@@ -135,7 +135,12 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
     kernels::FrontArgs fa;
     fa.router = ra;
     fa.plan = pa;
-    if (!o.permute && quant) {
+    // Token order: x is quantised in the fused kernel when the scheme needs no pass over all of x
+    // first (dynamic per-tensor) and no routing weight on it; otherwise route + plan are still
+    // fused and the quantiser runs after.
+    const bool fuse_quant = !o.permute && quant && p.quant.act != ActQuant::kPerTensorDynamic &&
+                            !p.router.weight_on_input;
+    if (fuse_quant) {
       fa.quant = p.quant.act;
       fa.scale_format = p.quant.act_scale_format;
       fa.act_dtype = p.act_dtype;
@@ -147,11 +152,13 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
       fa.q_scales = const_cast<float*>(r->act_scales);
     }
     if (kernels::front_small_eligible(fa, nullptr)) {  // it writes the whole error flag itself
-      FM_TRY(launched(kernels::launch_front_small(fa, s), "fused route + plan"));
-      r->fused_front = true;
-      ++r->launches;
-      if (fa.quant != ActQuant::kNone) return Status::Ok();  // x quantised in token order already
-
+      const cudaError_t e = kernels::launch_front_small(fa, s);
+      if (e != cudaErrorCooperativeLaunchTooLarge) {  // too large: nothing launched, separate kernels
+        FM_TRY(launched(e, "fused route + plan"));
+        r->fused_front = true;
+        ++r->launches;
+        if (fa.quant != ActQuant::kNone) return Status::Ok();  // x quantised in token order already
+      }
     }
   }
   // Token order, no quantisation, no weight on the input: GEMM1 reads x itself (no copy).

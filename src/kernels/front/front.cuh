@@ -227,7 +227,6 @@ __device__ __forceinline__ void quantize_row_warp(const FrontParams& f, int64_t 
 template <typename T, int VEC, int NV, router_detail::RowMode M>
 __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const FrontParams f) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ bool s_last;
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last

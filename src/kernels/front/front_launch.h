@@ -43,7 +43,9 @@ struct FrontArgs {
 // which condition failed.
 bool front_small_eligible(const FrontArgs& args, const char** why);
 
-// cudaErrorInvalidValue when not eligible or the arguments are invalid (as the separate launchers).
+// cudaErrorInvalidValue when not eligible or the arguments are invalid (as the separate launchers);
+// cudaErrorCooperativeLaunchTooLarge, with nothing launched, when the grid cannot be resident at
+// once on this device (the caller then runs the separate kernels).
 cudaError_t launch_front_small(const FrontArgs& args, cudaStream_t stream);
 
 const char* front_small_kernel_name();
