@@ -62,24 +62,16 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     fn<<<1, l.block, l.smem, s>>>(f);
     return cudaGetLastError();
   }
-  // A cooperative grid must be resident at once. Blocks per SM of this instance at this shape,
-  // from the occupancy calculator (not a stream operation: fine during capture), cached per
-  // device. On a small MIG slice, under an MPS thread limit or with green contexts it may not fit:
-  // then nothing is launched and the caller takes the separate kernels.
+  // A cooperative grid must be resident at once: blocks per SM of this instance at this block
+  // size and shared memory (after the opt-in above), from the occupancy calculator (a host-side
+  // computation, not a stream operation: fine during capture). On a small MIG slice, under an MPS
+  // thread limit or with green contexts it may not fit: then nothing is launched and the caller
+  // runs the separate kernels.
   {
-    static std::atomic<int> fits_cache[64][2] = {};  // [device][quant block?]: blocks per SM + 1
-    int dev = 0;
+    int dev = 0, per_sm = 0, sms = 0;
     cudaError_t e = cudaGetDevice(&dev);
-    if (e != cudaSuccess) return e;
-    const int q = l.block > kRouteWarps * 32 ? 1 : 0;
-    int per_sm = dev < 64 ? fits_cache[dev][q].load(std::memory_order_relaxed) - 1 : -1;
-    if (per_sm < 0) {
-      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, l.block, kFrontMaxSmem);
-      if (e != cudaSuccess) return e;
-      if (dev < 64) fits_cache[dev][q].store(per_sm + 1, std::memory_order_relaxed);
-    }
-    int sms = 0;
-    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, l.block, l.smem);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return e;
     if (static_cast<int64_t>(per_sm) * sms < l.grid) return cudaErrorCooperativeLaunchTooLarge;
   }
