@@ -14,20 +14,37 @@ using namespace pq_detail;
 
 constexpr size_t kScratchBytes = 4096;  // absmax partials (<= 1024 floats)
 
+// One wave of resident blocks (grid-stride over the rows): blocks per SM from the occupancy
+// calculator (registers bound it, e.g. 4 blocks of 224 threads at 64 registers), not from the
+// thread count alone, so that no partial last wave idles most of the GPU.
+template <class Kernel>
+int resident_grid(Kernel kernel, int block, int64_t blocks_needed) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0) != cudaSuccess || per_sm < 1) {
+    cudaGetLastError();
+    per_sm = std::max(1, 2048 / block);
+  }
+  const int64_t resident = static_cast<int64_t>(vec::sm_count()) * per_sm;
+  return static_cast<int>(std::max<int64_t>(1, std::min(blocks_needed, resident)));
+}
+
 template <class TIn, bool kFp8>
-cudaError_t launch_rows(const PQParams& p, int vpt, int grid, int block, cudaStream_t stream) {
+cudaError_t launch_rows(const PQParams& p, int vpt, int64_t blocks_needed, int block, cudaStream_t stream) {
+  auto go = [&](auto kernel) {
+    kernel<<<resident_grid(kernel, block, blocks_needed), block, 0, stream>>>(p);
+    return cudaGetLastError();
+  };
   switch (vpt) {
-    case 1: permute_quant_kernel<TIn, kFp8, 1><<<grid, block, 0, stream>>>(p); break;
-    case 2: permute_quant_kernel<TIn, kFp8, 2><<<grid, block, 0, stream>>>(p); break;
-    case 4: permute_quant_kernel<TIn, kFp8, 4><<<grid, block, 0, stream>>>(p); break;
-    case 8: permute_quant_kernel<TIn, kFp8, 8><<<grid, block, 0, stream>>>(p); break;
+    case 1: return go(permute_quant_kernel<TIn, kFp8, 1>);
+    case 2: return go(permute_quant_kernel<TIn, kFp8, 2>);
+    case 4: return go(permute_quant_kernel<TIn, kFp8, 4>);
+    case 8: return go(permute_quant_kernel<TIn, kFp8, 8>);
     default: return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
 }
 
 template <class TIn>
-cudaError_t launch_typed(const PQParams& p, bool fp8, int vpt, int grid, int block, int amax_grid,
+cudaError_t launch_typed(const PQParams& p, bool fp8, int vpt, int64_t grid, int block, int amax_grid,
                          float* partials, cudaStream_t stream) {
   if (p.scheme == kDynamic) {
     absmax_partials_kernel<TIn><<<amax_grid, 256, 0, stream>>>(static_cast<const TIn*>(p.x), p.x_stride,
@@ -102,9 +119,7 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   p.teams = shape.teams;
 
   const int sms = vec::sm_count();
-  const int64_t blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
-  const int64_t resident = static_cast<int64_t>(sms) * std::max(1, 2048 / shape.block);
-  const int grid = static_cast<int>(std::min(blocks_needed, resident));
+  const int64_t grid = (a.num_tokens + shape.teams - 1) / shape.teams;  // blocks needed; launch_rows caps it
 
   int amax_grid = 0;
   float* partials = nullptr;
