@@ -4,7 +4,7 @@
 # the benchmarks, writes logs under $OUT (or ./out), and prints a short summary last.
 #   GPU_TEST_FILTER  gtest filter for the GPU suite (default: all; "-" skips the suite)
 #   SANITIZE=1       also run the suite (filtered by SANITIZE_FILTER) under compute-sanitizer
-#   BENCH            space-separated `fusedmoe bench` suites to run (dispatch, layer, coldstart, rope)
+#   BENCH            space-separated `fusedmoe bench` suites to run (dispatch, layer, crossover, coldstart, rope)
 #   BENCH_ARGS       extra arguments for every bench call (e.g. "--tokens 1,16,256")
 #   PEER=1           before `bench --suite layer`, time the torch._grouped_mm peer
 #                    (bench/peers/torch_grouped_mm.py, PEER_PYTHON, default the device's torch venv)
