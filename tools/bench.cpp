@@ -224,22 +224,12 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
       }
       const double both = time_graph(s, [&] { flush_l2(); (void)fm::forward(p, io, ws.p, ws_bytes, s, v.options); }, 15);
       const double us = std::max(both - flush_us, 0.01);
-      Row row;
-      row.case_name = c.name;
       // The tile choice, from the explanation ("tiles: swap-ab, token tile 8 (...)").
       const std::string ex = fm::explain(p, v.options);
       const size_t at = ex.find("\ntiles: ");
       std::string tiles = at == std::string::npos ? "?" : ex.substr(at + 8, ex.find(" (", at) - at - 8);
-      row.stage = "layer bf16 " + tiles + (v.label.empty() ? "" : " [forced]");
-      row.tokens = t;
-      row.us = us;
-      row.bytes = bytes;
-      row.gbps = bytes / (us * 1e-6) / 1e9;
-      row.tflops = flops / (us * 1e-6) / 1e12;
-      row.floor_us = std::max(bytes / bw, flops / peak) * 1e6;
-      row.pct_floor = 100.0 * row.floor_us / us;
-      row.peer = "";
-      rows->push_back(row);
+      rows->push_back(measured_row(c.name, "layer bf16 " + tiles + (v.label.empty() ? "" : " [forced]"), t, us, bytes,
+                                   bw, flops, peak));
       }
       (void)tmax;
     }
@@ -463,15 +453,7 @@ int cmd_bench(int argc, char** argv) {
           const double out_rows = v.permute ? slots : static_cast<double>(t);
           bytes += static_cast<double>(t) * p.hidden * 2 + out_rows * p.hidden * 1 + out_rows * (p.hidden / 128) * 4;
         }
-        Row row;
-        row.case_name = c.name;
-        row.stage = v.stage + " (" + std::to_string(r.launches) + " launches)";
-        row.tokens = t;
-        row.us = us;
-        row.bytes = bytes;
-        row.gbps = bytes / (us * 1e-6) / 1e9;
-        row.floor_us = bytes / bw * 1e6;
-        row.pct_floor = 100.0 * row.floor_us / us;
+        Row row = measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches)", t, us, bytes, bw);
         row.peer = vllm_align_figure(t);
         rows.push_back(row);
       }

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fusedmoe/fusedmoe.h"
@@ -116,6 +117,23 @@ struct Row {
   std::string peer;  // peer figure for context
   double us_hot = 0;  // second column where a suite reports hot-cache figures (rope); 0 = none
 };
+
+// A row of a memory-bound case: GB/s, and the floor and its share from the same-run read
+// bandwidth `bw` (bytes/s) and the optional GEMM rate `peak` (FLOP/s; 0 = bytes only).
+inline Row measured_row(std::string case_name, std::string stage, int64_t tokens, double us, double bytes, double bw,
+                        double flops = 0, double peak = 0) {
+  Row r;
+  r.case_name = std::move(case_name);
+  r.stage = std::move(stage);
+  r.tokens = tokens;
+  r.us = us;
+  r.bytes = bytes;
+  r.gbps = bytes / (us * 1e-6) / 1e9;
+  r.tflops = flops / (us * 1e-6) / 1e12;
+  r.floor_us = std::max(bytes / bw, peak > 0 ? flops / peak : 0.0) * 1e6;
+  r.pct_floor = 100.0 * r.floor_us / us;
+  return r;
+}
 
 
 // Fills `bytes` of device memory with a repeated block of random bf16 values (never zeros).

@@ -110,16 +110,10 @@ bool bench_rope(cudaStream_t s, double bw, const std::vector<int64_t>& tokens, s
       const double cold = std::max(both - flush_us, 0.01);
       const double bytes = static_cast<double>(elems) * 2 + static_cast<double>(t) * (64 * 4 + 8) +
                            static_cast<double>(elems) + static_cast<double>(scale_elems) * 4;
-      Row r;
-      r.case_name = sh.name;
-      r.stage = "inv-rope+fp8 " + std::to_string(sh.groups) + "x" + std::to_string(sh.heads_per_group) + " heads";
-      r.tokens = t;
-      r.us = cold;
+      Row r = measured_row(sh.name,
+                           "inv-rope+fp8 " + std::to_string(sh.groups) + "x" + std::to_string(sh.heads_per_group) + " heads",
+                           t, cold, bytes, bw);
       r.us_hot = hot;
-      r.bytes = bytes;
-      r.gbps = bytes / (cold * 1e-6) / 1e9;
-      r.floor_us = bytes / bw * 1e6;
-      r.pct_floor = 100.0 * r.floor_us / cold;
       char peer[128];
       std::snprintf(peer, sizeof(peer), "hot %.2f us (%.0f GB/s, %.0f%% floor)%s", hot, bytes / (hot * 1e-6) / 1e9,
                     100.0 * r.floor_us / hot, t <= kCheckMaxT ? "; checked" : "");

@@ -10,6 +10,7 @@
 #if defined(FUSEDMOE_WITH_CUDA)
 #include <cuda_runtime.h>
 
+#include "kernels/front/front_launch.h"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 #endif
 
@@ -91,11 +92,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
     if (d.chosen == Backend::kGrouped) {
       const char* g1 = kernels::grouped_gemm1_name(d.family, d.tokens_tile);
       const char* g2 = kernels::grouped_gemm2_name(d.family, d.tokens_tile);
-      const RouterKind rk = p.router.kind;
-      const bool row_router = rk == RouterKind::kSoftmaxTopK || rk == RouterKind::kBiasedTopK ||
-                              rk == RouterKind::kTopKSoftmax || rk == RouterKind::kSigmoidTop1;
-      const bool fused = row_router && p.num_tokens >= 1 && p.num_tokens <= 256 &&
-                         p.num_tokens * p.slots_per_token() <= 256 * 17;
+      const bool fused = kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token());
       os << "kernels: " << (fused ? "fused route + plan (one cooperative launch, <= 256 tokens)" : "router, dispatch plan")
          << ", permute, " << (g1 ? g1 : "?") << ", " << (g2 ? g2 : "?") << ", combine\n";
     }

@@ -172,7 +172,7 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
       ++r->launches;
     }
     FM_TRY(launched(kernels::launch_plan(pa, s), "dispatch plan"));
-    r->launches += p.num_tokens * slots > 8192 ? 3 : 1;
+    r->launches += kernels::plan_launch_count(p.num_tokens * slots);
   }
 
   kernels::PermuteQuantArgs qa;

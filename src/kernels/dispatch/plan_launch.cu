@@ -53,6 +53,8 @@ cudaError_t ensure_smem_optin(const void* fn, int bytes) {
 
 const char* plan_kernel_name() { return "dispatch_plan_single8192_chunked512to4096"; }
 
+int plan_launch_count(int64_t entries) { return entries <= kPlanSingleMaxEntries ? 1 : 3; }
+
 size_t plan_scratch_bytes(int64_t max_tokens, int top_k, int num_groups) {
   const int64_t entries = std::max<int64_t>(max_tokens, 0) * (std::max(top_k, 0) + 1);  // + a shared slot
   if (entries <= kPlanSingleMaxEntries) return kScratchAlign;  // one block, no scratch

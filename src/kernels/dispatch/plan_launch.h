@@ -34,6 +34,9 @@ struct PlanArgs {
 // Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).
 const char* plan_kernel_name();
 
+// Kernel launches launch_plan makes for T * slots entries (1 single-block, 3 chunked).
+int plan_launch_count(int64_t entries);
+
 // Scratch the plan needs for up to max_tokens tokens (with or without a shared slot).
 size_t plan_scratch_bytes(int64_t max_tokens, int top_k, int num_groups);
 

@@ -115,10 +115,14 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
   // Counts, offsets, padded offsets: contiguous groups per thread, one block scan.
   const int ipt = (G + blockDim.x - 1) / blockDim.x;
   const int g0 = tid * ipt, g1 = min(G, g0 + ipt);
-  unsigned long long mine = 0;
-  for (int g = g0; g < g1; ++g) {
+  auto group_count = [&](int g) {
     uint32_t c = 0;
     for (int w = 0; w < words; ++w) c += __popc(mask[g * words + w]);
+    return c;
+  };
+  unsigned long long mine = 0;
+  for (int g = g0; g < g1; ++g) {
+    const uint32_t c = group_count(g);
     mine += c;
     mine += static_cast<unsigned long long>(plan_detail::round_up_tile(c, p.tile_m)) << 32;
   }
@@ -126,8 +130,7 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
   const unsigned long long excl = plan_detail::block_exclusive_scan<unsigned long long>(mine, scan, &total);
   uint32_t run = static_cast<uint32_t>(excl), prun = static_cast<uint32_t>(excl >> 32);
   for (int g = g0; g < g1; ++g) {
-    uint32_t c = 0;
-    for (int w = 0; w < words; ++w) c += __popc(mask[g * words + w]);
+    const uint32_t c = group_count(g);
     p.counts[g] = static_cast<int32_t>(c);
     p.offsets[g] = static_cast<int32_t>(run);
     p.padded_offsets[g] = static_cast<int32_t>(prun);

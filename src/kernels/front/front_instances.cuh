@@ -31,6 +31,22 @@ void append_front_sigmoid_instances(KernelList* out);
 void append_front_sqrt_softplus_instances(KernelList* out);
 void append_front_logits_instances(KernelList* out);
 
+// A cooperative launch (grid-wide barrier available in the kernel) on `stream`.
+template <class Kernel, class... Args>
+cudaError_t launch_cooperative(Kernel kernel, int grid, int block, size_t smem, cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(static_cast<unsigned>(block));
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 #if defined(FUSEDMOE_FRONT_INSTANCES)
 // More than 48 KB of dynamic shared memory: opt in once per device and instance (not a stream
 // operation: fine during capture).
@@ -75,17 +91,7 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     if (e != cudaSuccess) return e;
     if (static_cast<int64_t>(per_sm) * sms < l.grid) return cudaErrorCooperativeLaunchTooLarge;
   }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(l.grid));
-  cfg.blockDim = dim3(static_cast<unsigned>(l.block));
-  cfg.dynamicSmemBytes = l.smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeCooperative;
-  attr[0].val.cooperative = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, fn, f);
+  return launch_cooperative(fn, l.grid, l.block, l.smem, s, f);
 }
 
 template <typename T, RowMode M>

@@ -19,26 +19,32 @@ const char* front_small_kernel_name() {
   return "front_small<f32|bf16 logits, vec 1-8, <=32 experts/lane, row mode> (route + plan + token-order fp8)";
 }
 
+bool front_small_shape_ok(RouterKind kind, int64_t tokens, int slots, const char** why) {
+  const char* dummy = nullptr;
+  const char*& w = why != nullptr ? *why : dummy;
+  if (kind != RouterKind::kSoftmaxTopK && kind != RouterKind::kBiasedTopK && kind != RouterKind::kTopKSoftmax &&
+      kind != RouterKind::kSigmoidTop1) {
+    w = "router reads no logits row (hash / precomputed)";
+    return false;
+  }
+  if (tokens < 1 || tokens > kFrontMaxTokens) {
+    w = "token bound outside [1, 256]";
+    return false;
+  }
+  if (tokens * slots > kFrontMaxEntries) {
+    w = "tokens x slots above the single-block plan";
+    return false;
+  }
+  return true;
+}
+
 bool front_small_eligible(const FrontArgs& a, const char** why) {
   const char* dummy = nullptr;
   const char*& w = why != nullptr ? *why : dummy;
   const RouterConfig& rc = a.router.config;
-  if (rc.kind != RouterKind::kSoftmaxTopK && rc.kind != RouterKind::kBiasedTopK && rc.kind != RouterKind::kTopKSoftmax &&
-      rc.kind != RouterKind::kSigmoidTop1) {
-    w = "router reads no logits row (hash / precomputed)";
-    return false;
-  }
   const int64_t bound = a.router.num_tokens;
-  if (bound < 1 || bound > kFrontMaxTokens || a.plan.num_tokens != bound) {
-    w = "token bound outside [1, 256]";
-    return false;
-  }
-  const int64_t slots = static_cast<int64_t>(a.plan.top_k) + a.plan.num_shared_experts;
-  if (bound * slots > kFrontMaxEntries) {
-    w = "tokens x slots above the single-block plan";
-    return false;
-  }
-  if (a.router.num_tokens_dev != a.plan.num_tokens_dev || a.plan.topk_ids != a.router.topk_ids) {
+  if (!front_small_shape_ok(rc.kind, bound, a.plan.top_k + a.plan.num_shared_experts, &w)) return false;
+  if (a.plan.num_tokens != bound || a.router.num_tokens_dev != a.plan.num_tokens_dev || a.plan.topk_ids != a.router.topk_ids) {
     w = "router and plan disagree";
     return false;
   }
@@ -135,16 +141,7 @@ cudaError_t warm_cooperative_launch() {
   cudaStream_t s = nullptr;
   cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   if (e != cudaSuccess) return e;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(2);
-  cfg.blockDim = dim3(32);
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeCooperative;
-  attr[0].val.cooperative = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  e = cudaLaunchKernelEx(&cfg, cooperative_warmup_kernel, static_cast<int*>(nullptr));
+  e = front_detail::launch_cooperative(cooperative_warmup_kernel, 2, 32, 0, s, static_cast<int*>(nullptr));
   const cudaError_t e2 = cudaStreamSynchronize(s);
   cudaStreamDestroy(s);
   return e != cudaSuccess ? e : e2;

@@ -20,6 +20,10 @@ namespace fusedmoe::kernels {
 inline constexpr int64_t kFrontMaxTokens = 256;
 inline constexpr int64_t kFrontMaxEntries = 256 * 17;
 
+// The problem-shape part of the eligibility (also what explain() reports): a router that reads
+// logits rows, 1 <= tokens <= kFrontMaxTokens, tokens x slots <= kFrontMaxEntries.
+bool front_small_shape_ok(RouterKind kind, int64_t tokens, int slots, const char** why = nullptr);
+
 struct FrontArgs {
   RouterArgs router;  // router.num_tokens: T or its bound; router.num_tokens_dev: optional device T
   PlanArgs plan;      // same T / bound and device count; plan.topk_ids = router.topk_ids
