@@ -80,17 +80,12 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
   }
   // A cooperative grid must be resident at once: blocks per SM of this instance at this block
   // size and shared memory (after the opt-in above), from the occupancy calculator (a host-side
-  // computation, not a stream operation: fine during capture). On a small MIG slice, under an MPS
-  // thread limit or with green contexts it may not fit: then nothing is launched and the caller
-  // runs the separate kernels.
-  {
-    int dev = 0, per_sm = 0, sms = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, l.block, l.smem);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e != cudaSuccess) return e;
-    if (static_cast<int64_t>(per_sm) * sms < l.grid) return cudaErrorCooperativeLaunchTooLarge;
-  }
+  // computation, cached per thread; not a stream operation: fine during capture). On a small MIG
+  // slice, under an MPS thread limit or with green contexts it may not fit: then nothing is
+  // launched and the caller runs the separate kernels.
+  const int per_sm = vec::blocks_per_sm(reinterpret_cast<const void*>(fn), l.block, l.smem);
+  if (per_sm < 0) return cudaErrorInvalidValue;
+  if (static_cast<int64_t>(per_sm) * vec::sm_count() < l.grid) return cudaErrorCooperativeLaunchTooLarge;
   return launch_cooperative(fn, l.grid, l.block, l.smem, s, f);
 }
 

@@ -19,11 +19,8 @@ constexpr size_t kScratchBytes = 4096;  // absmax partials (<= 1024 floats)
 // thread count alone, so that no partial last wave idles most of the GPU.
 template <class Kernel>
 int resident_grid(Kernel kernel, int block, int64_t blocks_needed) {
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0) != cudaSuccess || per_sm < 1) {
-    cudaGetLastError();
-    per_sm = std::max(1, 2048 / block);
-  }
+  int per_sm = vec::blocks_per_sm(reinterpret_cast<const void*>(kernel), block, 0);
+  if (per_sm < 1) per_sm = std::max(1, 2048 / block);
   const int64_t resident = static_cast<int64_t>(vec::sm_count()) * per_sm;
   return static_cast<int>(std::max<int64_t>(1, std::min(blocks_needed, resident)));
 }
