@@ -29,6 +29,7 @@
 
 #include "fusedmoe/fusedmoe.h"
 #include "fusedmoe/reference.h"
+#include "kernels/front/front_launch.h"
 #include "kernels/gemm/sm90_bf16_gemm_smoke.h"
 #include "kernels/util/stream_read.h"
 #include "testing/layer_data.h"
@@ -59,6 +60,48 @@ std::vector<Case> dispatch_cases() {
   fm::MoeProblem qw = fm::find_preset("qwen235-tp8")->problem;  // E128 k8 softmax, bf16
   v.push_back({"qwen3-routing", qw});
   return v;
+}
+
+// Timeline of the fused front kernel (diagnostic stamps, front.cuh kTraceSlots): `calls` single
+// launches of `fn`, each synchronised; per stamp the median over calls of (stamp - first block's
+// entry) in microseconds. Stamps: [0] last block entered, [1] last block done routing/quantising,
+// [2] block 0 past the grid barrier, [3] plan keys + masks, [4] counts/offsets, [5] rows, [6] end.
+template <class Fn>
+std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21) {
+  const int blocks = static_cast<int>((tokens + 7) / 8);
+  constexpr int kSlots = 8;
+  Buf tr(size_t{8} * 32 * kSlots);
+  fm::kernels::set_front_trace(static_cast<unsigned long long*>(tr.p));
+  std::vector<std::vector<double>> at(7);
+  std::vector<unsigned long long> h(size_t{32} * kSlots);
+  for (int c = 0; c < calls; ++c) {
+    BENCH_CUDA(cudaMemsetAsync(tr.p, 0, size_t{8} * 32 * kSlots, s));
+    fn();
+    BENCH_CUDA(cudaStreamSynchronize(s));
+    BENCH_CUDA(cudaMemcpy(h.data(), tr.p, h.size() * 8, cudaMemcpyDeviceToHost));
+    unsigned long long t0 = ~0ull, last_in = 0, last_done = 0;
+    for (int b = 0; b < blocks; ++b) {
+      t0 = std::min(t0, h[b * kSlots + 0]);
+      last_in = std::max(last_in, h[b * kSlots + 0]);
+      last_done = std::max(last_done, h[b * kSlots + 1]);
+    }
+    if (h[0] == 0 || h[6] == 0) continue;  // the fused kernel did not run
+    auto us = [&](unsigned long long v) { return v >= t0 ? (v - t0) * 1e-3 : -1.0; };
+    at[0].push_back(us(last_in));
+    at[1].push_back(us(last_done));
+    for (int k = 2; k < 7; ++k) at[k].push_back(us(h[k]));
+  }
+  fm::kernels::set_front_trace(nullptr);
+  if (at[0].empty()) return "fused kernel did not run";
+  char buf[256];
+  std::vector<double> m(7);
+  for (int k = 0; k < 7; ++k) {
+    std::sort(at[k].begin(), at[k].end());
+    m[k] = at[k][at[k].size() / 2];
+  }
+  std::snprintf(buf, sizeof(buf), "all in %.2f | routed %.2f | barrier %.2f | keys %.2f | offsets %.2f | rows %.2f | end %.2f us",
+                m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
+  return buf;
 }
 
 // Exact check of the GPU routing and plan against the CPU reference (ids, rows).
@@ -380,6 +423,15 @@ int cmd_bench(int argc, char** argv) {
   }
   if (suite == "coldstart") all_ok = bench_coldstart(s, &rows);
   if (suite == "rope") all_ok = bench_rope(s, bw, tokens, &rows);
+  std::vector<std::string> timelines;
+  if (suite == "dispatch") {
+    // The cost of one graph kernel node doing (almost) nothing: a 1-block kernel reading 16 B.
+    Buf tiny(256), sink(16);
+    const double us = time_graph(s, [&] {
+      (void)fm::kernels::launch_stream_read(tiny.p, 16, static_cast<uint32_t*>(sink.p), 1, s);
+    });
+    std::printf("graph kernel node floor (1-block kernel reading 16 B, per call in graph replay): %.2f us\n", us);
+  }
   for (const Case& c : suite == "dispatch" ? dispatch_cases() : std::vector<Case>{}) {
     for (int64_t t : tokens) {
       fm::MoeProblem p = c.problem;
@@ -456,12 +508,19 @@ int cmd_bench(int argc, char** argv) {
         Row row = measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches)", t, us, bytes, bw);
         row.peer = vllm_align_figure(t);
         rows.push_back(row);
+        if (r.fused_front)
+          timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + ": " +
+                              front_timeline(s, t, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }));
       }
     }
   }
   if (!peer_path.empty()) add_peer_column(peer_path, &rows);
   std::printf("\n");
   print_rows(rows);
+  if (!timelines.empty()) {
+    std::printf("\nfused front kernel timeline (globaltimer stamps, median of 21 single launches, from the first block's entry):\n");
+    for (const std::string& l : timelines) std::printf("  %s\n", l.c_str());
+  }
   if (suite == "coldstart")
     std::printf("\ncoldstart criterion: %s\n", all_ok ? "PASS" : "FAIL (see above)");
   else if (suite == "layer" || suite == "crossover")

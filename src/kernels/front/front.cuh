@@ -52,7 +52,21 @@ struct FrontParams {
   float* q_scales;
   int64_t rows_pad4;            // scale row stride: bound rounded up to 4
   int mask_words;               // ceil(bound / 32) (bitmask plan)
+  // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
+  // (front_launch.h: set_front_trace).
+  unsigned long long* trace;
 };
+
+// Timeline stamps of the diagnostic trace: per block [0] entry, [1] block's routing/quantisation
+// done; block 0 only [2] past the grid barrier, [3] plan keys and masks, [4] counts and offsets,
+// [5] rows written, [6] end.
+inline constexpr int kTraceSlots = 8;
+__device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
+  if (trace == nullptr || threadIdx.x != 0) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  trace[blockIdx.x * kTraceSlots + slot] = t;
+}
 
 // Dynamic shared memory of the bitmask plan: uint32 mask[G][words], uint16 keys[n], int32 off[G].
 __host__ __device__ inline size_t bitmask_plan_smem_bytes(int groups, int words, int entries) {
@@ -62,7 +76,8 @@ __host__ __device__ inline size_t bitmask_plan_smem_bytes(int groups, int words,
 
 // Block 0's plan over n entries (see the header comment). Returns false (having written nothing
 // to global memory) when a token reaches a group twice.
-__device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, int32_t n, int words) {
+__device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, int32_t n, int words,
+                                             unsigned long long* trace) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ int s_dup;
   const int G = p.num_groups;
@@ -111,6 +126,7 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
     }
   }
   __syncthreads();
+  trace_stamp(trace, 3);
   if (s_dup) return false;
   // Counts, offsets, padded offsets: contiguous groups per thread, one block scan.
   const int ipt = (G + blockDim.x - 1) / blockDim.x;
@@ -143,6 +159,7 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
     p.padded_offsets[G] = static_cast<int32_t>(total >> 32);
   }
   __syncthreads();
+  trace_stamp(trace, 4);
   // Rows: rank of token t in its group = bits of the group's mask below t.
   for (int i = tid; i < n; i += blockDim.x) {
     const int g = keys[i];
@@ -227,6 +244,75 @@ __device__ __forceinline__ void quantize_row_warp(const FrontParams& f, int64_t 
   }
 }
 
+// Static and 128-group schemes: the block's 8 quantising warps share its rows as (token, chunk)
+// items, a chunk being 32 units of 16 elements (4 groups of 128), and each warp issues the loads
+// of kChunkBatch items before converting any, so a row costs about one memory round trip instead
+// of one per chunk (and one token's row is spread over all 8 warps). Bytes and scales are
+// bit-identical to quantize_row_warp / the permute/quantise kernel.
+inline constexpr int kChunkBatch = 4;
+template <class TIn>
+__device__ __forceinline__ void quantize_chunks_warp(const FrontParams& f, int64_t tok0, int ntok, int qw, int lane) {
+  using namespace pq_detail;
+  const int nchunks = (f.units + 31) / 32;
+  const int items = ntok * nchunks;
+  float t_scale = 1.f, t_inv = 1.f;
+  if (f.quant_scheme == kStatic) {
+    t_scale = __ldg(f.static_scale);
+    t_inv = rcp_rn(t_scale);
+  }
+  for (int i0 = qw; i0 < items; i0 += kRouteWarps * kChunkBatch) {
+    uint4 raw[kChunkBatch][2];
+#pragma unroll
+    for (int b = 0; b < kChunkBatch; ++b) {
+      const int item = i0 + b * kRouteWarps;
+      const int t = item / nchunks;
+      const int u = (item - t * nchunks) * 32 + lane;
+      const bool in = item < items && u < f.units;
+      const uint4* xrow = reinterpret_cast<const uint4*>(static_cast<const TIn*>(f.x) + (tok0 + t) * f.x_stride);
+#pragma unroll
+      for (int l = 0; l < 2; ++l) raw[b][l] = in ? __ldg(xrow + 2 * u + l) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int b = 0; b < kChunkBatch; ++b) {
+      const int item = i0 + b * kRouteWarps;  // warp-uniform
+      if (item >= items) break;
+      const int t = item / nchunks;
+      const int u = (item - t * nchunks) * 32 + lane;
+      const bool in = u < f.units;
+      const int64_t token = tok0 + t;
+      float scale = t_scale, inv = t_inv;
+      if (f.quant_scheme == kGroup) {
+        float m = 0.f;
+#pragma unroll
+        for (int l = 0; l < 2; ++l) {
+          float v[8];
+          vec::unpack8<TIn>(raw[b][l], v);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) m = fmaxf(m, fabsf(v[e]));
+        }
+#pragma unroll
+        for (int o = 1; o < 8; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        scale = fp8_scale_from_amax(m, f.ue8m0);
+        inv = rcp_rn(scale);
+        if (in && (u & 7) == 0 && f.q_scales != nullptr) f.q_scales[static_cast<int64_t>(u >> 3) * f.rows_pad4 + token] = scale;
+      }
+      if (!in) continue;
+      uint32_t packed[4];
+#pragma unroll
+      for (int l = 0; l < 2; ++l) {
+        float v[8];
+        vec::unpack8<TIn>(raw[b][l], v);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = __fmul_rn(v[e], inv);
+        packed[2 * l] = cvt_e4m3x2(v[0], v[1]) | (cvt_e4m3x2(v[2], v[3]) << 16);
+        packed[2 * l + 1] = cvt_e4m3x2(v[4], v[5]) | (cvt_e4m3x2(v[6], v[7]) << 16);
+      }
+      reinterpret_cast<uint4*>(f.q_out + token * static_cast<int64_t>(f.hidden))[u] =
+          make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    }
+  }
+}
+
 template <typename T, int VEC, int NV, router_detail::RowMode M>
 __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const FrontParams f) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -234,6 +320,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   const int warp = static_cast<int>(threadIdx.x >> 5);
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
   const int64_t token = static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
+  trace_stamp(f.trace, 0);
 
   if (warp < kRouteWarps) {
     if (token < num_tokens) {
@@ -241,9 +328,17 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       route_token<T, VEC, NV, M>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts));
     }
   } else if (f.quant_scheme != pq_detail::kNone) {
-    if (token < num_tokens) {
-      if (f.x_f16) quantize_row_warp<__half>(f, token, lane);
-      else quantize_row_warp<__nv_bfloat16>(f, token, lane);
+    if (f.quant_scheme == pq_detail::kToken) {  // a row-wide amax: one warp per row
+      if (token < num_tokens) {
+        if (f.x_f16) quantize_row_warp<__half>(f, token, lane);
+        else quantize_row_warp<__nv_bfloat16>(f, token, lane);
+      }
+    } else {
+      const int64_t tok0 = static_cast<int64_t>(blockIdx.x) * kRouteWarps;
+      const int64_t left = num_tokens - tok0;
+      const int ntok = left <= 0 ? 0 : (left < kRouteWarps ? static_cast<int>(left) : kRouteWarps);
+      if (f.x_f16) quantize_chunks_warp<__half>(f, tok0, ntok, warp - kRouteWarps, lane);
+      else quantize_chunks_warp<__nv_bfloat16>(f, tok0, ntok, warp - kRouteWarps, lane);
     }
     if (blockIdx.x == 0 && f.q_scales != nullptr) {
       const int qt = threadIdx.x - kRouteWarps * 32;
@@ -260,6 +355,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     }
   }
 
+  if (f.trace != nullptr) {  // uniform: the diagnostic waits for the whole block
+    __syncthreads();
+    trace_stamp(f.trace, 1);
+  }
   // Every id is written: block 0 plans, the other blocks are done.
   if (gridDim.x > 1) {
     __threadfence();
@@ -267,12 +366,14 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   } else {
     __syncthreads();
   }
+  trace_stamp(f.trace, 2);
   if (blockIdx.x != 0) return;
   const int32_t entries = static_cast<int32_t>(num_tokens * f.plan.slots);
-  if (!bitmask_plan(f.plan, entries, f.mask_words)) {
+  if (!bitmask_plan(f.plan, entries, f.mask_words, f.trace)) {
     __syncthreads();
     plan_detail::plan_rank_scatter_body<true>(f.plan, 0, 0, entries, f.plan_entries_per_warp);
   }
+  trace_stamp(f.trace, 5);
   // The whole error flag: zero, or the device token count that was clamped.
   if (threadIdx.x == 0 && f.r.error_flag != nullptr) {
     int32_t e0 = 0, e1 = 0, e2 = 0, e3 = 0;
@@ -290,6 +391,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     f.r.error_flag[3] = e3;
     f.r.error_flag[0] = e0;
   }
+  trace_stamp(f.trace, 6);
 }
 
 }  // namespace fusedmoe::kernels::front_detail

@@ -5,6 +5,7 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "kernels/front/front_instances.cuh"
 #include "kernels/quant/vec.cuh"
@@ -14,6 +15,12 @@ namespace fusedmoe::kernels {
 using front_detail::FrontLaunch;
 using front_detail::FrontParams;
 using router_detail::RowMode;
+
+namespace {
+std::atomic<unsigned long long*> g_front_trace{nullptr};
+}  // namespace
+
+void set_front_trace(unsigned long long* buffer) { g_front_trace.store(buffer, std::memory_order_relaxed); }
 
 const char* front_small_kernel_name() {
   return "front_small<f32|bf16 logits, vec 1-8, <=32 experts/lane, row mode> (route + plan + token-order fp8)";
@@ -83,6 +90,7 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   e = plan_detail::prepare_plan(a.plan, &f.plan);
   if (e != cudaSuccess) return e;
   f.r = rp.p;
+  f.trace = g_front_trace.load(std::memory_order_relaxed);
 
   const bool quant = a.quant != ActQuant::kNone;
   FrontLaunch l;

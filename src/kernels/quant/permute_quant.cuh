@@ -153,15 +153,22 @@ struct PQParams {
   int teams;   // teams per block
 };
 
-// Largest g in [0, G) with offsets[g] <= r (the group holding grouped row r).
+// Largest g in [0, G) with offsets[g] <= r (the group holding grouped row r). `offsets` may be
+// global (read through the read-only path) or the block's shared copy.
+template <bool kShared>
 __device__ __forceinline__ int group_of_row(const int32_t* offsets, int G, int32_t r) {
   int lo = 0, hi = G - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
-    if (__ldg(offsets + mid) <= r) lo = mid; else hi = mid - 1;
+    const int32_t o = kShared ? offsets[mid] : __ldg(offsets + mid);
+    if (o <= r) lo = mid; else hi = mid - 1;
   }
   return lo;
 }
+
+// Groups whose offsets the row kernel keeps in shared memory (the binary search of every
+// destination then costs no dependent global loads); more groups search global memory.
+inline constexpr int kSmemGroups = 1056;
 
 // ---- per-tensor dynamic: absmax partials ------------------------------------------------------
 template <class TIn>
@@ -205,6 +212,11 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
   __shared__ float red[33];
   __shared__ int32_t s_dest[kMaxPairs];
   __shared__ float s_w[kMaxPairs];
+  __shared__ int32_t s_off[kSmemGroups];   // offsets / padded offsets of the groups (permute)
+  __shared__ int32_t s_poff[kSmemGroups];
+  // The next row of this block is loaded while the current one is stored (software pipeline),
+  // when the two register copies fit (VPT * kLoads <= 8 uint4; the wide-row instances would spill).
+  constexpr bool kPrefetch = VPT * kLoads <= 8;
 
   const int tid = threadIdx.x;
   const int team = tid / p.ts;
@@ -238,13 +250,10 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
   const TIn* __restrict__ x = static_cast<const TIn*>(p.x);
   const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, nullptr);
   const int64_t rows_step = static_cast<int64_t>(gridDim.x) * p.teams;
-  for (int64_t row0 = static_cast<int64_t>(blockIdx.x) * p.teams; row0 < num_tokens; row0 += rows_step) {
-    const int64_t token = row0 + team;
+  // Row loads (VPT units per thread) of the team's token in the row batch starting at r0.
+  auto load_row = [&](int64_t r0, uint4 (&dst)[VPT][kLoads]) {
+    const int64_t token = r0 + team;
     const bool active = token < num_tokens;
-
-    // Load the row (VPT units per thread); issued before the destinations are resolved so that
-    // both latencies overlap.
-    uint4 raw[VPT][kLoads];
     const TIn* xrow = x + (active ? token : 0) * p.x_stride;
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
@@ -252,12 +261,26 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
       if (active && u < p.units) {
         const uint4* src = reinterpret_cast<const uint4*>(xrow) + static_cast<int64_t>(u) * kLoads;
 #pragma unroll
-        for (int l = 0; l < kLoads; ++l) raw[j][l] = __ldg(src + l);
+        for (int l = 0; l < kLoads; ++l) dst[j][l] = __ldg(src + l);
       } else {
 #pragma unroll
-        for (int l = 0; l < kLoads; ++l) raw[j][l] = make_uint4(0, 0, 0, 0);
+        for (int l = 0; l < kLoads; ++l) dst[j][l] = make_uint4(0, 0, 0, 0);
       }
     }
+  };
+  const bool smem_groups = p.permute && G <= kSmemGroups;
+  uint4 raw[VPT][kLoads];
+  int64_t row0 = static_cast<int64_t>(blockIdx.x) * p.teams;
+  // The first row is issued before the group offsets are staged, so both latencies overlap (the
+  // loop's first barrier publishes s_off / s_poff).
+  if (row0 < num_tokens) load_row(row0, raw);
+  if (smem_groups)
+    for (int g = tid; g < G; g += blockDim.x) {
+      s_off[g] = __ldg(p.offsets + g);
+      s_poff[g] = __ldg(p.padded_offsets + g);
+    }
+  for (; row0 < num_tokens; row0 += rows_step) {
+    if (!kPrefetch && row0 != static_cast<int64_t>(blockIdx.x) * p.teams) load_row(row0, raw);
 
     // Destinations and weights of this block's (token, slot) pairs.
     __syncthreads();
@@ -271,8 +294,14 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
         if (p.permute) {
           const int32_t r = __ldg(p.slot_row + tok * p.slots + s);
           if (r >= 0) {
-            const int g = group_of_row(p.offsets, G, r);
-            const int64_t dd = static_cast<int64_t>(__ldg(p.padded_offsets + g)) + (r - __ldg(p.offsets + g));
+            int64_t dd;
+            if (smem_groups) {
+              const int g = group_of_row<true>(s_off, G, r);
+              dd = static_cast<int64_t>(s_poff[g]) + (r - s_off[g]);
+            } else {
+              const int g = group_of_row<false>(p.offsets, G, r);
+              dd = static_cast<int64_t>(__ldg(p.padded_offsets + g)) + (r - __ldg(p.offsets + g));
+            }
             d = dd < p.rows_out ? static_cast<int32_t>(dd) : -1;
           }
           if (p.row_weight != nullptr && s < p.top_k) w = __ldg(p.row_weight + tok * p.top_k + s);
@@ -285,6 +314,11 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
       s_w[q] = w;
     }
     __syncthreads();
+    // Next row batch in flight while this one is quantised and stored.
+    uint4 nxt[kPrefetch ? VPT : 1][kLoads];
+    if constexpr (kPrefetch) {
+      if (row0 + rows_step < num_tokens) load_row(row0 + rows_step, nxt);
+    }
 
     if constexpr (!kFp8) {
       // Copy / permute (optionally weighted) in the input dtype.
@@ -381,8 +415,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
             dst[u] = q[j];
           }
         }
-        continue;
-      }
+      } else {
       for (int s = 0; s < nslot; ++s) {
         const int32_t d = s_dest[team * nslot + s];
         if (d < 0) continue;
@@ -423,6 +456,13 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
           dst[u] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
         }
       }
+      }
+    }
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int j = 0; j < VPT; ++j)
+#pragma unroll
+        for (int l = 0; l < kLoads; ++l) raw[j][l] = nxt[j][l];
     }
   }
 }
