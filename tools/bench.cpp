@@ -366,23 +366,37 @@ void add_peer_column(const std::string& path, std::vector<Row>* rows) {
 
 }  // namespace
 
+// The cases named in `only` (all when empty), in suite order.
+static std::vector<Case> selected(const std::vector<Case>& all, const std::vector<std::string>& only) {
+  if (only.empty()) return all;
+  std::vector<Case> v;
+  for (const Case& c : all)
+    if (std::find(only.begin(), only.end(), c.name) != only.end()) v.push_back(c);
+  return v;
+}
+
 int cmd_bench(int argc, char** argv) {
   std::string suite = "dispatch", csv_path, json_path, peer_path;
   std::vector<int64_t> tokens = {1, 4, 16, 64, 256, 1024, 4096, 16384};
   bool tokens_given = false;
+  std::vector<std::string> only;  // --cases: names of the cases to run (default: all)
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--suite" && i + 1 < argc) suite = argv[++i];
     else if (a == "--csv" && i + 1 < argc) csv_path = argv[++i];
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--peer" && i + 1 < argc) peer_path = argv[++i];
+    else if (a == "--cases" && i + 1 < argc) {
+      std::stringstream ss(argv[++i]);
+      for (std::string x; std::getline(ss, x, ',');) only.push_back(x);
+    }
     else if (a == "--tokens" && i + 1 < argc) {
       tokens.clear();
       tokens_given = true;
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -413,7 +427,7 @@ int cmd_bench(int argc, char** argv) {
     std::string how;
     const double tflops = measure_bf16_gemm_rate(s, &how);
     std::printf("dense bf16 GEMM rate (%s, same run): %.0f TFLOP/s\n", how.c_str(), tflops / 1e12);
-    all_ok = bench_layer(s, bw, tflops, tokens, &rows, layer_cases(), {TileVariant{}});
+    all_ok = bench_layer(s, bw, tflops, tokens, &rows, selected(layer_cases(), only), {TileVariant{}});
   }
   if (suite == "crossover") {
     std::string how;
@@ -432,7 +446,7 @@ int cmd_bench(int argc, char** argv) {
     });
     std::printf("graph kernel node floor (1-block kernel reading 16 B, per call in graph replay): %.2f us\n", us);
   }
-  for (const Case& c : suite == "dispatch" ? dispatch_cases() : std::vector<Case>{}) {
+  for (const Case& c : suite == "dispatch" ? selected(dispatch_cases(), only) : std::vector<Case>{}) {
     for (int64_t t : tokens) {
       fm::MoeProblem p = c.problem;
       p.num_tokens = p.max_tokens = t;

@@ -68,9 +68,15 @@ __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot)
   trace[blockIdx.x * kTraceSlots + slot] = t;
 }
 
-// Dynamic shared memory of the bitmask plan: uint32 mask[G][words], uint16 keys[n], int32 off[G].
+// Row stride (in words) of a group's bit mask: odd, so that threads holding different groups hit
+// different banks (with 8 words, g * 8 would fold 128 groups onto 4 banks).
+__host__ __device__ inline int mask_stride(int words) { return words | 1; }
+
+// Dynamic shared memory of the bitmask plan: uint32 mask[G][stride], uint16 below[G][stride]
+// (tokens of the group in the words before), uint16 keys[n], int32 off[G], the scan scratch.
 __host__ __device__ inline size_t bitmask_plan_smem_bytes(int groups, int words, int entries) {
-  return plan_detail::align_up(static_cast<size_t>(groups) * words * 4, 16) +
+  const size_t cells = static_cast<size_t>(groups) * mask_stride(words);
+  return plan_detail::align_up(cells * 4, 16) + plan_detail::align_up(cells * 2, 16) +
          plan_detail::align_up(static_cast<size_t>(entries) * 2, 16) + plan_detail::align_up(static_cast<size_t>(groups) * 4, 16) + 33 * 8;
 }
 
@@ -81,13 +87,16 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ int s_dup;
   const int G = p.num_groups;
+  const int ms = mask_stride(words);
+  const size_t cells = size_t(G) * ms;
   uint32_t* mask = reinterpret_cast<uint32_t*>(smem_raw);
-  uint16_t* keys = reinterpret_cast<uint16_t*>(smem_raw + plan_detail::align_up(size_t(G) * words * 4, 16));
+  uint16_t* below = reinterpret_cast<uint16_t*>(smem_raw + plan_detail::align_up(cells * 4, 16));
+  uint16_t* keys = reinterpret_cast<uint16_t*>(reinterpret_cast<unsigned char*>(below) + plan_detail::align_up(cells * 2, 16));
   int32_t* off = reinterpret_cast<int32_t*>(reinterpret_cast<unsigned char*>(keys) + plan_detail::align_up(size_t(n) * 2, 16));
   unsigned long long* scan =
       reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned char*>(off) + plan_detail::align_up(size_t(G) * 4, 16));
   const int tid = threadIdx.x;
-  for (int i = tid; i < G * words; i += blockDim.x) mask[i] = 0u;
+  for (int i = tid; i < G * ms; i += blockDim.x) mask[i] = 0u;
   if (tid == 0) s_dup = 0;
   __syncthreads();
   // Keys: the ids are read in batches of 8 independent L2 loads per thread (one dependent load
@@ -121,7 +130,7 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
       if (gg < G) {
         const int t = i / p.slots;
         const uint32_t bit = 1u << (t & 31);
-        if (atomicOr(mask + gg * words + (t >> 5), bit) & bit) s_dup = 1;
+        if (atomicOr(mask + gg * ms + (t >> 5), bit) & bit) s_dup = 1;
       }
     }
   }
@@ -131,9 +140,13 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
   // Counts, offsets, padded offsets: contiguous groups per thread, one block scan.
   const int ipt = (G + blockDim.x - 1) / blockDim.x;
   const int g0 = tid * ipt, g1 = min(G, g0 + ipt);
+  // Count of a group; also records, per word, the group's tokens in the words before it.
   auto group_count = [&](int g) {
     uint32_t c = 0;
-    for (int w = 0; w < words; ++w) c += __popc(mask[g * words + w]);
+    for (int w = 0; w < words; ++w) {
+      below[g * ms + w] = static_cast<uint16_t>(c);
+      c += __popc(mask[g * ms + w]);
+    }
     return c;
   };
   unsigned long long mine = 0;
@@ -146,7 +159,7 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
   const unsigned long long excl = plan_detail::block_exclusive_scan<unsigned long long>(mine, scan, &total);
   uint32_t run = static_cast<uint32_t>(excl), prun = static_cast<uint32_t>(excl >> 32);
   for (int g = g0; g < g1; ++g) {
-    const uint32_t c = group_count(g);
+    const uint32_t c = below[g * ms + words - 1] + __popc(mask[g * ms + words - 1]);
     p.counts[g] = static_cast<int32_t>(c);
     p.offsets[g] = static_cast<int32_t>(run);
     p.padded_offsets[g] = static_cast<int32_t>(prun);
@@ -168,9 +181,8 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
       p.slot_row[i] = -1;
       continue;
     }
-    const uint32_t* m = mask + g * words;
-    int rank = __popc(m[t >> 5] & ((1u << (t & 31)) - 1u));
-    for (int w = 0; w < (t >> 5); ++w) rank += __popc(m[w]);
+    const int cell = g * ms + (t >> 5);
+    const int rank = below[cell] + __popc(mask[cell] & ((1u << (t & 31)) - 1u));
     const int row = off[g] + rank;
     p.slot_row[i] = row;
     p.row_token[row] = t;
