@@ -438,6 +438,14 @@ std::vector<Case> all_cases() {
     c.tpc = 2;
     v.push_back(c);
   }
+  // normal tiles chained over a short reduction (GEMM2 with N = 192: three K steps), chunks that
+  // do not divide the weight tiles (1000 output columns = 8 tiles)
+  for (int tpc : {3, 7}) {
+    Case c = mk("tiles_per_cta_" + std::to_string(tpc) + "_normal_short_k", TileFamily::kNormal, 128, 5, 192, 1000);
+    c.tpc = tpc;
+    c.random_max = 300;
+    v.push_back(c);
+  }
   for (int t : {8, 16, 64}) {
     Case c = mk("pad128_tile" + std::to_string(t), TileFamily::kSwapAB, t, 9, 192, 448);
     c.pad = 128;
