@@ -58,7 +58,8 @@ for suite in ${BENCH:-}; do
   peer_arg=""
   if [ "$suite" = layer ] && [ "${PEER:-0}" = 1 ]; then
     toks=$(echo "${BENCH_ARGS:-}" | sed -n 's/.*--tokens \([0-9,]*\).*/\1/p')
-    "${PEER_PYTHON:-/opt/torch/.venv/bin/python3}" bench/peers/torch_grouped_mm.py ${toks:+--tokens $toks} \
+    cases=$(echo "${BENCH_ARGS:-}" | sed -n 's/.*--cases \([a-z0-9,-]*\).*/\1/p')
+    "${PEER_PYTHON:-/opt/torch/.venv/bin/python3}" bench/peers/torch_grouped_mm.py ${toks:+--tokens $toks} ${cases:+--cases $cases} \
       --json /tmp/peer_layer.json > /tmp/peer_layer.txt 2>&1; rc=$?
     say "torch._grouped_mm peer: rc=$rc; $(grep -c 'peer)' /tmp/peer_layer.txt) cases"
     peer_arg="--peer /tmp/peer_layer.json"

@@ -149,33 +149,54 @@ struct Params {
 
 __device__ __forceinline__ float sigmoid_f(float x) { return 1.f / (1.f + __expf(-x)); }
 
-// fp32 epilogue activation; kind < 0: identity on g.
-__device__ __forceinline__ float activate(int kind, float g, float u, float alpha, float limit) {
-  switch (kind) {
-    case int(ActivationKind::kSiluGated):
-      return g * sigmoid_f(g) * u;
-    case int(ActivationKind::kGeluGated):
-      return 0.5f * g * (1.f + erff(g * 0.70710678118654752f)) * u;
-    case int(ActivationKind::kGeluTanhGated): {
-      const float t = tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g));
-      return 0.5f * g * (1.f + t) * u;
+// fp32 epilogue activation of a compile-time kind; kKind < 0: identity on g (GEMM2).
+template <int kKind>
+__device__ __forceinline__ float activate_ct(float g, float u, float alpha, float limit) {
+  if constexpr (kKind == int(ActivationKind::kSiluGated)) {
+    return g * sigmoid_f(g) * u;
+  } else if constexpr (kKind == int(ActivationKind::kGeluGated)) {
+    return 0.5f * g * (1.f + erff(g * 0.70710678118654752f)) * u;
+  } else if constexpr (kKind == int(ActivationKind::kGeluTanhGated)) {
+    const float t = tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g));
+    return 0.5f * g * (1.f + t) * u;
+  } else if constexpr (kKind == int(ActivationKind::kClampedSwiglu)) {
+    const float gc = fminf(g, limit);
+    const float uc = fminf(fmaxf(u, -limit), limit);
+    return gc * sigmoid_f(gc) * uc;
+  } else if constexpr (kKind == int(ActivationKind::kSwigluOai)) {
+    const float gc = fminf(g, limit);
+    const float uc = fminf(fmaxf(u, -limit), limit);
+    return (uc + 1.f) * gc * sigmoid_f(alpha * gc);
+  } else if constexpr (kKind == int(ActivationKind::kSquaredRelu)) {
+    const float r = fmaxf(g, 0.f);
+    return r * r;
+  } else {
+    return g;
+  }
+}
+
+template <int K>
+struct ActKind {
+  static constexpr int value = K;
+};
+
+// Runs f(ActKind<kind>{}) once: the epilogue loop is instantiated per activation kind, so the
+// branch on the runtime kind is taken once per tile, not per element. (A per-element switch made
+// the non-gated kernel 23 K instructions of SASS with 128 indirect branches: the epilogue then ran
+// out of the instruction cache, ~17 K cycles per 128x128 tile of GEMM2 at prefill, H200 ncu.)
+template <bool kGated, class F>
+__device__ __forceinline__ void with_activation(int kind, F&& f) {
+  if constexpr (kGated) {
+    switch (kind) {
+      case int(ActivationKind::kGeluGated): f(ActKind<int(ActivationKind::kGeluGated)>{}); break;
+      case int(ActivationKind::kGeluTanhGated): f(ActKind<int(ActivationKind::kGeluTanhGated)>{}); break;
+      case int(ActivationKind::kClampedSwiglu): f(ActKind<int(ActivationKind::kClampedSwiglu)>{}); break;
+      case int(ActivationKind::kSwigluOai): f(ActKind<int(ActivationKind::kSwigluOai)>{}); break;
+      default: f(ActKind<int(ActivationKind::kSiluGated)>{}); break;
     }
-    case int(ActivationKind::kClampedSwiglu): {
-      const float gc = fminf(g, limit);
-      const float uc = fminf(fmaxf(u, -limit), limit);
-      return gc * sigmoid_f(gc) * uc;
-    }
-    case int(ActivationKind::kSwigluOai): {
-      const float gc = fminf(g, limit);
-      const float uc = fminf(fmaxf(u, -limit), limit);
-      return (uc + 1.f) * gc * sigmoid_f(alpha * gc);
-    }
-    case int(ActivationKind::kSquaredRelu): {
-      const float r = fmaxf(g, 0.f);
-      return r * r;
-    }
-    default:
-      return g;
+  } else {
+    if (kind == int(ActivationKind::kSquaredRelu)) f(ActKind<int(ActivationKind::kSquaredRelu)>{});
+    else f(ActKind<-1>{});
   }
 }
 
@@ -352,42 +373,48 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         static_assert(decltype(size(accum))::value == 64);
         if constexpr (kGated) {
           const int n_base = w * 64;
-          CUTE_UNROLL
-          for (int j = 0; j < 8; ++j) {
+          with_activation<kGated>(p.act_kind, [&](auto kind) {
+            constexpr int kK = decltype(kind)::value;
             CUTE_UNROLL
-            for (int v1 = 0; v1 < 2; ++v1) {
-              const int i = 2 * v1 + 4 * j;  // gate at i, i+1; up at i+32, i+33 (columns + 64)
-              const int r = get<0>(tCcC(i));
-              const int n = n_base + get<1>(tCcC(i));
-              if (r < rows_valid && n < p.out_cols) {  // N % 8 == 0 and n even: n + 1 < N too
-                float g0 = accum(i), g1 = accum(i + 1), u0 = accum(i + 32), u1 = accum(i + 33);
-                if (bias_e) {
-                  g0 += __ldg(bias_e + n * p.bias_row_mul);
-                  g1 += __ldg(bias_e + (n + 1) * p.bias_row_mul);
-                  u0 += __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off);
-                  u1 += __ldg(bias_e + (n + 1) * p.bias_row_mul + p.bias_up_off);
+            for (int j = 0; j < 8; ++j) {
+              CUTE_UNROLL
+              for (int v1 = 0; v1 < 2; ++v1) {
+                const int i = 2 * v1 + 4 * j;  // gate at i, i+1; up at i+32, i+33 (columns + 64)
+                const int r = get<0>(tCcC(i));
+                const int n = n_base + get<1>(tCcC(i));
+                if (r < rows_valid && n < p.out_cols) {  // N % 8 == 0 and n even: n + 1 < N too
+                  float g0 = accum(i), g1 = accum(i + 1), u0 = accum(i + 32), u1 = accum(i + 33);
+                  if (bias_e) {
+                    g0 += __ldg(bias_e + n * p.bias_row_mul);
+                    g1 += __ldg(bias_e + (n + 1) * p.bias_row_mul);
+                    u0 += __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off);
+                    u1 += __ldg(bias_e + (n + 1) * p.bias_row_mul + p.bias_up_off);
+                  }
+                  *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
+                      activate_ct<kK>(g0, u0, p.alpha, p.limit), activate_ct<kK>(g1, u1, p.alpha, p.limit));
                 }
-                *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
-                    activate(p.act_kind, g0, u0, p.alpha, p.limit), activate(p.act_kind, g1, u1, p.alpha, p.limit));
               }
             }
-          }
+          });
         } else {
           const int n_base = w * 128;
-          CUTE_UNROLL
-          for (int i = 0; i < 64; i += 2) {
-            const int r = get<0>(tCcC(i));
-            const int n = n_base + get<1>(tCcC(i));
-            if (r < rows_valid && n < p.out_cols) {
-              float v0 = accum(i), v1 = accum(i + 1);
-              if (bias_e) {
-                v0 += __ldg(bias_e + n);
-                v1 += __ldg(bias_e + n + 1);
+          with_activation<kGated>(p.act_kind, [&](auto kind) {
+            constexpr int kK = decltype(kind)::value;
+            CUTE_UNROLL
+            for (int i = 0; i < 64; i += 2) {
+              const int r = get<0>(tCcC(i));
+              const int n = n_base + get<1>(tCcC(i));
+              if (r < rows_valid && n < p.out_cols) {
+                float v0 = accum(i), v1 = accum(i + 1);
+                if (bias_e) {
+                  v0 += __ldg(bias_e + n);
+                  v1 += __ldg(bias_e + n + 1);
+                }
+                *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
+                    activate_ct<kK>(v0, 0.f, p.alpha, p.limit), activate_ct<kK>(v1, 0.f, p.alpha, p.limit));
               }
-              *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
-                  activate(p.act_kind, v0, 0.f, p.alpha, p.limit), activate(p.act_kind, v1, 0.f, p.alpha, p.limit));
             }
-          }
+          });
         }
       } else {
         // accum (64 weight rows x T tokens): index v0 + 2*v1 + 4*j: weight row warp*16 + lane/4 + 8*v1,
@@ -404,39 +431,45 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               bg = __ldg(bias_e + n * p.bias_row_mul);
               bu = __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off);
             }
-            CUTE_UNROLL
-            for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
-              CUTE_UNROLL
-              for (int v0 = 0; v0 < 2; ++v0) {
-                const int i = v0 + 4 * j;
-                const int t = get<1>(tCcC(i));
-                if (t < rows_valid) {
-                  out[(out_row0 + t) * ld + n] =
-                      __float2bfloat16_rn(activate(p.act_kind, accum(i) + bg, accum(i + 2) + bu, p.alpha, p.limit));
-                }
-              }
-            }
-          }
-        } else {
-          CUTE_UNROLL
-          for (int v1 = 0; v1 < 2; ++v1) {
-            const int n = w * 64 + get<0>(tCcC(2 * v1));
-            if (n < p.out_cols) {
-              const float b = bias_e ? __ldg(bias_e + n) : 0.f;
+            with_activation<kGated>(p.act_kind, [&](auto kind) {
+              constexpr int kK = decltype(kind)::value;
               CUTE_UNROLL
               for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
                 CUTE_UNROLL
                 for (int v0 = 0; v0 < 2; ++v0) {
-                  const int i = v0 + 2 * v1 + 4 * j;
+                  const int i = v0 + 4 * j;
                   const int t = get<1>(tCcC(i));
                   if (t < rows_valid) {
                     out[(out_row0 + t) * ld + n] =
-                        __float2bfloat16_rn(activate(p.act_kind, accum(i) + b, 0.f, p.alpha, p.limit));
+                        __float2bfloat16_rn(activate_ct<kK>(accum(i) + bg, accum(i + 2) + bu, p.alpha, p.limit));
+                  }
+                }
+              }
+            });
+          }
+        } else {
+          with_activation<kGated>(p.act_kind, [&](auto kind) {
+            constexpr int kK = decltype(kind)::value;
+            CUTE_UNROLL
+            for (int v1 = 0; v1 < 2; ++v1) {
+              const int n = w * 64 + get<0>(tCcC(2 * v1));
+              if (n < p.out_cols) {
+                const float b = bias_e ? __ldg(bias_e + n) : 0.f;
+                CUTE_UNROLL
+                for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
+                  CUTE_UNROLL
+                  for (int v0 = 0; v0 < 2; ++v0) {
+                    const int i = v0 + 2 * v1 + 4 * j;
+                    const int t = get<1>(tCcC(i));
+                    if (t < rows_valid) {
+                      out[(out_row0 + t) * ld + n] =
+                          __float2bfloat16_rn(activate_ct<kK>(accum(i) + b, 0.f, p.alpha, p.limit));
+                    }
                   }
                 }
               }
             }
-          }
+          });
         }
       }
     }
