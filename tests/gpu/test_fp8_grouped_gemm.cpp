@@ -7,7 +7,9 @@
 // float64 "quantised math": sum_k (e4m3(qa) * sa) * (e4m3(qw) * sw), then + bias, then the
 // activation (ref::activate). Every valid output element is compared; per case the relative L2
 // error ||gpu - ref|| / ||ref|| must be <= 2e-3 (stated per case, with the error of merely rounding
-// the reference to bf16 — the output dtype — as "bf16 floor", ~1.5e-3 for random data), plus a
+// the reference to bf16 — the output dtype — as "bf16 floor", ~1.5e-3 for random data; for cases of
+// a few elements where that floor alone exceeds 2e-3 the bound is 1.25 x floor), the error against
+// the correctly rounded bf16(ref) must be <= 2e-3 as well (the kernel's own arithmetic), plus a
 // per-element gross check against the column's RMS (catches a wrong scale index on small channels,
 // which a global L2 would hide when weight scales span 1e-8 .. 1e4). Padding rows of the inputs
 // are e4m3 NaN, padding per-token scales are NaN, and outputs are poisoned (0xFF) before each run:
@@ -150,7 +152,7 @@ std::vector<int> split_rows(uint64_t& s, int g, int rows, bool hot) {
 
 // Error statistics over the checked elements.
 struct Stats {
-  double err_sq = 0, ref_sq = 0, floor_sq = 0, max_abs = 0;
+  double err_sq = 0, ref_sq = 0, floor_sq = 0, kern_sq = 0, max_abs = 0;
   int64_t checked = 0, non_finite = 0, gross = 0, bit_diff = 0;
   std::string first_bad;
   void add(uint16_t got_bits, double ref, double col_rms, const char* what, int64_t row, int64_t col) {
@@ -168,6 +170,7 @@ struct Stats {
     }
     const double d = got - ref;
     err_sq += d * d;
+    kern_sq += (got - rb) * (got - rb);
     max_abs = std::max(max_abs, std::fabs(d));
     // gross: far beyond bf16 rounding (2^-8 relative) + fp32 accumulation, relative to the element
     // and to its column's RMS (tiny elements of a column may lose more to cancellation)
@@ -180,6 +183,11 @@ struct Stats {
   }
   double rel() const { return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq); }
   double floor_rel() const { return ref_sq > 0 ? std::sqrt(floor_sq / ref_sq) : 0.0; }
+  // vs the correctly rounded bf16 output: the kernel's own arithmetic error (1-ulp rounding flips)
+  double kernel_rel() const { return ref_sq > 0 ? std::sqrt(kern_sq / ref_sq) : std::sqrt(kern_sq); }
+  // The bound on rel(): 2e-3, unless rounding the exact result to the bf16 output dtype already
+  // costs more (cases of a few elements: one element's half-ulp is up to 3.9e-3 relative).
+  double rel_bound() const { return std::max(kTolRel, 1.25 * floor_rel()); }
 };
 
 // ---------------------------------------------------------------- cases
@@ -369,14 +377,17 @@ void run_case(const Case& c, uint64_t seed) {
     if (r < out_rows && written[size_t(r)]) continue;
     for (int n = 0; n < out_cols; ++n) stray += out[size_t(r) * size_t(out_cols) + size_t(n)] != kBf16NaN;
   }
-  std::printf("[ fp8 gemm ] %-34s %-70s rel_l2=%.3e (bf16 floor %.3e) max_abs=%.2e bit_diff=%lld/%lld %s\n",
-              c.name.c_str(), describe(c, l).c_str(), st.rel(), st.floor_rel(), st.max_abs,
-              static_cast<long long>(st.bit_diff), static_cast<long long>(st.checked),
-              st.rel() <= kTolRel && st.non_finite == 0 && st.gross == 0 && stray == 0 ? "PASS" : "FAIL");
+  const bool pass = st.rel() <= st.rel_bound() && st.kernel_rel() <= kTolRel && st.non_finite == 0 && st.gross == 0 &&
+                    stray == 0 && (!c.exact || st.bit_diff == 0);
+  std::printf("[ fp8 gemm ] %-30s %-70s rel_l2=%.3e (bound %.1e; bf16 floor %.3e; vs bf16(ref) %.3e) max_abs=%.2e "
+              "bit_diff=%lld/%lld %s\n",
+              c.name.c_str(), describe(c, l).c_str(), st.rel(), st.rel_bound(), st.floor_rel(), st.kernel_rel(),
+              st.max_abs, static_cast<long long>(st.bit_diff), static_cast<long long>(st.checked), pass ? "PASS" : "FAIL");
   EXPECT_EQ(st.non_finite, 0) << st.first_bad;
   EXPECT_EQ(st.gross, 0) << st.first_bad;
   EXPECT_EQ(stray, 0) << "elements outside the valid rows were written (padding rows / past the end)";
-  EXPECT_LE(st.rel(), kTolRel) << describe(c, l);
+  EXPECT_LE(st.rel(), st.rel_bound()) << describe(c, l);
+  EXPECT_LE(st.kernel_rel(), kTolRel) << describe(c, l);
   if (c.exact) EXPECT_EQ(st.bit_diff, 0) << "exact sweep must be bit-exact (promotion every 128 K)";
 }
 
