@@ -4,8 +4,8 @@
 //
 // Inputs are FP8 bytes produced on the host by the library's CPU quantisers (fusedmoe/reference.h:
 // quantize_fp8_per_tensor / quantize_fp8_per_token, bit-exact with the GPU's); the reference is the
-// float64 "quantised math": sum_k (e4m3(qa) * sa) * (e4m3(qw) * sw), then + bias, then the
-// activation (ref::activate). Every valid output element is compared; per case the relative L2
+// float64 "quantised math" of ref::fp8_grouped_gemm on the same bytes and scales:
+// sum_k (e4m3(qa) * sa) * (e4m3(qw) * sw), then + bias, then the activation (ref::activate). Every valid output element is compared; per case the relative L2
 // error ||gpu - ref|| / ||ref|| must be <= 2e-3 (stated per case, with the error of merely rounding
 // the reference to bf16 — the output dtype — as "bf16 floor", ~1.5e-3 for random data; for cases of
 // a few elements where that floor alone exceeds 2e-3 the bound is 1.25 x floor), the error against
@@ -85,28 +85,6 @@ void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
     if (b < e) pool.emplace_back(fn, b, e);
   }
   for (auto& t : pool) t.join();
-}
-
-inline double dot(const float* a, const float* b, int n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int k = 0;
-  for (; k + 4 <= n; k += 4) {
-    s0 += double(a[k]) * double(b[k]);
-    s1 += double(a[k + 1]) * double(b[k + 1]);
-    s2 += double(a[k + 2]) * double(b[k + 2]);
-    s3 += double(a[k + 3]) * double(b[k + 3]);
-  }
-  for (; k < n; ++k) s0 += double(a[k]) * double(b[k]);
-  return (s0 + s1) + (s2 + s3);
-}
-
-// e4m3 bytes -> float (exact), NaN bytes stay NaN.
-std::vector<float> decode(const std::vector<uint8_t>& q) {
-  std::vector<float> f(q.size());
-  parallel_for(int64_t(q.size()), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) f[size_t(i)] = fusedmoe::ref::e4m3_to_float(q[size_t(i)]);
-  });
-  return f;
 }
 
 // The contiguous layout of one call (padded to the 128-row tile).
@@ -223,7 +201,6 @@ void run_case(const Case& c, uint64_t seed) {
   uint64_t s = seed;
   const Layout l = make_layout(c.counts.empty() ? split_rows(s, c.G, c.rows, c.hot) : c.counts);
   const int G = c.G, N = c.N, K = c.K;
-  const bool gated = !c.gemm2 && c.act.gated();
   const int red = c.gemm2 ? N : K;                       // reduction length
   const int out_cols = c.gemm2 ? K : N;
   const int w_rows = c.gemm2 ? K : c.act.gemm1_rows(N);  // weight rows per expert
@@ -329,32 +306,29 @@ void run_case(const Case& c, uint64_t seed) {
   FM_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<uint16_t> out = to_host<uint16_t>(d_out.get(), size_t(out_rows + kGuardRows) * size_t(out_cols));
 
-  // ---- float64 reference of the quantised math ----
-  const std::vector<float> af = decode(qa), wf = decode(qw);
-  const bool il = gated && c.act.interleaved;
-  std::vector<std::pair<int, int>> rows;  // (expert, i)
+  // ---- float64 reference of the quantised math, on the very bytes and scales the GPU read ----
+  fusedmoe::WeightQuant wq;
+  wq.format = fusedmoe::WeightFormat::kFP8E4M3;
+  wq.granularity = c.w_per_channel ? fusedmoe::ScaleGranularity::kPerChannel : fusedmoe::ScaleGranularity::kPerTensor;
+  fusedmoe::ref::Fp8GroupedGemm rg;
+  rg.num_groups = G;
+  rg.counts = l.counts.data();
+  rg.row_offsets = l.padded.data();  // a's rows (and per-token scales) are indexed by padded row
+  rg.n = out_cols;
+  rg.k = red;
+  rg.a = {qa.data(), sa.data(), c.a_per_token ? fusedmoe::ActQuant::kPerToken : fusedmoe::ActQuant::kPerTensorStatic,
+          max_rows};
+  rg.w = {qw.data(), sw.data(), wq};
+  rg.bias = c.bias ? bias.data() : nullptr;
+  rg.apply_activation = !c.gemm2;
+  rg.activation = c.act;
+  ASSERT_EQ(rg.w_rows(), w_rows);
+  std::vector<std::pair<int, int>> rows;  // (expert, i), the reference's output row order
   for (int e = 0; e < G; ++e)
     for (int i = 0; i < l.counts[size_t(e)]; ++i) rows.emplace_back(e, i);
   std::vector<double> ref(rows.size() * size_t(out_cols));
   parallel_for(int64_t(rows.size()), [&](int64_t b, int64_t e_) {
-    for (int64_t r = b; r < e_; ++r) {
-      const int e = rows[size_t(r)].first, i = rows[size_t(r)].second;
-      const int64_t prow = l.padded[size_t(e)] + i;
-      const double sar = double(c.a_per_token ? sa[size_t(prow)] : sa[0]);
-      const float* ar = af.data() + size_t(prow) * size_t(red);
-      for (int n = 0; n < out_cols; ++n) {
-        const int gr = gated ? (il ? 2 * n : n) : n;
-        double g = dot(ar, wf.data() + (size_t(e) * w_rows + size_t(gr)) * size_t(red), red) * sar * sw_of(e, gr);
-        if (c.bias) g += bias[size_t(e) * w_rows + size_t(gr)];
-        double u = 0;
-        if (gated) {
-          const int ur = il ? 2 * n + 1 : N + n;
-          u = dot(ar, wf.data() + (size_t(e) * w_rows + size_t(ur)) * size_t(red), red) * sar * sw_of(e, ur);
-          if (c.bias) u += bias[size_t(e) * w_rows + size_t(ur)];
-        }
-        ref[size_t(r) * size_t(out_cols) + size_t(n)] = c.gemm2 ? g : fusedmoe::ref::activate(c.act, g, u);
-      }
-    }
+    fusedmoe::ref::fp8_grouped_gemm(rg, b, e_, ref.data() + size_t(b) * size_t(out_cols));
   });
   std::vector<double> col_rms(size_t(out_cols), 0.0);
   for (size_t r = 0; r < rows.size(); ++r)
