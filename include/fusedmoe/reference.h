@@ -85,6 +85,98 @@ void gemm2_row(const MoeProblem& p, const MoeTensors& t, int e, const double* h,
 // pass the scale computed over the whole tensor.
 void fake_quantize_row(const QuantScheme& q, const double* x, int64_t n, float static_scale, double* out);
 
+// The one scale of the per-tensor schemes for a whole GEMM input x [n] (float64 values, read as
+// the float32 the GPU quantises): *static_scale for kPerTensorStatic; fp8_scale_from_amax(absmax,
+// act_scale_format) for kPerTensorDynamic (NaN ignored); 1 for the other schemes (unused there).
+float per_tensor_act_scale(const QuantScheme& q, const double* x, int64_t n, const float* static_scale);
+
+// ---- FP8 GEMM operands in the GPU layouts (fp8_gemm.cpp) ----
+// The per-GEMM GPU tests check the kernels against these on the very bytes and scales the GPU read.
+//
+// Activations: e4m3 bytes [rows, cols] row-major (rows of the contiguous layout, padding rows
+// included), scales in the layout kernels/quant writes and the FP8 GEMMs read (all f32; UE8M0
+// scales are already expanded to f32 powers of two):
+//   kNone                      no scale (1)
+//   kPerTensorStatic/Dynamic   scales[0]
+//   kPerToken                  scales[row]                          ([scale_stride] = [rows_pad4])
+//   kGroup128                  scales[(col / 128) * scale_stride + row]   ([cols/128][rows_pad4],
+//                              the row index fastest: DeepGEMM's TMA layout)
+// Weights: e4m3 bytes [G, rows, cols] with the scales of fusedmoe/quant.h (f32, or UE8M0 bytes when
+// scale_format is kUE8M0; decoded with ue8m0_to_float: 0 -> 2^-127, 0xFF -> NaN):
+//   kNone 1;  kPerTensor scales[e];  kPerChannel scales[e * rows + row];
+//   kBlock scales[(e * ceil(rows/block_n) + row/block_n) * ceil(cols/block_k) + col/block_k];
+//   kGroup scales[(e * rows + row) * ceil(cols/block_k) + col/block_k].
+// Dequantised value = e4m3_to_float(byte) * scale (exact in float64; rounded once into float).
+constexpr int64_t kFp8ActGroup = 128;  // columns per kGroup128 activation scale
+// The scale row stride of the per-token and 1x128 activation-scale tensors: rows rounded up to 4.
+inline int64_t fp8_rows_pad4(int64_t rows) { return (rows + 3) / 4 * 4; }
+
+struct Fp8Activations {
+  const uint8_t* q = nullptr;     // [rows, cols] e4m3
+  const float* scales = nullptr;  // see above (may be null for kNone)
+  ActQuant quant = ActQuant::kPerTensorStatic;
+  int64_t scale_stride = 0;       // kGroup128: row stride of `scales` (>= rows, rows_pad4 on the GPU)
+};
+struct Fp8Weights {
+  const uint8_t* q = nullptr;     // [G, rows, cols] e4m3
+  const void* scales = nullptr;   // float or (kUE8M0) uint8_t, layout of fusedmoe/quant.h
+  WeightQuant quant;              // granularity, scale_format, block_n/block_k (format not read)
+};
+
+// Scale of element (row, col) of the activations.
+double fp8_act_scale(const Fp8Activations& a, int64_t row, int64_t col);
+// Scale of element (row, col) of expert e's [rows, cols] weight matrix.
+double fp8_weight_scale(const WeightQuant& wq, const void* scales, int64_t e, int64_t rows, int64_t cols,
+                        int64_t row, int64_t col);
+// Rows [row_begin, row_end) of the activations -> out[(r - row_begin) * cols + c].
+void dequantize_fp8_activations(const Fp8Activations& a, int64_t cols, int64_t row_begin, int64_t row_end,
+                                double* out);
+void dequantize_fp8_activations(const Fp8Activations& a, int64_t cols, int64_t row_begin, int64_t row_end,
+                                float* out);
+// All G weight matrices -> out [G, rows, cols].
+void dequantize_fp8_weights(const Fp8Weights& w, int64_t num_groups, int64_t rows, int64_t cols, double* out);
+void dequantize_fp8_weights(const Fp8Weights& w, int64_t num_groups, int64_t rows, int64_t cols, float* out);
+
+// Quantisers into those layouts (test inputs of the FP8 GEMMs). Activations x [rows, cols]:
+// kPerTensorStatic uses scales[0] as given; kPerTensorDynamic writes scales[0] =
+// fp8_scale_from_amax(absmax of all of x, fmt); kPerToken / kGroup128 compute each row's (1 x
+// cols or 1 x 128) scale exactly as quantize_fp8_groups (so fake_quantize_row and the GPU
+// quantiser agree bit for bit) and zero the slots of rows [rows, scale_stride). kNone: invalid.
+void quantize_fp8_activations(ActQuant quant, ScaleFormat fmt, const float* x, int64_t rows, int64_t cols,
+                              int64_t scale_stride, uint8_t* q, float* scales);
+// Weights w [G, rows, cols] with the granularity of wq: scale = fp8_scale_from_amax(absmax of the
+// scaled set, wq.scale_format), stored as float or (kUE8M0) its exponent byte; q = e4m3(x / scale)
+// as in quantize_fp8_per_tensor. kNone: q = e4m3(x), no scales written.
+void quantize_fp8_weights(const WeightQuant& wq, const float* w, int64_t num_groups, int64_t rows, int64_t cols,
+                          uint8_t* q, void* scales);
+
+// One grouped FP8 GEMM as the kernels compute it, in float64 (the "quantised math"):
+//   y[e, i, j] = sum_k deq(a)[row_offsets[e] + i, k] * deq(w)[e, j, k] + bias[e, j]
+// for i < counts[e], weight rows j < w_rows(); then, with apply_activation (GEMM1),
+//   out = activate(activation, y[gate(n)], y[up(n)])   (gate/up rows as in fusedmoe/activation.h)
+// for output columns n < n; without (GEMM2), out = y (n = w_rows). Output rows are the valid rows
+// in grouped order, unpadded: expert e's row i is out row offsets[e] + i with offsets the exclusive
+// prefix sum of counts. row_offsets give where each expert's rows start in `a`: the kernels'
+// padded_offsets (or the unpadded offsets for a dense layout). Padding rows are never read.
+// Products are exact in float64 (deq(a) * byte(w)); weight scales are applied per K block.
+struct Fp8GroupedGemm {
+  int num_groups = 0;
+  const int32_t* counts = nullptr;       // [G] rows of each expert (0 allowed)
+  const int32_t* row_offsets = nullptr;  // [G] first row of expert e in a.q
+  int64_t n = 0;                         // output columns
+  int64_t k = 0;                         // reduction length (cols of a and w)
+  Fp8Activations a;
+  Fp8Weights w;                          // [G, w_rows(), k]
+  const float* bias = nullptr;           // [G, w_rows()] real units, added after the scales; optional
+  bool apply_activation = false;         // GEMM1: gated/plain activation; GEMM2: none
+  Activation activation;
+  int64_t w_rows() const { return apply_activation ? activation.gemm1_rows(static_cast<int>(n)) : n; }
+  int64_t num_rows() const;              // sum of counts
+};
+// Output rows [row_begin, row_end) of the grouped order -> out[(r - row_begin) * n + c]; callers
+// split the range to run in parallel or to check a sample of rows.
+void fp8_grouped_gemm(const Fp8GroupedGemm& g, int64_t row_begin, int64_t row_end, double* out);
+
 // ---- the whole layer ----
 struct LayerResult {
   Routing routing;

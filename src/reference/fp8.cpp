@@ -230,6 +230,14 @@ void quantize_fp8_groups(const float* x, int64_t rows, int64_t cols, int group, 
   }
 }
 
+float per_tensor_act_scale(const QuantScheme& q, const double* x, int64_t n, const float* static_scale) {
+  if (q.act == ActQuant::kPerTensorStatic) return *static_scale;
+  if (q.act != ActQuant::kPerTensorDynamic) return 1.f;  // unused by the other schemes
+  float amax = 0.f;
+  for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(static_cast<float>(x[i])));
+  return fp8_scale_from_amax(amax, q.act_scale_format);
+}
+
 void fake_quantize_row(const QuantScheme& q, const double* x, int64_t n, float static_scale, double* out) {
   if (q.act == ActQuant::kNone || n <= 0) {
     std::copy(x, x + n, out);

@@ -12,14 +12,6 @@ namespace {
 
 Status invalid(std::string message) { return {StatusCode::kInvalidArgument, std::move(message)}; }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Scale i of a weight-scale tensor, float32 or UE8M0 bytes.
-double scale_at(const WeightQuant& wq, const void* scale, int64_t i) {
-  if (wq.scale_format == ScaleFormat::kUE8M0) return ue8m0_to_float(static_cast<const uint8_t*>(scale)[i]);
-  return static_cast<const float*>(scale)[i];
-}
-
 // Row `row` of expert e's [rows, cols] weight matrix, dequantised: real = stored * scale.
 void load_weight_row(const WeightQuant& wq, const void* w, const void* scale, int e, int64_t rows,
                      int64_t cols, int64_t row, double* out) {
@@ -38,26 +30,8 @@ void load_weight_row(const WeightQuant& wq, const void* w, const void* scale, in
       std::fill(out, out + cols, std::numeric_limits<double>::quiet_NaN());
       return;
   }
-  for (int64_t c = 0; c < cols; ++c) {
-    double s = 1.0;
-    switch (wq.granularity) {
-      case ScaleGranularity::kNone: break;
-      case ScaleGranularity::kPerTensor: s = scale_at(wq, scale, e); break;
-      case ScaleGranularity::kPerChannel: s = scale_at(wq, scale, e * rows + row); break;
-      case ScaleGranularity::kBlock: {
-        const int64_t row_blocks = ceil_div(rows, wq.block_n);
-        const int64_t col_blocks = ceil_div(cols, wq.block_k);
-        s = scale_at(wq, scale, (e * row_blocks + row / wq.block_n) * col_blocks + c / wq.block_k);
-        break;
-      }
-      case ScaleGranularity::kGroup: {
-        const int64_t groups = ceil_div(cols, wq.block_k);
-        s = scale_at(wq, scale, (e * rows + row) * groups + c / wq.block_k);
-        break;
-      }
-    }
-    out[c] = load_as_double(w, DType::kFloat8E4M3, base + c) * s;
-  }
+  for (int64_t c = 0; c < cols; ++c)
+    out[c] = load_as_double(w, DType::kFloat8E4M3, base + c) * fp8_weight_scale(wq, scale, e, rows, cols, row, c);
 }
 
 double dot(const double* a, const double* b, int64_t n) {
@@ -93,16 +67,6 @@ Status check_layer(const MoeProblem& p, const MoeTensors& t) {
   if (p.num_tokens > 0 && (t.x == nullptr || t.w1 == nullptr || t.w2 == nullptr))
     return invalid("x, w1 and w2 are required");
   return Status::Ok();
-}
-
-// The one scale of the per-tensor schemes for a whole GEMM input [n values]: the caller's for
-// kPerTensorStatic, the absmax of the float32 values for kPerTensorDynamic (NaN ignored).
-float per_tensor_act_scale(const QuantScheme& q, const std::vector<double>& input, const float* static_scale) {
-  if (q.act == ActQuant::kPerTensorStatic) return *static_scale;
-  if (q.act != ActQuant::kPerTensorDynamic) return 1.f;  // unused by the other schemes
-  float amax = 0.f;
-  for (double v : input) amax = std::fmax(amax, std::fabs(static_cast<float>(v)));
-  return fp8_scale_from_amax(amax, q.act_scale_format);
 }
 
 }  // namespace
@@ -173,7 +137,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out) {
     for (int64_t c = 0; c < k_dim; ++c)
       gemm1_in[row * k_dim + c] = load_as_double(t.x, p.act_dtype, token * x_stride + c) * w;
   }
-  const float act1_scale = per_tensor_act_scale(p.quant, gemm1_in, t.act_scale);
+  const float act1_scale = per_tensor_act_scale(p.quant, gemm1_in.data(), rows * k_dim, t.act_scale);
 
   // GEMM1 + activation. h stays float64 when activations are not quantised.
   std::vector<double> h(static_cast<size_t>(rows * n_dim));
@@ -182,7 +146,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out) {
     fake_quantize_row(p.quant, &gemm1_in[row * k_dim], k_dim, act1_scale, quantised_in.data());
     gemm1_activation_row(p, t, row_group[row], quantised_in.data(), &h[row * n_dim]);
   }
-  const float act2_scale = per_tensor_act_scale(p.quant, h, t.act2_scale);
+  const float act2_scale = per_tensor_act_scale(p.quant, h.data(), rows * n_dim, t.act2_scale);
 
   // GEMM2, weighting and combine, in slot order per token (the shared expert's slot is last).
   result.out.assign(static_cast<size_t>(num_tokens * k_dim), 0.0);

@@ -1,0 +1,505 @@
+// sm90_fp8_grouped_gemm.cuh — FP8 e4m3 W8A8 expert GEMMs of a MoE layer on the contiguous layout
+// (device kernel + host launch template; included by sm90_fp8_grouped_gemm_launch.cu only).
+// STATUS: compiles, NOT yet run on a GPU; not wired into forward() (docs/fp8_plan.md steps 2-3).
+//
+// A clone of the BF16 normal family (sm90_bf16_grouped_gemm.cuh: same warp specialisation,
+// mbarrier ring, TMA views, padded-offset expert lookup, grouped raster, gate/up pairing) with the
+// changes of docs/fp8_plan.md §2:
+//   1. e4m3 operands: K tile 128 (one 128-byte swizzle row of 1-byte elements, so smem per stage is
+//      the BF16 kernel's 32 KB), WGMMA m64n128k32 e4m3 x e4m3 -> f32 (K-major both: "TN").
+//   2. Promotion every 128 K: each stage's 4 WGMMAs accumulate into a zero-initialised fragment P
+//      (scale-d = 0 on the first), waited with wait<0>, then added in fp32 (FADD) to the tile's
+//      accumulator. Hopper's FP8 tensor-core accumulation keeps only ~14 bits (DeepSeek-V3 report
+//      §3.3.2); 128 K per partial sum is the interval DeepSeek-V3, DeepGEMM and CUTLASS's default
+//      FP8 schedule (mma_promotion_interval = 4 k32 atoms) use. The stage is released as soon as P
+//      is in registers; the other consumer warpgroup's WGMMAs overlap this one's FADDs.
+//   3. Scales ("row" mode): activation scale per tensor or per token row, weight scale per expert
+//      or per weight row, applied in fp32 in the epilogue: y = (sa * sw) * acc, then + bias, then
+//      the activation (GEMM1), bf16 stores. Per-tensor vs per-row is a runtime stride (0 or 1) on
+//      each scale pointer: no extra instances, and never a branch inside the WGMMA loop.
+// Tile: 128 token rows x 128 weight rows x 128 K, 5 stages (32 KB each), 2 consumer warpgroups
+// (64 token rows each, setmaxnreg 232) + 1 producer warpgroup (one elected thread issues TMA).
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include <cutlass/float8.h>
+
+// Shared with the BF16 kernels (nothing of theirs is instantiated here): activate_ct() and
+// with_activation() (the activation kind resolved once per tile), the L2 cache hints,
+// tensor_map_encoder(), aligned16(). Reusing them keeps the two GEMMs' activation math identical.
+#include "kernels/gemm/sm90_bf16_grouped_gemm.cuh"
+#include "kernels/gemm/sm90_fp8_grouped_gemm.h"
+#include "kernels/registry.h"
+
+namespace fusedmoe::kernels::sm90_fp8_grouped {
+
+using sm90_grouped::activate_ct;
+using sm90_grouped::with_activation;
+using sm90_grouped::kHintAct;
+using sm90_grouped::kHintW;
+
+template <int kTokTile_, int kStages_>
+struct Config {
+  using Element = cutlass::float_e4m3_t;
+  static constexpr bool kSwapAB = false;                 // Swap-AB: plan step 5
+  static constexpr int kTokTile = kTokTile_;              // token rows per tile
+  static constexpr int kWRows = 128;                      // weight rows per tile
+  static constexpr int kTileK = 128;                      // reduction per stage = promotion interval
+  static constexpr int kStages = kStages_;
+  static constexpr int kConsumerWGs = 2;
+  static constexpr int kConsumerThreads = 128 * kConsumerWGs;
+  static constexpr int kConsumerWarps = kConsumerThreads / 32;
+  static constexpr int kProducerThreads = 128;
+  static constexpr int kThreads = kConsumerThreads + kProducerThreads;
+  static constexpr int kMinBlocks = 1;
+  static constexpr int kMmaM = kTokTile;
+  static constexpr int kMmaN = kWRows;
+  static constexpr int kMmaK = 32;                        // e4m3 WGMMA K per instruction
+  static constexpr int kMmasPerStage = kTileK / kMmaK;    // 4: one promotion per stage
+
+  static_assert(kTokTile == 128);
+  static_assert(kMmaM == 64 * kConsumerWGs, "one 64-row WGMMA per consumer warpgroup");
+  static_assert(kStages >= 3, "at least 3 stages to hide TMA latency");
+  static_assert(kMmasPerStage == 4, "promotion every 128 K = 4 WGMMAs of k32 (docs/fp8_plan.md §1)");
+  static_assert((kTokTile * kTileK) % 1024 == 0 && (kWRows * kTileK) % 1024 == 0,
+                "each stage must start on a 128B-swizzle pattern boundary (1024 B)");
+
+  // 8 rows x 128 one-byte elements per swizzle atom
+  using SmemLayoutAtom = cute::GMMA::Layout_K_SW128_Atom<Element>;
+  using SmemLayoutAct = decltype(cute::tile_to_shape(
+      SmemLayoutAtom{}, cute::Shape<cute::Int<kTokTile>, cute::Int<kTileK>, cute::Int<kStages>>{}));
+  using SmemLayoutW = decltype(cute::tile_to_shape(
+      SmemLayoutAtom{}, cute::Shape<cute::Int<kWRows>, cute::Int<kTileK>, cute::Int<kStages>>{}));
+
+  using MmaAtom = cute::SM90_64x128x32_F32E4M3E4M3_SS_TN<>;
+  using TiledMma = decltype(cute::make_tiled_mma(
+      MmaAtom{}, cute::Layout<cute::Shape<cute::Int<kConsumerWGs>, cute::_1, cute::_1>>{}));
+
+  static constexpr uint32_t kActStageBytes = uint32_t(kTokTile * kTileK);  // 1 byte per element
+
+  static constexpr uint32_t kProducerRegs = 40;
+  static constexpr uint32_t kConsumerRegs = 232;
+};
+
+template <class Cfg>
+struct SharedStorage {
+  alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutAct>> act;
+  alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutW>> w;
+  alignas(8) uint64_t full[Cfg::kStages];
+  alignas(8) uint64_t empty[Cfg::kStages];
+  int info[4];  // expert, count, unpadded offset, padded offset of this CTA's token tile
+};
+
+template <class Cfg>
+constexpr int smem_bytes() {
+  return int(sizeof(SharedStorage<Cfg>)) + 1024;
+}
+
+// Kernel arguments besides the two tensor maps (the BF16 kernel's, plus the scales).
+struct Params {
+  const int32_t* counts;
+  const int32_t* offsets;
+  const int32_t* padded_offsets;
+  const float* bias;
+  const float* a_scale;
+  const float* w_scale;
+  __nv_bfloat16* out;
+  int num_groups;
+  int m_tiles;        // token tiles in the grid (upper bound from max_rows)
+  int w_tiles;        // weight tiles per expert
+  int w_chunks;       // ceil(w_tiles / tiles_per_cta)
+  int tiles_per_cta;
+  int k_tiles;        // ceil(reduction / 128)
+  // weight TMA: n_sub boxes per K step (sub s: h = s & 1), each sub_rows smem rows;
+  // coordinate d (1..3) = w * mw[d-1] + h * mh[d-1]; dim 0 = K, dim 4 = expert.
+  int n_sub, sub_rows;
+  uint32_t sub_bytes;
+  int mw[3], mh[3];
+  int out_cols;       // columns of out: N (GEMM1) or K (GEMM2)
+  int bias_stride;    // bias elements per expert
+  int bias_row_mul;   // gated: gate weight row of column n = n * mul, up = n * mul + up_off
+  int bias_up_off;
+  int a_scale_row_mul;  // sa(r) = a_scale[r * mul]: 0 per-tensor, 1 per-token
+  int w_scale_e_stride; // sw(e, j) = w_scale[e * stride + j * mul]: per-tensor (1, 0),
+  int w_scale_row_mul;  //   per-channel (rows per expert, 1)
+  int act_kind;       // ActivationKind, or -1: identity (GEMM2)
+  float alpha, limit;
+  int out_unpadded;   // 1: out row = offsets[e] + i (GEMM2); 0: padded_offsets[e] + i (GEMM1)
+};
+
+template <class Cfg, bool kGated>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+    sm90_fp8_grouped_gemm_kernel(const __grid_constant__ CUtensorMap tm_act,
+                                 const __grid_constant__ CUtensorMap tm_w, const Params p) {
+#if defined(CUTLASS_ARCH_MMA_SM90A_ENABLED)
+  using namespace cute;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  constexpr int kStages = Cfg::kStages;
+
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t smem_base = cute::cast_smem_ptr_to_uint(smem_raw);
+  auto& ss = *reinterpret_cast<SharedStorage<Cfg>*>(smem_raw + ((1024u - (smem_base & 1023u)) & 1023u));
+
+  const int tid = int(threadIdx.x);
+  const int warp = __shfl_sync(0xffffffff, tid / 32, 0);
+  const int lane = tid % 32;
+
+  if (tid == 0) {
+    CUTE_UNROLL
+    for (int s = 0; s < kStages; ++s) {
+      Barrier::init(&ss.full[s], 1);
+      Barrier::init(&ss.empty[s], Cfg::kConsumerWarps);
+    }
+    ss.info[0] = -1;
+    cutlass::arch::fence_barrier_init();
+  }
+
+  // ---- which (token tile, weight chunk): grouped raster, 8 token tiles x all weight chunks ----
+  constexpr int kGroupM = 8;
+  const int pid = int(blockIdx.x);
+  const int per_group = kGroupM * p.w_chunks;
+  const int group = pid / per_group;
+  const int first_m = group * kGroupM;
+  const int gm = min(p.m_tiles - first_m, kGroupM);
+  const int in_group = pid - group * per_group;
+  const int m_tile = first_m + in_group % gm;
+  const int w_chunk = in_group / gm;
+  const int row0 = m_tile * Cfg::kTokTile;  // padded row of the tile's first token row
+  __syncthreads();
+
+  // ---- which expert: the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1] ----
+#pragma unroll 2
+  for (int i = tid; i < p.num_groups; i += Cfg::kThreads) {
+    const int lo = __ldg(p.padded_offsets + i);
+    const int hi = __ldg(p.padded_offsets + i + 1);
+    const int cnt = __ldg(p.counts + i);
+    const int off = p.out_unpadded ? __ldg(p.offsets + i) : 0;
+    if (lo <= row0 && row0 < hi) {
+      ss.info[0] = i;
+      ss.info[1] = cnt;
+      ss.info[2] = off;
+      ss.info[3] = lo;
+    }
+  }
+  __syncthreads();
+  // (shfl: lets the compiler see block-uniform values, keeping the WGMMA path non-divergent)
+  const int e = __shfl_sync(0xffffffff, ss.info[0], 0);
+  if (e < 0) return;  // beyond padded_offsets[G]
+  const int local0 = row0 - __shfl_sync(0xffffffff, ss.info[3], 0);
+  const int count = __shfl_sync(0xffffffff, ss.info[1], 0);
+  if (local0 >= count) return;  // token tile entirely in the expert's padding
+  const int rows_valid = min(Cfg::kTokTile, count - local0);
+  const int64_t out_row0 =
+      int64_t(__shfl_sync(0xffffffff, p.out_unpadded ? ss.info[2] : ss.info[3], 0)) + local0;
+  const int w_begin = w_chunk * p.tiles_per_cta;
+  const int w_end = min(p.w_tiles, w_begin + p.tiles_per_cta);
+
+  using Element = typename Cfg::Element;
+  Tensor sAct = make_tensor(make_smem_ptr(ss.act.begin()), typename Cfg::SmemLayoutAct{});  // (T,BK,PIPE)
+  Tensor sW = make_tensor(make_smem_ptr(ss.w.begin()), typename Cfg::SmemLayoutW{});        // (W,BK,PIPE)
+
+  if (warp >= Cfg::kConsumerWarps) {
+    // ================= producer =================
+    cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
+    if (warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
+      cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_act));
+      cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
+      int stage = 0;
+      uint32_t phase = 0;
+      const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(p.n_sub) * p.sub_bytes;
+      for (int w = w_begin; w < w_end; ++w) {
+        for (int kt = 0; kt < p.k_tiles; ++kt) {
+          // K beyond the reduction length (ragged last step) is zero-filled by TMA in both
+          // operands (e4m3 0x00 = +0), so it adds nothing to P.
+          const int k0 = kt * Cfg::kTileK;
+          Barrier::wait(&ss.empty[stage], phase ^ 1u);
+          Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
+          // stage bases by plain arithmetic: every stage starts on a 1024-byte swizzle boundary
+          Element* act_dst = ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK);
+          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst, k0, row0);
+          Element* w_dst = ss.w.begin() + stage * (Cfg::kWRows * Cfg::kTileK);
+          for (int s = 0; s < p.n_sub; ++s) {
+            const int h = s & 1;
+            SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[stage], kHintW, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
+                                   w * p.mw[0] + h * p.mh[0], w * p.mw[1] + h * p.mh[1],
+                                   w * p.mw[2] + h * p.mh[2], e);
+          }
+          if (++stage == kStages) { stage = 0; phase ^= 1u; }
+        }
+      }
+    }
+  } else {
+    // ================= consumers =================
+    cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
+    typename Cfg::TiledMma tiled_mma;
+    auto thr_mma = tiled_mma.get_thread_slice(tid);
+    Tensor tCsA = thr_mma.partition_A(sAct);  // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCsB = thr_mma.partition_B(sW);
+    Tensor tCrA = thr_mma.make_fragment_A(tCsA);
+    Tensor tCrB = thr_mma.make_fragment_B(tCsB);
+    using TileMN = Shape<Int<Cfg::kMmaM>, Int<Cfg::kMmaN>>;
+    Tensor accum = partition_fragment_C(tiled_mma, TileMN{});  // promoted fp32 sum of the weight tile
+    Tensor part = partition_fragment_C(tiled_mma, TileMN{});   // P: one stage (128 K) from the tensor core
+    Tensor tCcC = thr_mma.partition_C(make_identity_tensor(TileMN{}));  // (m, n) of each value
+    constexpr int kKBlocks = decltype(size<2>(tCrA))::value;             // k32 WGMMAs per stage
+    static_assert(kKBlocks == Cfg::kMmasPerStage);
+    static_assert(decltype(size(accum))::value == 64);
+
+    // accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: token row +8*v1, column 2*(lane%4)+v0+8*j.
+    // A thread's two token rows are the same in every weight tile: their activation scales once.
+    float sa_row[2];
+    CUTE_UNROLL
+    for (int v1 = 0; v1 < 2; ++v1) {
+      const int r = get<0>(tCcC(2 * v1));
+      sa_row[v1] = r < rows_valid ? __ldg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul) : 0.f;
+    }
+    const float* bias_e = p.bias ? p.bias + int64_t(e) * p.bias_stride : nullptr;
+    const float* sw_e = p.w_scale + int64_t(e) * p.w_scale_e_stride;
+    __nv_bfloat16* out = p.out;
+    const int64_t ld = p.out_cols;
+
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int w = w_begin; w < w_end; ++w) {
+      CUTE_UNROLL
+      for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
+      for (int kt = 0; kt < p.k_tiles; ++kt) {
+        Barrier::wait(&ss.full[stage], phase);
+        warpgroup_fence_operand(part);
+        warpgroup_arrive();
+        tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
+        CUTE_UNROLL
+        for (int kb = 0; kb < kKBlocks; ++kb) {
+          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), part);
+          tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+        }
+        warpgroup_commit_batch();
+        warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup)
+        warpgroup_fence_operand(part);
+        // P is in registers: the stage can be refilled while we promote
+        if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[stage]);
+        CUTE_UNROLL
+        for (int i = 0; i < size(accum); ++i) accum(i) += part(i);  // promotion (FADD)
+        if (++stage == kStages) { stage = 0; phase ^= 1u; }
+      }
+
+      // ---------------- epilogue: y = (sa * sw) * acc [+ bias] -> act -> bf16 ----------------
+      if constexpr (kGated) {
+        const int n_base = w * 64;
+        with_activation<kGated>(p.act_kind, [&](auto kind) {
+          constexpr int kK = decltype(kind)::value;
+          CUTE_UNROLL
+          for (int j = 0; j < 8; ++j) {
+            CUTE_UNROLL
+            for (int v1 = 0; v1 < 2; ++v1) {
+              const int i = 2 * v1 + 4 * j;  // gate at i, i+1; up at i+32, i+33 (columns + 64)
+              const int r = get<0>(tCcC(i));
+              const int n = n_base + get<1>(tCcC(i));
+              if (r < rows_valid && n < p.out_cols) {  // N % 16 == 0 and n even: n + 1 < N too
+                const float sa = sa_row[v1];
+                const int g0r = n * p.bias_row_mul, g1r = (n + 1) * p.bias_row_mul;
+                const int u0r = g0r + p.bias_up_off, u1r = g1r + p.bias_up_off;
+                float g0 = accum(i) * (sa * __ldg(sw_e + g0r * p.w_scale_row_mul));
+                float g1 = accum(i + 1) * (sa * __ldg(sw_e + g1r * p.w_scale_row_mul));
+                float u0 = accum(i + 32) * (sa * __ldg(sw_e + u0r * p.w_scale_row_mul));
+                float u1 = accum(i + 33) * (sa * __ldg(sw_e + u1r * p.w_scale_row_mul));
+                if (bias_e) {
+                  g0 += __ldg(bias_e + g0r);
+                  g1 += __ldg(bias_e + g1r);
+                  u0 += __ldg(bias_e + u0r);
+                  u1 += __ldg(bias_e + u1r);
+                }
+                *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
+                    activate_ct<kK>(g0, u0, p.alpha, p.limit), activate_ct<kK>(g1, u1, p.alpha, p.limit));
+              }
+            }
+          }
+        });
+      } else {
+        const int n_base = w * 128;
+        with_activation<kGated>(p.act_kind, [&](auto kind) {
+          constexpr int kK = decltype(kind)::value;
+          CUTE_UNROLL
+          for (int i = 0; i < 64; i += 2) {
+            const int r = get<0>(tCcC(i));
+            const int n = n_base + get<1>(tCcC(i));
+            if (r < rows_valid && n < p.out_cols) {
+              const float sa = sa_row[(i >> 1) & 1];
+              float v0 = accum(i) * (sa * __ldg(sw_e + n * p.w_scale_row_mul));
+              float v1 = accum(i + 1) * (sa * __ldg(sw_e + (n + 1) * p.w_scale_row_mul));
+              if (bias_e) {
+                v0 += __ldg(bias_e + n);
+                v1 += __ldg(bias_e + n + 1);
+              }
+              *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
+                  activate_ct<kK>(v0, 0.f, p.alpha, p.limit), activate_ct<kK>(v1, 0.f, p.alpha, p.limit));
+            }
+          }
+        });
+      }
+    }
+  }
+#else
+#if defined(__CUDA_ARCH__)
+  __trap();
+#endif
+#endif
+}
+
+// ============================== host side ==============================
+
+inline bool encode_u8_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
+                          const uint64_t* strides_bytes, const uint32_t* box) {
+  const auto fn = sm90_grouped::tensor_map_encoder();
+  if (fn == nullptr) return false;
+  const uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+  return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, cuuint32_t(rank), const_cast<void*>(base), dims, strides_bytes,
+            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The 5D view of the e4m3 weights (normal family): the BF16 kernel's make_weight_view with 1-byte
+// elements and a 128-element (128-byte) K box. dims/strides innermost first; dim 0 = reduction,
+// dim 4 = expert. `simple`: strides monotonic (fallback if the driver refuses the preferred view).
+struct WeightView {
+  uint64_t dims[5];
+  uint64_t strides[4];
+  uint32_t box[5];
+  int n_sub = 1;
+  int mw[3] = {0, 0, 0}, mh[3] = {0, 0, 0};
+};
+
+template <class Cfg>
+WeightView make_weight_view(const GroupedGemmArgs& a, bool gemm2, bool simple) {
+  static_assert(!Cfg::kSwapAB, "normal family only");
+  WeightView v;
+  const uint64_t K = uint64_t(a.k), N = uint64_t(a.n), G = uint64_t(a.num_groups), B = 1;
+  const uint32_t kBox = uint32_t(Cfg::kTileK);
+  const bool gated = !gemm2 && a.activation.gated();
+  const bool il = gated && a.activation.interleaved;
+  auto set = [&](std::initializer_list<uint64_t> d, std::initializer_list<uint64_t> s, std::initializer_list<uint32_t> b) {
+    int i = 0;
+    for (auto x : d) v.dims[i++] = x;
+    i = 0;
+    for (auto x : s) v.strides[i++] = x;
+    i = 0;
+    for (auto x : b) v.box[i++] = x;
+  };
+  if (!gated) {
+    const uint64_t red = gemm2 ? N : K, rows = gemm2 ? K : N, se = rows * red * B;
+    set({red, rows, 1, 1, G}, {red * B, se, se, se}, {kBox, uint32_t(Cfg::kWRows), 1, 1, 1});
+    v.mw[0] = Cfg::kWRows;
+    return v;
+  }
+  const uint64_t se = 2 * N * K * B;
+  const uint64_t s_row = (il ? 2 * K : K) * B;   // between consecutive columns' gate rows
+  const uint64_t s_gu = (il ? K : N * K) * B;    // gate row -> up row of one column
+  if (!il || !simple) {  // [64 gate rows | 64 up rows] in one box
+    set({K, N, 2, 1, G}, {s_row, s_gu, se, se}, {kBox, 64, 2, 1, 1});
+    v.mw[0] = 64;
+  } else {  // interleaved, monotonic strides: (K, {g,u}, N): two boxes of 64 rows
+    set({K, 2, N, 1, G}, {K * B, 2 * K * B, se, se}, {kBox, 1, 64, 1, 1});
+    v.n_sub = 2;
+    v.mh[0] = 1;
+    v.mw[1] = 64;
+  }
+  return v;
+}
+
+// Builds the tensor maps and parameters and launches one instance. Arguments already checked
+// (check_fp8_grouped_gemm_args), max_rows > 0.
+template <class Cfg>
+cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_t stream) {
+  const bool gated = !gemm2 && a.activation.gated();
+  const int red = gemm2 ? a.n : a.k;        // reduction length
+  const int out_cols = gemm2 ? a.k : a.n;
+  const int w_rows = gemm2 ? a.k : a.activation.gemm1_rows(a.n);  // weight rows per expert
+  const int cols_per_tile = gated ? Cfg::kWRows / 2 : Cfg::kWRows;
+
+  alignas(64) CUtensorMap tm_act;
+  alignas(64) CUtensorMap tm_w;
+  {
+    const uint64_t dims[2] = {uint64_t(red), uint64_t(a.max_rows)};
+    const uint64_t strides[1] = {uint64_t(red)};
+    const uint32_t box[2] = {uint32_t(Cfg::kTileK), uint32_t(Cfg::kTokTile)};
+    if (!encode_u8_map(&tm_act, a.a, 2, dims, strides, box)) return cudaErrorInvalidValue;
+  }
+  WeightView v = make_weight_view<Cfg>(a, gemm2, /*simple=*/false);
+  if (!encode_u8_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) {
+    v = make_weight_view<Cfg>(a, gemm2, /*simple=*/true);
+    if (!encode_u8_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) return cudaErrorInvalidValue;
+  }
+
+  Params p{};
+  p.counts = a.counts;
+  p.offsets = a.offsets;
+  p.padded_offsets = a.padded_offsets;
+  p.bias = a.bias;
+  p.a_scale = a.a_scale;
+  p.w_scale = a.w_scale;
+  p.out = static_cast<__nv_bfloat16*>(a.out);
+  p.num_groups = a.num_groups;
+  const int64_t m_tiles = (a.max_rows + Cfg::kTokTile - 1) / Cfg::kTokTile;
+  p.m_tiles = int(m_tiles);
+  p.w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile;
+  p.k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
+  const int tpc = a.weight_tiles_per_cta > 0 ? (a.weight_tiles_per_cta < p.w_tiles ? a.weight_tiles_per_cta : p.w_tiles)
+                                             : 1;
+  p.tiles_per_cta = tpc;
+  p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
+
+  p.n_sub = v.n_sub;
+  p.sub_rows = Cfg::kWRows / v.n_sub;
+  p.sub_bytes = uint32_t(p.sub_rows) * uint32_t(Cfg::kTileK);
+  for (int d = 0; d < 3; ++d) {
+    p.mw[d] = v.mw[d];
+    p.mh[d] = v.mh[d];
+  }
+
+  p.out_cols = out_cols;
+  p.bias_stride = w_rows;
+  p.bias_row_mul = (gated && a.activation.interleaved) ? 2 : 1;
+  p.bias_up_off = gated ? (a.activation.interleaved ? 1 : a.n) : 0;
+  p.a_scale_row_mul = a.a_scale_per_token ? 1 : 0;
+  p.w_scale_e_stride = a.w_scale_per_channel ? w_rows : 1;
+  p.w_scale_row_mul = a.w_scale_per_channel ? 1 : 0;
+  p.act_kind = gemm2 ? -1 : int(a.activation.kind);
+  p.alpha = a.activation.alpha;
+  p.limit = a.activation.limit;
+  p.out_unpadded = gemm2 ? 1 : 0;
+
+  const int64_t grid = m_tiles * int64_t(p.w_chunks);
+  if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
+
+  constexpr int kSmem = smem_bytes<Cfg>();
+  auto launch = [&](auto kernel) -> cudaError_t {
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+    if (err != cudaSuccess) return err;
+    kernel<<<dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream>>>(tm_act, tm_w, p);
+    return cudaGetLastError();
+  };
+  return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true>) : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false>);
+}
+
+// The config's name without the gated suffix, e.g. "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row".
+template <class Cfg>
+std::string config_name() {
+  return "sm90_fp8e4m3_grouped_gemm_" + std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows) + "x" +
+         std::to_string(Cfg::kTileK) + "_s" + std::to_string(Cfg::kStages) + "_row";
+}
+
+// The two kernels of a config for the registry (family "grouped_gemm_fp8"): gated (GEMM1 with a
+// gated activation) and plain (GEMM2, non-gated GEMM1). Called from the file that launches them.
+template <class Cfg>
+void append_config_instances(KernelList* out) {
+  const std::string name = config_name<Cfg>();
+  out->push_back({"grouped_gemm_fp8", name + "_gated",
+                  reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true>)});
+  out->push_back({"grouped_gemm_fp8", name, reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false>)});
+}
+
+}  // namespace fusedmoe::kernels::sm90_fp8_grouped

@@ -1,0 +1,63 @@
+// sm90_fp8_grouped_gemm.h — host entry points of the FP8 e4m3 W8A8 expert GEMMs (sm_90a, TMA +
+// WGMMA e4m3, warp-specialised), issue #5, docs/fp8_plan.md steps 2-3. Plain C++ header.
+//
+// STATUS: compiled, NOT yet validated on a GPU, and NOT wired into forward(): only the GPU test
+// (tests/gpu/test_fp8_grouped_gemm.cpp) calls it. Normal tile family only (128 token rows x 128
+// weight rows x 128 K); scale mode "row" only (per-tensor / per-channel weight scales,
+// per-tensor / per-token activation scales, applied in fp32 in the epilogue). No 128x128 block
+// scales, no Swap-AB, no FP8 output (GEMM1 writes bf16 H) yet: those are steps 4-6 of the plan.
+//
+// Layouts are those of the BF16 kernels (sm90_bf16_grouped_gemm.h: contiguous expert order,
+// padded_offsets multiples of 128, padding rows are garbage and never affect a valid output) with
+// one byte per element for `a` and `w`:
+//   GEMM1 + activation: H[r, n] = act(sa(r) sw(e, gate(n)) x_q[r,:] . W1_q[e, gate(n), :] + b1[e, gate(n)],
+//                                     sa(r) sw(e, up(n))   x_q[r,:] . W1_q[e, up(n), :]   + b1[e, up(n)])
+//       a = x_q [max_rows, K] e4m3,   w = W1_q [G, R1, K] e4m3,   out = H [max_rows, N] bf16 (padded rows)
+//   GEMM2:              Y[offsets[e] + i, c] = sa(p) sw(e, c) H_q[p, :] . W2_q[e, c, :] + b2[e, c],
+//                       p = padded_offsets[e] + i
+//       a = H_q [max_rows, N] e4m3,   w = W2_q [G, K, N] e4m3,    out = Y [R, K] bf16 (unpadded rows)
+// with the scales
+//   sa(r)    = a_scale[0]              (a_scale_per_token = false: per-tensor)
+//            = a_scale[r]              (true: one f32 per row of `a`, padded row index, [max_rows])
+//   sw(e, j) = w_scale[e]              (w_scale_per_channel = false: one f32 per expert [G])
+//            = w_scale[e * R + j]      (true: one f32 per weight row, [G, R], R = R1 or K)
+// The accumulation is fp32 with the FP8 tensor-core partial sums promoted to a separate fp32
+// accumulator every 128 K (one stage = 4 WGMMAs of k32), as DeepSeek-V3 / CUTLASS's default FP8
+// schedule do: Hopper's FP8 WGMMA keeps only ~14 bits of its accumulator (docs/fp8_plan.md §1).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "kernels/gemm/sm90_bf16_grouped_gemm.h"  // GroupedGemmArgs, grouped_gemm_max_padded_rows
+
+namespace fusedmoe::kernels {
+
+// The BF16 argument block (a, w: e4m3 bytes; out: bf16) plus the scales. family must be kNormal
+// (or kAuto with tokens_tile 0 / 128); tokens_tile 0 or 128.
+struct Fp8GroupedGemmArgs : GroupedGemmArgs {
+  const float* a_scale = nullptr;   // activation scale(s), see above (device, 4-B aligned, non-null)
+  const float* w_scale = nullptr;   // weight scale(s), see above (device, 4-B aligned, non-null)
+  bool a_scale_per_token = false;
+  bool w_scale_per_channel = false;
+};
+
+// Host-only argument checks (no CUDA call): cudaErrorInvalidValue for N or K not a positive
+// multiple of 16 (TMA global strides of 1-byte rows must be multiples of 16 B), G outside
+// [1, 65536], max_rows < 0 or too large, an unsupported family/tile; and when max_rows > 0: null
+// a / w / out / counts / padded_offsets (offsets for GEMM2) / a_scale / w_scale, a / w / out not
+// 16-byte aligned, scales or bias not 4-byte aligned. cudaSuccess otherwise.
+cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& args, bool gemm2);
+
+// Enqueue on `stream`; allocate nothing, never synchronise. Arguments are checked (above) before
+// any CUDA call. max_rows == 0 (with valid shapes): nothing to do, cudaSuccess.
+cudaError_t launch_fp8_grouped_gemm1(const Fp8GroupedGemmArgs& args, cudaStream_t stream);
+cudaError_t launch_fp8_grouped_gemm2(const Fp8GroupedGemmArgs& args, cudaStream_t stream);
+
+// Every compiled FP8 grouped-GEMM instance name; *count receives the number.
+// e.g. "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated" (GEMM1 with a gated activation),
+//      "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row"       (GEMM2, non-gated GEMM1).
+const char* const* fp8_grouped_gemm_instance_names(int* count);
+
+}  // namespace fusedmoe::kernels

@@ -1,0 +1,76 @@
+// sm90_fp8_grouped_gemm_launch.cu — host entry points of the FP8 e4m3 grouped expert GEMMs:
+// argument checks (host only, before any CUDA call), the normal-family instances, their names.
+// STATUS: compiles, NOT yet validated on a GPU; not wired into forward() (docs/fp8_plan.md).
+#include "kernels/gemm/sm90_fp8_grouped_gemm.h"
+
+#include "kernels/gemm/sm90_fp8_grouped_gemm.cuh"
+
+namespace fusedmoe::kernels {
+
+namespace sm90_fp8_grouped {
+
+constexpr int kNormalStages = 5;  // 128x128x128: 32 KB per stage (the BF16 kernel's bytes in flight)
+using Normal = Config</*tokens=*/128, kNormalStages>;
+static_assert(smem_bytes<Normal>() <= 227 * 1024, "one CTA per SM must fit");
+
+}  // namespace sm90_fp8_grouped
+
+namespace {
+
+// Keep in step with kNormalStages and config_name() (checked by tests/cpu/test_kernel_registry.cpp).
+constexpr const char* kNames[] = {
+    "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row",
+};
+static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
+
+bool aligned(const void* p, uintptr_t n) { return (reinterpret_cast<uintptr_t>(p) & (n - 1)) == 0; }
+
+cudaError_t launch(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_t stream) {
+  const cudaError_t err = check_fp8_grouped_gemm_args(a, gemm2);
+  if (err != cudaSuccess || a.max_rows == 0) return err;
+  return sm90_fp8_grouped::launch_instance<sm90_fp8_grouped::Normal>(a, gemm2, stream);
+}
+
+}  // namespace
+
+cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& a, bool gemm2) {
+  // family / tile: only the normal family (128-row token tile) exists so far
+  if (a.family == TileFamily::kSwapAB) return cudaErrorInvalidValue;
+  if (a.family == TileFamily::kAuto && a.tokens_tile > 0 && a.tokens_tile <= 64) return cudaErrorInvalidValue;
+  if (a.family != TileFamily::kNormal && a.family != TileFamily::kAuto) return cudaErrorInvalidValue;
+  if (a.tokens_tile != 0 && a.tokens_tile != 128) return cudaErrorInvalidValue;
+  // shapes: 1-byte rows need K and N multiples of 16 (TMA global strides are multiples of 16 B)
+  if (a.num_groups < 1 || a.num_groups > 65536) return cudaErrorInvalidValue;
+  if (a.n <= 0 || a.k <= 0 || a.n % 16 != 0 || a.k % 16 != 0) return cudaErrorInvalidValue;
+  if (a.max_rows < 0 || a.max_rows > int64_t(INT_MAX) - 256) return cudaErrorInvalidValue;
+  if (a.weight_tiles_per_cta < 0) return cudaErrorInvalidValue;
+  if (a.max_rows == 0) return cudaSuccess;
+  // pointers
+  if (!a.a || !a.w || !a.out || !a.counts || !a.padded_offsets) return cudaErrorInvalidValue;
+  if (gemm2 && !a.offsets) return cudaErrorInvalidValue;
+  if (!a.a_scale || !a.w_scale) return cudaErrorInvalidValue;
+  if (!aligned(a.a, 16) || !aligned(a.w, 16) || !aligned(a.out, 16)) return cudaErrorInvalidValue;
+  if (!aligned(a.a_scale, 4) || !aligned(a.w_scale, 4)) return cudaErrorInvalidValue;
+  if (a.bias && !aligned(a.bias, 4)) return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
+cudaError_t launch_fp8_grouped_gemm1(const Fp8GroupedGemmArgs& args, cudaStream_t stream) {
+  return launch(args, /*gemm2=*/false, stream);
+}
+
+cudaError_t launch_fp8_grouped_gemm2(const Fp8GroupedGemmArgs& args, cudaStream_t stream) {
+  return launch(args, /*gemm2=*/true, stream);
+}
+
+const char* const* fp8_grouped_gemm_instance_names(int* count) {
+  if (count) *count = int(sizeof(kNames) / sizeof(kNames[0]));
+  return kNames;
+}
+
+void append_grouped_gemm_fp8_instances(KernelList* out) {
+  sm90_fp8_grouped::append_config_instances<sm90_fp8_grouped::Normal>(out);
+}
+
+}  // namespace fusedmoe::kernels

@@ -1,0 +1,134 @@
+// Argument checks of the FP8 grouped GEMMs (kernels/gemm/sm90_fp8_grouped_gemm.h), without a GPU:
+// the launchers check every argument on the host before any CUDA call, so bad arguments must come
+// back as cudaErrorInvalidValue here (no device, no driver needed). The pointers below are fake,
+// never dereferenced: every case is rejected (or, for max_rows == 0, accepted) before a launch.
+#include <gtest/gtest.h>
+
+#if defined(FUSEDMOE_WITH_CUDA)
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm/sm90_fp8_grouped_gemm.h"
+
+namespace {
+
+using fusedmoe::Activation;
+using fusedmoe::TileFamily;
+using fusedmoe::kernels::Fp8GroupedGemmArgs;
+
+// Fake, suitably aligned addresses (never dereferenced).
+const void* fake(uintptr_t a) { return reinterpret_cast<const void*>(a); }
+
+Fp8GroupedGemmArgs valid_args() {
+  Fp8GroupedGemmArgs a;
+  a.a = fake(0x10000);
+  a.w = fake(0x20000);
+  a.out = const_cast<void*>(fake(0x30000));
+  a.counts = static_cast<const int32_t*>(fake(0x40000));
+  a.offsets = static_cast<const int32_t*>(fake(0x50000));
+  a.padded_offsets = static_cast<const int32_t*>(fake(0x60000));
+  a.a_scale = static_cast<const float*>(fake(0x70000));
+  a.w_scale = static_cast<const float*>(fake(0x80000));
+  a.num_groups = 8;
+  a.n = 256;
+  a.k = 512;
+  a.activation = Activation::silu();
+  a.max_rows = 1024;
+  a.family = TileFamily::kNormal;
+  a.tokens_tile = 128;
+  return a;
+}
+
+struct BadCase {
+  std::string what;
+  std::function<void(Fp8GroupedGemmArgs&)> mutate;
+};
+
+TEST(Fp8GroupedGemmArgs, ValidArgumentsPassTheHostCheck) {
+  for (bool gemm2 : {false, true}) {
+    EXPECT_EQ(fusedmoe::kernels::check_fp8_grouped_gemm_args(valid_args(), gemm2), cudaSuccess);
+    Fp8GroupedGemmArgs a = valid_args();
+    a.n = 16;
+    a.k = 16;  // smallest legal sizes
+    a.family = TileFamily::kAuto;
+    a.tokens_tile = 0;
+    a.a_scale_per_token = true;
+    a.w_scale_per_channel = true;
+    EXPECT_EQ(fusedmoe::kernels::check_fp8_grouped_gemm_args(a, gemm2), cudaSuccess);
+  }
+}
+
+TEST(Fp8GroupedGemmArgs, BadArgumentsAreRejectedBeforeAnyCudaCall) {
+  const std::vector<BadCase> cases = {
+      {"N not a multiple of 16", [](auto& a) { a.n = 200; }},
+      {"N multiple of 8 only", [](auto& a) { a.n = 8; }},
+      {"K not a multiple of 16", [](auto& a) { a.k = 520; }},
+      {"N zero", [](auto& a) { a.n = 0; }},
+      {"K negative", [](auto& a) { a.k = -16; }},
+      {"no experts", [](auto& a) { a.num_groups = 0; }},
+      {"too many experts", [](auto& a) { a.num_groups = 65537; }},
+      {"negative max_rows", [](auto& a) { a.max_rows = -1; }},
+      {"huge max_rows", [](auto& a) { a.max_rows = int64_t(1) << 40; }},
+      {"Swap-AB family (not implemented for FP8)", [](auto& a) { a.family = TileFamily::kSwapAB; a.tokens_tile = 16; }},
+      {"auto with a swap-AB tile", [](auto& a) { a.family = TileFamily::kAuto; a.tokens_tile = 32; }},
+      {"normal with tile 64", [](auto& a) { a.tokens_tile = 64; }},
+      {"negative tiles per CTA", [](auto& a) { a.weight_tiles_per_cta = -1; }},
+      {"null a", [](auto& a) { a.a = nullptr; }},
+      {"null w", [](auto& a) { a.w = nullptr; }},
+      {"null out", [](auto& a) { a.out = nullptr; }},
+      {"null counts", [](auto& a) { a.counts = nullptr; }},
+      {"null padded offsets", [](auto& a) { a.padded_offsets = nullptr; }},
+      {"null a_scale", [](auto& a) { a.a_scale = nullptr; }},
+      {"null w_scale", [](auto& a) { a.w_scale = nullptr; }},
+      {"a not 16-byte aligned", [](auto& a) { a.a = fake(0x10008); }},
+      {"w not 16-byte aligned", [](auto& a) { a.w = fake(0x20004); }},
+      {"out not 16-byte aligned", [](auto& a) { a.out = const_cast<void*>(fake(0x30002)); }},
+      {"a_scale not 4-byte aligned", [](auto& a) { a.a_scale = static_cast<const float*>(fake(0x70002)); }},
+      {"w_scale not 4-byte aligned", [](auto& a) { a.w_scale = static_cast<const float*>(fake(0x80001)); }},
+      {"bias not 4-byte aligned", [](auto& a) { a.bias = static_cast<const float*>(fake(0x90002)); }},
+  };
+  for (bool gemm2 : {false, true}) {
+    for (const BadCase& c : cases) {
+      Fp8GroupedGemmArgs a = valid_args();
+      c.mutate(a);
+      EXPECT_EQ(fusedmoe::kernels::check_fp8_grouped_gemm_args(a, gemm2), cudaErrorInvalidValue)
+          << c.what << (gemm2 ? " (GEMM2)" : " (GEMM1)");
+      // the launchers check first: same answer, and nothing touches a device
+      const cudaError_t got = gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
+                                    : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr);
+      EXPECT_EQ(got, cudaErrorInvalidValue) << c.what << (gemm2 ? " (GEMM2 launch)" : " (GEMM1 launch)");
+    }
+  }
+  // GEMM2 needs the unpadded offsets (its output rows); GEMM1 does not.
+  Fp8GroupedGemmArgs a = valid_args();
+  a.offsets = nullptr;
+  EXPECT_EQ(fusedmoe::kernels::check_fp8_grouped_gemm_args(a, /*gemm2=*/true), cudaErrorInvalidValue);
+  EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(fusedmoe::kernels::check_fp8_grouped_gemm_args(a, /*gemm2=*/false), cudaSuccess);
+}
+
+TEST(Fp8GroupedGemmArgs, NoRowsIsANoOpWithoutTouchingTheDevice) {
+  Fp8GroupedGemmArgs a = valid_args();
+  a.max_rows = 0;
+  a.a = nullptr;  // pointers are not needed when there is nothing to do
+  a.a_scale = nullptr;
+  EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr), cudaSuccess);
+  EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr), cudaSuccess);
+  a.n = 24;  // shapes are still checked
+  EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr), cudaErrorInvalidValue);
+}
+
+TEST(Fp8GroupedGemmArgs, InstanceNamesSpellTheConfig) {
+  int n = 0;
+  const char* const* names = fusedmoe::kernels::fp8_grouped_gemm_instance_names(&n);
+  ASSERT_EQ(n, 2);
+  EXPECT_STREQ(names[0], "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated");
+  EXPECT_STREQ(names[1], "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row");
+}
+
+}  // namespace
+#else
+TEST(Fp8GroupedGemmArgs, SkippedWithoutCuda) { GTEST_SKIP() << "CPU-only build: no kernels"; }
+#endif

@@ -1,0 +1,579 @@
+// GPU tests of the FP8 e4m3 W8A8 grouped expert GEMMs (kernels/gemm/sm90_fp8_grouped_gemm.h,
+// issue #5; normal tile family, "row" scale mode). WRITTEN WITHOUT A GPU: these tests have not run
+// yet; the first session with an H200 runs them (docs/fp8_plan.md §4 items 1-2, reduced).
+//
+// Inputs are FP8 bytes produced on the host by the library's CPU quantisers (fusedmoe/reference.h:
+// quantize_fp8_per_tensor / quantize_fp8_per_token, bit-exact with the GPU's); the reference is the
+// float64 "quantised math" of ref::fp8_grouped_gemm on the same bytes and scales:
+// sum_k (e4m3(qa) * sa) * (e4m3(qw) * sw), then + bias, then the activation (ref::activate). Every valid output element is compared; per case the relative L2
+// error ||gpu - ref|| / ||ref|| must be <= 2e-3 (stated per case, with the error of merely rounding
+// the reference to bf16 — the output dtype — as "bf16 floor", ~1.5e-3 for random data; for cases of
+// a few elements where that floor alone exceeds 2e-3 the bound is 1.25 x floor), the error against
+// the correctly rounded bf16(ref) must be <= 2e-3 as well (the kernel's own arithmetic), plus a
+// per-element gross check against the column's RMS (catches a wrong scale index on small channels,
+// which a global L2 would hide when weight scales span 1e-8 .. 1e4). Padding rows of the inputs
+// are e4m3 NaN, padding per-token scales are NaN, and outputs are poisoned (0xFF) before each run:
+// a valid output that is not written, or one a padding row leaks into, is non-finite; GEMM1 must
+// leave H's padding rows and a guard past max_rows untouched.
+//
+// Exact sweep: e4m3 integers in [-8, 8] with power-of-two scales at K = 7168 give 128-K partial
+// sums <= 8192 (exact in the tensor core's ~14-bit accumulator) and fp32 promotions exact below
+// 2^24, so the bf16 output must equal bf16(reference) bit for bit; a missing promotion (or a
+// FastAccum path) loses low bits there. If the first H200 run shows the 14-bit model is off,
+// shrink kExactRange to 4 (docs/fp8_plan.md §4).
+//
+// Fresh seed each run (printed; replay with FUSEDMOE_TEST_SEED=<seed>).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "fusedmoe/activation.h"
+#include "fusedmoe/moe.h"
+#include "fusedmoe/reference.h"
+#include "gpu_test_util.h"
+#include "kernels/gemm/sm90_fp8_grouped_gemm.h"
+
+namespace {
+
+using fusedmoe::Activation;
+using fusedmoe::ScaleFormat;
+using fusedmoe::TileFamily;
+using fusedmoe::gputest::DeviceBuffer;
+using fusedmoe::gputest::to_device;
+using fusedmoe::gputest::to_host;
+using fusedmoe::kernels::Fp8GroupedGemmArgs;
+
+constexpr uint16_t kBf16NaN = 0xFFFFu;
+constexpr uint8_t kE4m3NaN = 0x7Fu;
+constexpr double kTolRel = 2e-3;  // relative L2 vs the float64 quantised reference (per GEMM)
+constexpr int kTile = 128;        // normal family token tile = padding of the layout
+constexpr int kExactRange = 8;    // exact sweep: integers in [-kExactRange, kExactRange]
+
+// ---------------------------------------------------------------- host helpers
+
+inline float bf2f(uint16_t b) { return fusedmoe::ref::bf16_to_float(b); }
+inline uint16_t f2bf(float f) { return fusedmoe::ref::float_to_bf16(f); }
+
+inline uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+inline double unit(uint64_t& s) { return double(splitmix(s) >> 11) * (1.0 / 9007199254740992.0); }
+// log-uniform in [lo, hi]
+inline double log_uniform(uint64_t& s, double lo, double hi) {
+  return std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * unit(s));
+}
+
+void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t w = std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), std::max<int64_t>(1, n));
+  const int64_t chunk = (n + w - 1) / w;
+  std::vector<std::thread> pool;
+  for (int64_t i = 0; i < w; ++i) {
+    const int64_t b = i * chunk, e = std::min(n, b + chunk);
+    if (b < e) pool.emplace_back(fn, b, e);
+  }
+  for (auto& t : pool) t.join();
+}
+
+// The contiguous layout of one call (padded to the 128-row tile).
+struct Layout {
+  std::vector<int32_t> counts, offsets, padded;
+  int64_t rows = 0;      // R
+  int64_t max_rows = 0;  // host bound on padded[G]
+};
+
+Layout make_layout(const std::vector<int>& counts) {
+  Layout l;
+  const int g = int(counts.size());
+  l.counts.assign(counts.begin(), counts.end());
+  l.offsets.assign(size_t(g) + 1, 0);
+  l.padded.assign(size_t(g) + 1, 0);
+  for (int e = 0; e < g; ++e) {
+    l.offsets[size_t(e) + 1] = l.offsets[size_t(e)] + counts[size_t(e)];
+    l.padded[size_t(e) + 1] = l.padded[size_t(e)] + (counts[size_t(e)] + kTile - 1) / kTile * kTile;
+  }
+  l.rows = l.offsets.back();
+  l.max_rows = fusedmoe::kernels::grouped_gemm_max_padded_rows(l.rows, g, kTile);
+  return l;
+}
+
+// `rows` rows over g experts: one hot expert takes about half (when hot), about a quarter of the
+// experts stay empty (at least one when g >= 2), the rest share the remainder at random.
+std::vector<int> split_rows(uint64_t& s, int g, int rows, bool hot) {
+  std::vector<int> c(size_t(g), 0);
+  std::vector<int> open;
+  const int empty = g >= 2 ? int(splitmix(s) % uint64_t(g)) : -1;
+  for (int e = 0; e < g; ++e)
+    if (e != empty && (unit(s) >= 0.25 || g <= 2)) open.push_back(e);
+  if (open.empty()) open.push_back(empty == 0 && g > 1 ? 1 : 0);
+  int left = rows;
+  if (hot && rows > 1) {
+    const int h = open[size_t(splitmix(s) % open.size())];
+    c[size_t(h)] = rows / 2;
+    left -= rows / 2;
+  }
+  for (int i = 0; i < left; ++i) ++c[size_t(open[size_t(splitmix(s) % open.size())])];
+  return c;
+}
+
+// Error statistics over the checked elements.
+struct Stats {
+  double err_sq = 0, ref_sq = 0, floor_sq = 0, kern_sq = 0, max_abs = 0;
+  int64_t checked = 0, non_finite = 0, gross = 0, bit_diff = 0;
+  std::string first_bad;
+  void add(uint16_t got_bits, double ref, double col_rms, const char* what, int64_t row, int64_t col) {
+    ++checked;
+    const double got = bf2f(got_bits);
+    ref_sq += ref * ref;
+    const double rb = bf2f(f2bf(float(ref)));
+    floor_sq += (rb - ref) * (rb - ref);
+    if (got_bits != f2bf(float(ref))) ++bit_diff;
+    if (!std::isfinite(got)) {
+      ++non_finite;
+      if (first_bad.empty())
+        first_bad = std::string(what) + " row " + std::to_string(row) + " col " + std::to_string(col) + " non-finite";
+      return;
+    }
+    const double d = got - ref;
+    err_sq += d * d;
+    kern_sq += (got - rb) * (got - rb);
+    max_abs = std::max(max_abs, std::fabs(d));
+    // gross: far beyond bf16 rounding (2^-8 relative) + fp32 accumulation, relative to the element
+    // and to its column's RMS (tiny elements of a column may lose more to cancellation)
+    if (std::fabs(d) > 1e-2 * std::fabs(ref) + 1e-2 * col_rms) {
+      ++gross;
+      if (first_bad.empty())
+        first_bad = std::string(what) + " row " + std::to_string(row) + " col " + std::to_string(col) + ": got " +
+                    std::to_string(got) + " want " + std::to_string(ref);
+    }
+  }
+  double rel() const { return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq); }
+  double floor_rel() const { return ref_sq > 0 ? std::sqrt(floor_sq / ref_sq) : 0.0; }
+  // vs the correctly rounded bf16 output: the kernel's own arithmetic error (1-ulp rounding flips)
+  double kernel_rel() const { return ref_sq > 0 ? std::sqrt(kern_sq / ref_sq) : std::sqrt(kern_sq); }
+  // The bound on rel(): 2e-3, unless rounding the exact result to the bf16 output dtype already
+  // costs more (cases of a few elements: one element's half-ulp is up to 3.9e-3 relative).
+  double rel_bound() const { return std::max(kTolRel, 1.25 * floor_rel()); }
+};
+
+// ---------------------------------------------------------------- cases
+
+struct Case {
+  std::string name;
+  bool gemm2 = true;         // GEMM2 (plain, unpadded output) or GEMM1 (+ activation, padded output)
+  int G = 8, N = 128, K = 128;  // N: intermediate (GEMM1 output cols / GEMM2 reduction); K: hidden
+  Activation act = Activation::silu();
+  int rows = 64;             // total grouped rows R
+  bool hot = true;           // one expert takes about half of the rows
+  std::vector<int> counts;   // explicit counts (overrides rows/hot)
+  bool a_per_token = false;  // activation scales: per token row, else per tensor
+  bool w_per_channel = false;  // weight scales: per weight row, else per expert
+  double sw_lo = 1.0, sw_hi = 1.0;  // weight scales log-uniform in [sw_lo, sw_hi]
+  bool bias = false;
+  bool exact = false;        // integer sweep with power-of-two scales: bit-exact output
+  int tpc = 0;               // forced weight tiles per CTA
+};
+
+std::string describe(const Case& c, const Layout& l) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "%s G=%d N=%d K=%d rows=%lld a:%s w:%s sw=[%.0e,%.0e]%s%s", c.gemm2 ? "gemm2" : "gemm1",
+                c.G, c.N, c.K, static_cast<long long>(l.rows), c.a_per_token ? "token" : "tensor",
+                c.w_per_channel ? "channel" : "tensor", c.sw_lo, c.sw_hi, c.bias ? " bias" : "",
+                c.exact ? " exact" : "");
+  return buf;
+}
+
+// Runs one case on the GPU and checks every valid output element against float64.
+void run_case(const Case& c, uint64_t seed) {
+  SCOPED_TRACE(c.name + " seed " + std::to_string(seed));
+  uint64_t s = seed;
+  const Layout l = make_layout(c.counts.empty() ? split_rows(s, c.G, c.rows, c.hot) : c.counts);
+  const int G = c.G, N = c.N, K = c.K;
+  const int red = c.gemm2 ? N : K;                       // reduction length
+  const int out_cols = c.gemm2 ? K : N;
+  const int w_rows = c.gemm2 ? K : c.act.gemm1_rows(N);  // weight rows per expert
+  const int64_t max_rows = std::max<int64_t>(l.max_rows, 1);
+
+  // ---- activations: float rows -> FP8 through the CPU quantisers; padding rows NaN ----
+  std::vector<uint8_t> qa(size_t(max_rows) * size_t(red), kE4m3NaN);
+  std::vector<float> sa(c.a_per_token ? size_t(max_rows) : size_t(1), std::nanf(""));
+  {
+    std::vector<int64_t> valid;  // padded row index of each valid row
+    for (int e = 0; e < G; ++e)
+      for (int i = 0; i < l.counts[size_t(e)]; ++i) valid.push_back(l.padded[size_t(e)] + i);
+    std::vector<float> x(valid.size() * size_t(red));
+    for (size_t v = 0; v < valid.size(); ++v) {
+      const double mag = c.exact ? 1.0 : std::ldexp(1.0, int(splitmix(s) % 9) - 4);  // rows of different size
+      for (int k = 0; k < red; ++k) {
+        float& xv = x[v * size_t(red) + size_t(k)];
+        if (c.exact) xv = float(int(splitmix(s) % uint64_t(2 * kExactRange + 1)) - kExactRange);
+        else xv = float((2.0 * unit(s) - 1.0) * mag);
+      }
+    }
+    std::vector<uint8_t> q(x.size());
+    if (c.exact) {
+      // integers are e4m3 values: quantise with scale 1 (exact), then pick power-of-two scales
+      fusedmoe::ref::quantize_fp8_per_tensor(x.data(), int64_t(x.size()), 1.f, q.data());
+      if (c.a_per_token) {
+        for (size_t v = 0; v < valid.size(); ++v) sa[size_t(valid[v])] = std::ldexp(1.f, -int(valid[v] % 4));
+      } else {
+        sa[0] = 0.25f;
+      }
+    } else if (c.a_per_token) {
+      std::vector<float> sc(valid.size());
+      fusedmoe::ref::quantize_fp8_per_token(x.data(), int64_t(valid.size()), red, q.data(), sc.data());
+      for (size_t v = 0; v < valid.size(); ++v) sa[size_t(valid[v])] = sc[v];
+    } else {
+      float amax = 0.f;
+      for (float v : x) amax = std::fmax(amax, std::fabs(v));
+      sa[0] = fusedmoe::ref::fp8_scale_from_amax(amax, ScaleFormat::kFloat32);
+      fusedmoe::ref::quantize_fp8_per_tensor(x.data(), int64_t(x.size()), sa[0], q.data());
+    }
+    for (size_t v = 0; v < valid.size(); ++v)
+      std::memcpy(qa.data() + size_t(valid[v]) * size_t(red), q.data() + v * size_t(red), size_t(red));
+  }
+
+  // ---- weights: uniform [-1, 1] quantised with scale 1/448 (the whole e4m3 range, subnormals
+  // included); the scales the GEMM applies are drawn independently ----
+  std::vector<uint8_t> qw(size_t(G) * size_t(w_rows) * size_t(red));
+  {
+    std::vector<float> wf(qw.size());
+    for (auto& v : wf) {
+      if (c.exact) v = float(int(splitmix(s) % uint64_t(2 * kExactRange + 1)) - kExactRange);
+      else v = float(2.0 * unit(s) - 1.0);
+    }
+    fusedmoe::ref::quantize_fp8_per_tensor(wf.data(), int64_t(wf.size()), c.exact ? 1.f : 1.f / 448.f, qw.data());
+  }
+  std::vector<float> sw(c.w_per_channel ? size_t(G) * size_t(w_rows) : size_t(G));
+  for (size_t i = 0; i < sw.size(); ++i) {
+    if (c.exact) sw[i] = std::ldexp(1.f, int(i % 7) - 3);
+    else if (c.w_per_channel) sw[i] = float(log_uniform(s, c.sw_lo, c.sw_hi));
+    else sw[i] = float(c.sw_lo == c.sw_hi ? c.sw_lo : log_uniform(s, c.sw_lo, c.sw_hi));
+  }
+  auto sw_of = [&](int e, int j) { return double(c.w_per_channel ? sw[size_t(e) * w_rows + size_t(j)] : sw[size_t(e)]); };
+  std::vector<float> bias;
+  if (c.bias) {
+    // comparable to a typical |y|: sa ~ amax/448, |qa| ~ 448/sqrt(3), |qw| ~ 448/sqrt(3)
+    bias.resize(size_t(G) * size_t(w_rows));
+    for (int e = 0; e < G; ++e)
+      for (int j = 0; j < w_rows; ++j)
+        bias[size_t(e) * w_rows + size_t(j)] = float((2.0 * unit(s) - 1.0) * sw_of(e, j) * 150.0 * std::sqrt(double(red)));
+  }
+
+  // ---- device ----
+  DeviceBuffer d_a = to_device(qa), d_w = to_device(qw), d_sa = to_device(sa), d_sw = to_device(sw), d_b = to_device(bias);
+  DeviceBuffer d_counts = to_device(l.counts), d_off = to_device(l.offsets), d_pad = to_device(l.padded);
+  constexpr int64_t kGuardRows = 4;
+  const int64_t out_rows = c.gemm2 ? std::max<int64_t>(l.rows, 1) : max_rows;
+  DeviceBuffer d_out(size_t(out_rows + kGuardRows) * size_t(out_cols) * 2);
+  ASSERT_TRUE(d_a.get() && d_w.get() && d_out.get() && d_sa.get() && d_sw.get());
+  d_out.poison(0xFF);
+
+  Fp8GroupedGemmArgs a;
+  a.a = d_a.get();
+  a.w = d_w.get();
+  a.bias = c.bias ? d_b.as<float>() : nullptr;
+  a.out = d_out.get();
+  a.counts = d_counts.as<int32_t>();
+  a.offsets = d_off.as<int32_t>();
+  a.padded_offsets = d_pad.as<int32_t>();
+  a.num_groups = G;
+  a.n = N;
+  a.k = K;
+  a.activation = c.act;
+  a.max_rows = l.max_rows;
+  a.family = TileFamily::kNormal;
+  a.tokens_tile = kTile;
+  a.weight_tiles_per_cta = c.tpc;
+  a.a_scale = d_sa.as<float>();
+  a.w_scale = d_sw.as<float>();
+  a.a_scale_per_token = c.a_per_token;
+  a.w_scale_per_channel = c.w_per_channel;
+  FM_CUDA_CHECK(c.gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
+                        : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr));
+  FM_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<uint16_t> out = to_host<uint16_t>(d_out.get(), size_t(out_rows + kGuardRows) * size_t(out_cols));
+
+  // ---- float64 reference of the quantised math, on the very bytes and scales the GPU read ----
+  fusedmoe::WeightQuant wq;
+  wq.format = fusedmoe::WeightFormat::kFP8E4M3;
+  wq.granularity = c.w_per_channel ? fusedmoe::ScaleGranularity::kPerChannel : fusedmoe::ScaleGranularity::kPerTensor;
+  fusedmoe::ref::Fp8GroupedGemm rg;
+  rg.num_groups = G;
+  rg.counts = l.counts.data();
+  rg.row_offsets = l.padded.data();  // a's rows (and per-token scales) are indexed by padded row
+  rg.n = out_cols;
+  rg.k = red;
+  rg.a = {qa.data(), sa.data(), c.a_per_token ? fusedmoe::ActQuant::kPerToken : fusedmoe::ActQuant::kPerTensorStatic,
+          max_rows};
+  rg.w = {qw.data(), sw.data(), wq};
+  rg.bias = c.bias ? bias.data() : nullptr;
+  rg.apply_activation = !c.gemm2;
+  rg.activation = c.act;
+  ASSERT_EQ(rg.w_rows(), w_rows);
+  std::vector<std::pair<int, int>> rows;  // (expert, i), the reference's output row order
+  for (int e = 0; e < G; ++e)
+    for (int i = 0; i < l.counts[size_t(e)]; ++i) rows.emplace_back(e, i);
+  std::vector<double> ref(rows.size() * size_t(out_cols));
+  parallel_for(int64_t(rows.size()), [&](int64_t b, int64_t e_) {
+    fusedmoe::ref::fp8_grouped_gemm(rg, b, e_, ref.data() + size_t(b) * size_t(out_cols));
+  });
+  std::vector<double> col_rms(size_t(out_cols), 0.0);
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int n = 0; n < out_cols; ++n) col_rms[size_t(n)] += ref[r * size_t(out_cols) + size_t(n)] * ref[r * size_t(out_cols) + size_t(n)];
+  for (auto& v : col_rms) v = std::sqrt(v / double(std::max<size_t>(1, rows.size())));
+
+  // ---- compare: every valid element; untouched padding rows (GEMM1) and guard rows ----
+  Stats st;
+  std::vector<char> written(size_t(out_rows), 0);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int e = rows[r].first, i = rows[r].second;
+    const int64_t orow = c.gemm2 ? l.offsets[size_t(e)] + i : l.padded[size_t(e)] + i;
+    written[size_t(orow)] = 1;
+    for (int n = 0; n < out_cols; ++n)
+      st.add(out[size_t(orow) * size_t(out_cols) + size_t(n)], ref[r * size_t(out_cols) + size_t(n)], col_rms[size_t(n)],
+             c.gemm2 ? "Y" : "H", orow, n);
+  }
+  int64_t stray = 0;  // elements outside the valid rows that changed
+  for (int64_t r = 0; r < out_rows + kGuardRows; ++r) {
+    if (r < out_rows && written[size_t(r)]) continue;
+    for (int n = 0; n < out_cols; ++n) stray += out[size_t(r) * size_t(out_cols) + size_t(n)] != kBf16NaN;
+  }
+  const bool pass = st.rel() <= st.rel_bound() && st.kernel_rel() <= kTolRel && st.non_finite == 0 && st.gross == 0 &&
+                    stray == 0 && (!c.exact || st.bit_diff == 0);
+  std::printf("[ fp8 gemm ] %-30s %-70s rel_l2=%.3e (bound %.1e; bf16 floor %.3e; vs bf16(ref) %.3e) max_abs=%.2e "
+              "bit_diff=%lld/%lld %s\n",
+              c.name.c_str(), describe(c, l).c_str(), st.rel(), st.rel_bound(), st.floor_rel(), st.kernel_rel(),
+              st.max_abs, static_cast<long long>(st.bit_diff), static_cast<long long>(st.checked), pass ? "PASS" : "FAIL");
+  EXPECT_EQ(st.non_finite, 0) << st.first_bad;
+  EXPECT_EQ(st.gross, 0) << st.first_bad;
+  EXPECT_EQ(stray, 0) << "elements outside the valid rows were written (padding rows / past the end)";
+  EXPECT_LE(st.rel(), st.rel_bound()) << describe(c, l);
+  EXPECT_LE(st.kernel_rel(), kTolRel) << describe(c, l);
+  if (c.exact) EXPECT_EQ(st.bit_diff, 0) << "exact sweep must be bit-exact (promotion every 128 K)";
+}
+
+const int kTokenCounts[] = {1, 3, 64, 65, 1000, 4096};
+
+// ---------------------------------------------------------------- tests
+
+TEST(Fp8GroupedGemm, ExactIntegerSweepIsBitExact) {
+  const uint64_t seed = fusedmoe::gputest::test_seed();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  int idx = 0;
+  for (bool per_row : {false, true}) {
+    for (int rows : {65, 300}) {
+      Case c;
+      c.name = "exact_k7168";
+      c.gemm2 = true;
+      c.G = 4;
+      c.N = 7168;  // reduction
+      c.K = 256;   // output columns
+      c.rows = rows;
+      c.a_per_token = per_row;
+      c.w_per_channel = per_row;
+      c.exact = true;
+      run_case(c, seed + uint64_t(idx++));
+    }
+  }
+}
+
+TEST(Fp8GroupedGemm, Gemm2RandomSweep) {
+  const uint64_t seed = fusedmoe::gputest::test_seed();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  struct Shape { int G, N, K; };  // N: reduction, K: output columns (multiples of 16)
+  const Shape shapes[] = {
+      {8, 16, 16},      // smallest legal: one ragged K step, one partial weight tile
+      {8, 144, 272},    // 128 + 16 reduction (ragged second stage), 2 + 16/128 weight tiles
+      {16, 192, 4096},  // qwen235-tp8 GEMM2 (N = 1536 / 8)
+      {4, 2048, 1040},  // long reduction (16 stages), 1024 + 16 output columns
+  };
+  int idx = 0;
+  for (int tokens : kTokenCounts) {
+    for (const Shape& sh : shapes) {
+      // scale modes cycle so every (shape, tokens) pair meets a different one
+      const int mode = idx % 4;
+      Case c;
+      c.name = "gemm2_t" + std::to_string(tokens);
+      c.gemm2 = true;
+      c.G = sh.G;
+      c.N = sh.N;
+      c.K = sh.K;
+      c.rows = tokens;
+      c.a_per_token = (mode & 1) != 0;
+      c.w_per_channel = (mode & 2) != 0;
+      static const double kTensorScales[] = {1e-8, 1.0, 1e4};
+      if (c.w_per_channel) {
+        c.sw_lo = 1e-8;
+        c.sw_hi = 1e4;
+      } else {
+        c.sw_lo = c.sw_hi = kTensorScales[idx % 3];
+      }
+      c.bias = (idx % 3) == 1;
+      run_case(c, seed + uint64_t(idx++));
+    }
+  }
+}
+
+TEST(Fp8GroupedGemm, Gemm1ActivationSweep) {
+  const uint64_t seed = fusedmoe::gputest::test_seed();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  struct Shape { int G, N, K; };  // N: output columns (intermediate), K: reduction (hidden)
+  const Shape shapes[] = {
+      {8, 16, 16},      // one gated tile with 16 valid columns
+      {8, 80, 400},     // 64 + 16 columns (second gated tile partial), K = 3 x 128 + 16
+      {16, 192, 4096},  // qwen235-tp8 GEMM1
+  };
+  const Activation acts[] = {Activation::silu(), Activation::swiglu_oai(), Activation::gelu(),
+                             Activation::squared_relu(), Activation::clamped_swiglu(7.f)};
+  const char* act_names[] = {"silu", "swiglu_oai_il", "gelu", "sqrelu", "clamped_swiglu"};
+  int idx = 0;
+  for (int tokens : kTokenCounts) {
+    for (const Shape& sh : shapes) {
+      const int mode = idx % 4;
+      const int ai = idx % 5;
+      Case c;
+      c.name = std::string("gemm1_") + act_names[ai] + "_t" + std::to_string(tokens);
+      c.gemm2 = false;
+      c.G = sh.G;
+      c.N = sh.N;
+      c.K = sh.K;
+      c.act = acts[ai];
+      c.rows = tokens;
+      c.a_per_token = (mode & 1) != 0;
+      c.w_per_channel = (mode & 2) != 0;
+      // moderate scale ranges: the activations are nonlinear, and clamps (limit 7) would
+      // saturate everything at 1e4; tiny scales still exercise the fp32 range
+      if (c.w_per_channel) {
+        c.sw_lo = 1e-8;
+        c.sw_hi = 1e-2;
+      } else {
+        static const double kTensorScales[] = {1e-8, 1e-3, 1e-2};
+        c.sw_lo = c.sw_hi = kTensorScales[idx % 3];
+      }
+      c.bias = (idx % 2) == 0;
+      run_case(c, seed + uint64_t(idx++));
+    }
+  }
+}
+
+TEST(Fp8GroupedGemm, LayoutEdgeCases) {
+  const uint64_t seed = fusedmoe::gputest::test_seed();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  int idx = 0;
+  // all experts empty but one; one hot expert with tile +- 1 rows; counts 0/1/127/128/129
+  const std::vector<std::vector<int>> counts = {
+      {0, 0, 0, 5, 0, 0, 0, 0}, {129, 0, 1, 0, 127, 128, 0, 3}, {0, 4096, 0, 0, 0, 0, 0, 1}};
+  for (const auto& cn : counts) {
+    for (bool gemm2 : {true, false}) {
+      Case c;
+      c.name = std::string("edges_") + (gemm2 ? "gemm2" : "gemm1");
+      c.gemm2 = gemm2;
+      c.G = int(cn.size());
+      c.N = gemm2 ? 256 : 128;
+      c.K = gemm2 ? 256 : 512;
+      c.counts = cn;
+      c.a_per_token = (idx & 1) != 0;
+      c.w_per_channel = true;
+      c.sw_lo = 1e-3;
+      c.sw_hi = 1e1;
+      c.bias = true;
+      run_case(c, seed + uint64_t(idx++));
+    }
+  }
+  // several weight tiles per CTA (the ring continues across tiles)
+  Case c;
+  c.name = "tiles_per_cta_3";
+  c.gemm2 = true;
+  c.G = 4;
+  c.N = 384;
+  c.K = 640;
+  c.rows = 500;
+  c.tpc = 3;
+  c.w_per_channel = true;
+  c.sw_lo = 1e-2;
+  c.sw_hi = 1e2;
+  run_case(c, seed + uint64_t(idx++));
+}
+
+TEST(Fp8GroupedGemm, AllExpertsEmptyWritesNothing) {
+  // max_rows is a host bound (> 0) but every count is 0: every CTA exits at once, nothing written
+  const std::vector<int32_t> counts = {0, 0, 0, 0}, offs = {0, 0, 0, 0, 0};
+  DeviceBuffer d_counts = to_device(counts), d_offs = to_device(offs);
+  DeviceBuffer d_a(256 * 128), d_w(4 * 128 * 128), d_sc(4 * 128 * 4), d_out(256 * 128 * 2);
+  ASSERT_TRUE(d_a.get() && d_w.get() && d_sc.get() && d_out.get());
+  for (bool gemm2 : {false, true}) {
+    d_out.poison(0xFF);
+    Fp8GroupedGemmArgs a;
+    a.a = d_a.get();
+    a.w = d_w.get();
+    a.out = d_out.get();
+    a.counts = d_counts.as<int32_t>();
+    a.offsets = d_offs.as<int32_t>();
+    a.padded_offsets = d_offs.as<int32_t>();
+    a.a_scale = d_sc.as<float>();
+    a.w_scale = d_sc.as<float>();
+    a.num_groups = 4;
+    a.n = 128;
+    a.k = 128;
+    a.activation = Activation::silu();
+    a.max_rows = 256;
+    FM_CUDA_CHECK(gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
+                        : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr));
+    FM_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<uint16_t> out = to_host<uint16_t>(d_out.get(), 256 * 128);
+    int64_t stray = 0;
+    for (uint16_t v : out) stray += v != kBf16NaN;
+    EXPECT_EQ(stray, 0) << (gemm2 ? "GEMM2" : "GEMM1");
+  }
+  Fp8GroupedGemmArgs none;  // max_rows == 0: nothing to do, no pointers needed
+  none.num_groups = 4;
+  none.n = 128;
+  none.k = 128;
+  EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm2(none, nullptr), cudaSuccess);
+}
+
+TEST(Fp8GroupedGemm, RejectsBadArguments) {
+  DeviceBuffer buf(1 << 16), counts(64), offs(64), sc(64);
+  ASSERT_TRUE(buf.get());
+  Fp8GroupedGemmArgs a;
+  a.a = buf.get();
+  a.w = buf.get();
+  a.out = buf.get();
+  a.counts = counts.as<int32_t>();
+  a.offsets = offs.as<int32_t>();
+  a.padded_offsets = offs.as<int32_t>();
+  a.a_scale = sc.as<float>();
+  a.w_scale = sc.as<float>();
+  a.num_groups = 1;
+  a.n = 128;
+  a.k = 128;
+  a.max_rows = 128;
+  Fp8GroupedGemmArgs b = a;
+  b.n = 120;  // multiple of 8, not 16
+  EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm2(b, nullptr), cudaErrorInvalidValue);
+  b = a;
+  b.a = static_cast<const uint8_t*>(buf.get()) + 8;
+  EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm1(b, nullptr), cudaErrorInvalidValue);
+  b = a;
+  b.w_scale = nullptr;
+  EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm1(b, nullptr), cudaErrorInvalidValue);
+  b = a;
+  b.family = TileFamily::kSwapAB;
+  EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm2(b, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // nothing was launched, no sticky error
+}
+
+}  // namespace
