@@ -271,7 +271,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
       const std::string ex = fm::explain(p, v.options);
       const size_t at = ex.find("\ntiles: ");
       std::string tiles = at == std::string::npos ? "?" : ex.substr(at + 8, ex.find(" (", at) - at - 8);
-      rows->push_back(measured_row(c.name, "layer bf16 " + tiles + (v.label.empty() ? "" : " [forced]"), t, us, bytes,
+      rows->push_back(measured_row(c.name, "layer bf16 " + tiles + (v.label.empty() ? "" : " [" + v.label + "]"), t, us, bytes,
                                    bw, flops, peak));
       }
       (void)tmax;
@@ -380,12 +380,14 @@ int cmd_bench(int argc, char** argv) {
   std::vector<int64_t> tokens = {1, 4, 16, 64, 256, 1024, 4096, 16384};
   bool tokens_given = false;
   std::vector<std::string> only;  // --cases: names of the cases to run (default: all)
+  bool pdl = false;               // --pdl: layer suite, also each case with overlapped launches
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--suite" && i + 1 < argc) suite = argv[++i];
     else if (a == "--csv" && i + 1 < argc) csv_path = argv[++i];
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--peer" && i + 1 < argc) peer_path = argv[++i];
+    else if (a == "--pdl") pdl = true;
     else if (a == "--cases" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) only.push_back(x);
@@ -396,7 +398,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -427,7 +429,14 @@ int cmd_bench(int argc, char** argv) {
     std::string how;
     const double tflops = measure_bf16_gemm_rate(s, &how);
     std::printf("dense bf16 GEMM rate (%s, same run): %.0f TFLOP/s\n", how.c_str(), tflops / 1e12);
-    all_ok = bench_layer(s, bw, tflops, tokens, &rows, selected(layer_cases(), only), {TileVariant{}});
+    std::vector<TileVariant> variants = {TileVariant{}};
+    if (pdl) {  // the same layer with programmatic dependent launch between its kernels
+      TileVariant v;
+      v.label = "pdl";
+      v.options.overlap_launches = true;
+      variants.push_back(v);
+    }
+    all_ok = bench_layer(s, bw, tflops, tokens, &rows, selected(layer_cases(), only), variants);
   }
   if (suite == "crossover") {
     std::string how;

@@ -36,6 +36,11 @@ struct ForwardOptions {
   Backend backend = Backend::kAuto;  // an explicit choice always wins or fails with the reason
   TileFamily tiles = TileFamily::kAuto;
   int tokens_tile = 0;  // with tiles forced: kNormal 128; kSwapAB 8, 16, 32 or 64 (0 = default)
+  // Programmatic dependent launch between the layer's kernels: each kernel may be scheduled while
+  // its predecessor finishes (its launch and set-up overlap the predecessor's tail) and waits on
+  // the device for the predecessor's results. Same results either way; captured into CUDA graphs
+  // as programmatic edges. Off by default until its gain is measured (bench --pdl).
+  bool overlap_launches = false;
 };
 
 const char* to_string(Backend b);

@@ -7,6 +7,7 @@
 #include "dispatch/oracle.h"
 #include "fusedmoe/device.h"
 #include "fusedmoe/moe.h"
+#include "kernels/common/launch_mode.h"
 #if defined(FUSEDMOE_WITH_CUDA)
 #include <cuda_runtime.h>
 
@@ -35,6 +36,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
 #else
   // kGrouped: permute into expert-contiguous rows padded to the GEMMs' token tile, GEMM1 +
   // activation into the intermediate, GEMM2 into per-row expert outputs, weighted combine.
+  const kernels::ScopedOverlap overlap(options.overlap_launches);  // every launch below (launch_mode.h)
   DispatchOptions o;
   o.permute = true;
   o.tile_m = d.tokens_tile;

@@ -226,6 +226,68 @@ TEST(Forward, GraphReplayMatchesDirectCall) {
   }
 }
 
+// Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches):
+// the same bits as plain launches, called directly and replayed from a captured graph, over the
+// fused front (<= 256 tokens), the single-block and the chunked plan (4096 tokens), both tile
+// families and an expert-parallel grouped router.
+TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
+  struct C {
+    fm::MoeProblem p;
+    int64_t t;
+    fm::ForwardOptions o;
+  };
+  std::vector<C> cases;
+  for (int64_t t : {1, 16, 256, 1000, 4096}) cases.push_back({small_problem(32, 8, 256, 1024), t, {}});
+  cases.push_back({small_problem(16, 4, 192, 256), 65, tiles(fm::TileFamily::kNormal)});
+  cases.push_back({small_problem(16, 4, 192, 256), 9, tiles(fm::TileFamily::kSwapAB, 8)});
+  {
+    fm::MoeProblem ep = small_problem(64, 8, 128, 512);
+    ep.router = fm::RouterConfig::deepseek_v3(8, 8, 4, 2.5f);
+    ep.num_local_experts = 8;
+    cases.push_back({ep, 500, {}});
+  }
+  for (C& c : cases) {
+    fm::MoeProblem p = c.p;
+    p.num_tokens = p.max_tokens = c.t;
+    SCOPED_TRACE("T=" + std::to_string(c.t) + " tiles=" + fm::to_string(c.o.tiles));
+    Layer L;
+    upload(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &L);
+    if (::testing::Test::HasFatalFailure()) return;
+    cudaStream_t s;
+    FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const size_t n = static_cast<size_t>(c.t) * p.hidden;
+    ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, c.o).ok());
+    FM_CUDA_CHECK(cudaStreamSynchronize(s));
+    const auto plain = to_host<uint16_t>(L.out.get(), n);
+    fm::ForwardOptions ov = c.o;
+    ov.overlap_launches = true;
+    L.out.poison();
+    L.ws.poison();
+    const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, ov);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    FM_CUDA_CHECK(cudaStreamSynchronize(s));
+    EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain) << "direct call with overlapped launches differs";
+    L.out.poison();
+    L.ws.poison();
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    FM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    const fm::Status cst = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, ov);
+    FM_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+    ASSERT_TRUE(cst.ok()) << cst.to_string();
+    FM_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    for (int r = 0; r < 3; ++r) {
+      FM_CUDA_CHECK(cudaGraphLaunch(ge, s));
+      FM_CUDA_CHECK(cudaStreamSynchronize(s));
+      EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain) << "graph replay " << r << " with overlapped launches differs";
+      L.out.poison();
+    }
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(s);
+  }
+}
+
 // One captured graph of the whole layer serves every token count up to its bound: the count is
 // read on the device (MoeTensors::num_tokens_device). Rows past the count stay untouched.
 TEST(Forward, DeviceTokenCountOneGraph) {

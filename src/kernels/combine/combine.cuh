@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/pdl.cuh"
 #include "kernels/common/token_count.cuh"
 #include "kernels/quant/vec.cuh"
 
@@ -42,6 +43,7 @@ __host__ __device__ constexpr int combine_max_block(int vpt) { return vpt >= 8 ?
 
 template <class T, int VPT>
 __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(CombineParams p) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   constexpr int kBatch = VPT >= 8 ? 1 : (VPT >= 4 ? 2 : 4);  // slots loaded before accumulating
   const int tid = threadIdx.x;
   const int team = tid / p.ts;

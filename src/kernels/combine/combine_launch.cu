@@ -3,6 +3,7 @@
 
 #include "kernels/combine/combine.cuh"
 #include "kernels/combine/combine_launch.h"
+#include "kernels/common/launch.cuh"
 #include "kernels/registry.h"
 
 namespace fusedmoe::kernels {
@@ -14,13 +15,12 @@ using namespace combine_detail;
 template <class T>
 cudaError_t launch_typed(const CombineParams& p, int vpt, int grid, int block, cudaStream_t stream) {
   switch (vpt) {
-    case 1: combine_kernel<T, 1><<<grid, block, 0, stream>>>(p); break;
-    case 2: combine_kernel<T, 2><<<grid, block, 0, stream>>>(p); break;
-    case 4: combine_kernel<T, 4><<<grid, block, 0, stream>>>(p); break;
-    case 8: combine_kernel<T, 8><<<grid, block, 0, stream>>>(p); break;
+    case 1: return launch_chain(combine_kernel<T, 1>, dim3(grid), dim3(block), 0, stream, p);
+    case 2: return launch_chain(combine_kernel<T, 2>, dim3(grid), dim3(block), 0, stream, p);
+    case 4: return launch_chain(combine_kernel<T, 4>, dim3(grid), dim3(block), 0, stream, p);
+    case 8: return launch_chain(combine_kernel<T, 8>, dim3(grid), dim3(block), 0, stream, p);
     default: return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/pdl.cuh"
 #include "kernels/common/token_count.cuh"
 #include "kernels/dispatch/plan_launch.h"
 #include "kernels/router/router_launch.h"
@@ -265,11 +266,13 @@ __device__ __forceinline__ void plan_rank_scatter_body(const PlanParams& p, int 
 #if defined(FUSEDMOE_PLAN_KERNELS)
 // Single-block plan: the whole problem is one chunk.
 __global__ void __launch_bounds__(1024, 1) plan_single_kernel(PlanParams p, int entries_per_warp) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   plan_rank_scatter_body<true>(p, 0, 0, plan_entries(p), entries_per_warp);
 }
 
 // K3 of the chunked path: one block per chunk.
 __global__ void __launch_bounds__(kPlanChunkWarps * 32) plan_rank_scatter_kernel(PlanParams p) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   const int chunk = blockIdx.x;
   const int32_t begin = chunk * p.chunk;
   const int32_t n = max(0, min(p.chunk, plan_entries(p) - begin));
@@ -278,6 +281,7 @@ __global__ void __launch_bounds__(kPlanChunkWarps * 32) plan_rank_scatter_kernel
 
 // K1: per-chunk histograms (shared-memory atomics only build counts: order-independent).
 __global__ void __launch_bounds__(kPlanHistThreads) plan_histogram_kernel(PlanParams p) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   extern __shared__ __align__(16) unsigned char smem_raw[];
   int32_t* hist = reinterpret_cast<int32_t*>(smem_raw);
   const int G = p.num_groups;
@@ -300,6 +304,7 @@ __global__ void __launch_bounds__(kPlanHistThreads) plan_histogram_kernel(PlanPa
 // chunks. Replaces hist[c][g] by the rows of g in chunks < c; writes counts. The last block to
 // finish scans counts into offsets / padded_offsets.
 __global__ void __launch_bounds__(kPlanScanThreads) plan_column_scan_kernel(PlanParams p) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   __shared__ int32_t part[32][33];
   __shared__ unsigned long long scan[33];
   __shared__ bool is_last;

@@ -7,6 +7,7 @@
 #define FUSEDMOE_PLAN_KERNELS 1
 #include "kernels/dispatch/plan.cuh"
 #include "kernels/dispatch/plan_launch.h"
+#include "kernels/common/launch.cuh"
 
 namespace fusedmoe::kernels {
 
@@ -121,8 +122,7 @@ cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
                                               static_cast<int>(plan_smem_bytes(32, kMaxPlanGroups, kPlanSingleMaxEntries)));
       if (e != cudaSuccess) return e;
     }
-    plan_single_kernel<<<1, warps * 32, smem, stream>>>(p, per_warp);
-    return cudaGetLastError();
+    return launch_chain(plan_single_kernel, dim3(1), dim3(warps * 32), smem, stream, p, per_warp);
   }
 
   const int chunk = chunk_for(entries);
@@ -136,11 +136,10 @@ cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
   p.chunk_hist = static_cast<int32_t*>(a.scratch);
   p.done_ctr = reinterpret_cast<unsigned int*>(static_cast<unsigned char*>(a.scratch) + hist_bytes);
 
-  plan_histogram_kernel<<<p.num_chunks, kPlanHistThreads, static_cast<size_t>(groups) * 4, stream>>>(p);
-  cudaError_t e = cudaGetLastError();
+  cudaError_t e = launch_chain(plan_histogram_kernel, dim3(p.num_chunks), dim3(kPlanHistThreads),
+                               static_cast<size_t>(groups) * 4, stream, p);
   if (e != cudaSuccess) return e;
-  plan_column_scan_kernel<<<std::max(1, (groups + 31) / 32), kPlanScanThreads, 0, stream>>>(p);
-  e = cudaGetLastError();
+  e = launch_chain(plan_column_scan_kernel, dim3(std::max(1, (groups + 31) / 32)), dim3(kPlanScanThreads), 0, stream, p);
   if (e != cudaSuccess) return e;
   const size_t smem = plan_smem_bytes(kPlanChunkWarps, groups, chunk);
   if (smem > 48 * 1024) {
@@ -148,8 +147,7 @@ cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
                              static_cast<int>(plan_smem_bytes(kPlanChunkWarps, kMaxPlanGroups, kPlanChunkMax)));
     if (e != cudaSuccess) return e;
   }
-  plan_rank_scatter_kernel<<<p.num_chunks, kPlanChunkWarps * 32, smem, stream>>>(p);
-  return cudaGetLastError();
+  return launch_chain(plan_rank_scatter_kernel, dim3(p.num_chunks), dim3(kPlanChunkWarps * 32), smem, stream, p);
 }
 
 }  // namespace fusedmoe::kernels

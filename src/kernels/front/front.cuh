@@ -24,6 +24,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/pdl.cuh"
 #include "kernels/common/token_count.cuh"
 #include "kernels/dispatch/plan.cuh"
 #include "kernels/quant/permute_quant.cuh"
@@ -327,6 +328,7 @@ __device__ __forceinline__ void quantize_chunks_warp(const FrontParams& f, int64
 
 template <typename T, int VEC, int NV, router_detail::RowMode M>
 __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const FrontParams f) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);

@@ -52,6 +52,8 @@
 #include <cutlass/bfloat16.h>
 
 #include "fusedmoe/activation.h"
+#include "kernels/common/launch.cuh"
+#include "kernels/common/pdl.cuh"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 #include "kernels/registry.h"
 
@@ -244,6 +246,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int row0 = m_tile * Cfg::kTokTile;
   __syncthreads();
 
+  pdl_enter();  // kernels/common/pdl.cuh: the set-up above touched only shared memory
   // ---- which expert: the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1] ----
   // One pass, every load independent (a single memory round trip for G <= threads).
 #pragma unroll 2
@@ -676,8 +679,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   auto launch = [&](auto kernel) -> cudaError_t {
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
     if (e != cudaSuccess) return e;
-    kernel<<<dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream>>>(tm_act, tm_w, p);
-    return cudaGetLastError();
+    return launch_chain(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream, tm_act, tm_w, p);
   };
   return gated ? launch(&sm90_bf16_grouped_gemm_kernel<Cfg, true>) : launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false>);
 }

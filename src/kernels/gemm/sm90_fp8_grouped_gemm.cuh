@@ -171,6 +171,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int row0 = m_tile * Cfg::kTokTile;  // padded row of the tile's first token row
   __syncthreads();
 
+  pdl_enter();  // kernels/common/pdl.cuh: the set-up above touched only shared memory
   // ---- which expert: the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1] ----
 #pragma unroll 2
   for (int i = tid; i < p.num_groups; i += Cfg::kThreads) {
@@ -479,8 +480,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   auto launch = [&](auto kernel) -> cudaError_t {
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
     if (err != cudaSuccess) return err;
-    kernel<<<dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream>>>(tm_act, tm_w, p);
-    return cudaGetLastError();
+    return launch_chain(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream, tm_act, tm_w, p);
   };
   return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true>) : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false>);
 }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/pdl.cuh"
 #include "kernels/common/token_count.cuh"
 #include "kernels/quant/vec.cuh"
 
@@ -175,6 +176,7 @@ template <class TIn>
 __global__ void __launch_bounds__(256) absmax_partials_kernel(const TIn* __restrict__ x, int64_t stride,
                                                               int64_t max_rows, const int32_t* rows_dev, int units8,
                                                               float* partials) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   __shared__ float red[33];
   float m = 0.f;
   const int64_t rows = resolve_token_count(max_rows, rows_dev, nullptr);
@@ -208,6 +210,7 @@ __host__ __device__ constexpr int max_block_for_vpt(int vpt) { return vpt < 8 ? 
 
 template <class TIn, bool kFp8, int VPT>
 __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kernel(PQParams p) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   constexpr int kLoads = kFp8 ? 2 : 1;  // uint4 per unit
   __shared__ float red[33];
   __shared__ int32_t s_dest[kMaxPairs];

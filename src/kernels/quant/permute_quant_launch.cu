@@ -5,6 +5,7 @@
 #define FUSEDMOE_PQ_KERNELS 1
 #include "kernels/quant/permute_quant.cuh"
 #include "kernels/quant/permute_quant_launch.h"
+#include "kernels/common/launch.cuh"
 
 namespace fusedmoe::kernels {
 
@@ -28,8 +29,7 @@ int resident_grid(Kernel kernel, int block, int64_t blocks_needed) {
 template <class TIn, bool kFp8>
 cudaError_t launch_rows(const PQParams& p, int vpt, int64_t blocks_needed, int block, cudaStream_t stream) {
   auto go = [&](auto kernel) {
-    kernel<<<resident_grid(kernel, block, blocks_needed), block, 0, stream>>>(p);
-    return cudaGetLastError();
+    return launch_chain(kernel, dim3(resident_grid(kernel, block, blocks_needed)), dim3(block), 0, stream, p);
   };
   switch (vpt) {
     case 1: return go(permute_quant_kernel<TIn, kFp8, 1>);
@@ -44,9 +44,9 @@ template <class TIn>
 cudaError_t launch_typed(const PQParams& p, bool fp8, int vpt, int64_t grid, int block, int amax_grid,
                          float* partials, cudaStream_t stream) {
   if (p.scheme == kDynamic) {
-    absmax_partials_kernel<TIn><<<amax_grid, 256, 0, stream>>>(static_cast<const TIn*>(p.x), p.x_stride,
-                                                              p.num_tokens, p.num_tokens_dev, p.hidden / 8, partials);
-    const cudaError_t e = cudaGetLastError();
+    const cudaError_t e = launch_chain(absmax_partials_kernel<TIn>, dim3(amax_grid), dim3(256), 0, stream,
+                                       static_cast<const TIn*>(p.x), p.x_stride, p.num_tokens, p.num_tokens_dev,
+                                       p.hidden / 8, partials);
     if (e != cudaSuccess) return e;
   }
   return fp8 ? launch_rows<TIn, true>(p, vpt, grid, block, stream) : launch_rows<TIn, false>(p, vpt, grid, block, stream);

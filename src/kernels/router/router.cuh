@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "fusedmoe/router.h"
+#include "kernels/common/pdl.cuh"
 #include "kernels/common/hd_math.h"
 #include "kernels/common/router_common.h"
 #include "kernels/common/token_count.cuh"
@@ -423,6 +424,7 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
 
 template <typename T, int VEC, int NV, RowMode M>
 __global__ void __launch_bounds__(kThreads, 1) router_topk_kernel(const Params p) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   extern __shared__ uint32_t smem[];
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
@@ -438,6 +440,7 @@ __global__ void __launch_bounds__(kThreads, 1) router_topk_kernel(const Params p
 // ---- kPrecomputed and kHash without a row softmax: KP lanes per token ----
 template <typename T>
 __global__ void __launch_bounds__(kGatherThreads) router_gather_kernel(const Params p) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int kp = 1 << p.kp_log2;
   const int r = lane & (kp - 1);

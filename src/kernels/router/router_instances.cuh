@@ -8,6 +8,7 @@
 
 #include "kernels/registry.h"
 #include "kernels/router/router.cuh"
+#include "kernels/common/launch.cuh"
 
 namespace fusedmoe::kernels::router_detail {
 
@@ -32,8 +33,8 @@ cudaError_t launch_topk_nv(const Params& p, int nv, size_t smem, cudaStream_t st
     if (nv > NV) return launch_topk_nv<T, VEC, NV * 2, M>(p, nv, smem, stream);
   }
   const int64_t blocks = std::min<int64_t>((p.num_tokens + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxGrid);
-  router_topk_kernel<T, VEC, NV, M><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(p);
-  return cudaGetLastError();
+  return launch_chain(router_topk_kernel<T, VEC, NV, M>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), smem,
+                      stream, p);
 }
 
 template <typename T, RowMode M>

@@ -2,6 +2,7 @@
 // instance (logits dtype x VEC x slots per lane) and launches. No allocation, no synchronisation:
 // CUDA-graph capturable.
 #include "kernels/router/router_launch.h"
+#include "kernels/common/launch.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -37,9 +38,8 @@ cudaError_t launch_gather(const Params& p, cudaStream_t stream) {
   const int64_t warps = (p.num_tokens + tokens_per_warp - 1) / tokens_per_warp;
   constexpr int kWarps = router_detail::kGatherThreads / 32;
   const int64_t blocks = std::min<int64_t>((warps + kWarps - 1) / kWarps, kMaxGrid);
-  router_detail::router_gather_kernel<T>
-      <<<static_cast<unsigned>(blocks), router_detail::kGatherThreads, 0, stream>>>(p);
-  return cudaGetLastError();
+  return launch_chain(router_detail::router_gather_kernel<T>, dim3(static_cast<unsigned>(blocks)),
+                      dim3(router_detail::kGatherThreads), 0, stream, p);
 }
 
 }  // namespace
