@@ -10,6 +10,21 @@
 
 namespace fusedmoe::kernels {
 
+// cudaLaunchKernelEx with one launch attribute.
+template <class... KArgs, class... Args>
+cudaError_t launch_with_attribute(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                  const cudaLaunchAttribute& attr, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attrs[1] = {attr};
+  cfg.attrs = attrs;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+}
+
 // kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute inside a ScopedOverlap.
 // Returns the launch error (cudaGetLastError semantics for the <<<>>> path).
 template <class... KArgs, class... Args>
@@ -19,17 +34,10 @@ cudaError_t launch_chain(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t
     kernel<<<grid, block, smem, stream>>>(static_cast<KArgs>(args)...);
     return cudaGetLastError();
   }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  return launch_with_attribute(kernel, grid, block, smem, stream, attr, static_cast<Args&&>(args)...);
 }
 
 }  // namespace fusedmoe::kernels

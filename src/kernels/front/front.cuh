@@ -192,68 +192,26 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
   return true;
 }
 
-// Quantise token t's row (one warp). Bit-identical to permute_quant_kernel in token order.
+// Per-token scheme: quantise token t's row (one warp: the row-wide amax first, then the units).
+// Bit-identical to permute_quant_kernel in token order.
 template <class TIn>
 __device__ __forceinline__ void quantize_row_warp(const FrontParams& f, int64_t t, int lane) {
   using namespace pq_detail;
   const uint4* xrow = reinterpret_cast<const uint4*>(static_cast<const TIn*>(f.x) + t * f.x_stride);
   uint4* orow = reinterpret_cast<uint4*>(f.q_out + t * static_cast<int64_t>(f.hidden));
-  float t_scale = 1.f, t_inv = 1.f;
-  if (f.quant_scheme == kStatic) {
-    t_scale = __ldg(f.static_scale);
-    t_inv = rcp_rn(t_scale);
-  } else if (f.quant_scheme == kToken) {
-    float m = 0.f;
-    for (int u = lane; u < f.units; u += 32) {
-      float v[8];
-#pragma unroll
-      for (int l = 0; l < 2; ++l) {
-        vec::unpack8<TIn>(__ldg(xrow + 2 * u + l), v);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) m = fmaxf(m, fabsf(v[e]));
-      }
-    }
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    t_scale = fp8_scale_from_amax(m, f.ue8m0);
-    t_inv = rcp_rn(t_scale);
-    if (lane == 0 && f.q_scales != nullptr) f.q_scales[t] = t_scale;
+  float m = 0.f;
+  for (int u = lane; u < f.units; u += 32) {
+    const uint4 raw[2] = {__ldg(xrow + 2 * u), __ldg(xrow + 2 * u + 1)};
+    m = fmaxf(m, unit_amax<TIn>(raw));
   }
-  // Units u0 + lane of 32-unit steps: the 8 lanes of a 128-group are lanes 8m .. 8m + 7.
-  for (int u0 = 0; u0 < f.units; u0 += 32) {
-    const int u = u0 + lane;
-    const bool in = u < f.units;
-    uint4 raw[2];
 #pragma unroll
-    for (int l = 0; l < 2; ++l) raw[l] = in ? __ldg(xrow + 2 * u + l) : make_uint4(0, 0, 0, 0);
-    float scale = t_scale, inv = t_inv;
-    if (f.quant_scheme == kGroup) {
-      float m = 0.f;
-#pragma unroll
-      for (int l = 0; l < 2; ++l) {
-        float v[8];
-        vec::unpack8<TIn>(raw[l], v);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) m = fmaxf(m, fabsf(v[e]));
-      }
-#pragma unroll
-      for (int o = 1; o < 8; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-      scale = fp8_scale_from_amax(m, f.ue8m0);
-      inv = rcp_rn(scale);
-      if (in && (u & 7) == 0 && f.q_scales != nullptr) f.q_scales[static_cast<int64_t>(u >> 3) * f.rows_pad4 + t] = scale;
-    }
-    if (!in) continue;
-    uint32_t packed[4];
-#pragma unroll
-    for (int l = 0; l < 2; ++l) {
-      float v[8];
-      vec::unpack8<TIn>(raw[l], v);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = __fmul_rn(v[e], inv);
-      packed[2 * l] = cvt_e4m3x2(v[0], v[1]) | (cvt_e4m3x2(v[2], v[3]) << 16);
-      packed[2 * l + 1] = cvt_e4m3x2(v[4], v[5]) | (cvt_e4m3x2(v[6], v[7]) << 16);
-    }
-    orow[u] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  for (int o = 1; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  const float t_scale = fp8_scale_from_amax(m, f.ue8m0);
+  const float t_inv = rcp_rn(t_scale);
+  if (lane == 0 && f.q_scales != nullptr) f.q_scales[t] = t_scale;
+  for (int u = lane; u < f.units; u += 32) {
+    const uint4 raw[2] = {__ldg(xrow + 2 * u), __ldg(xrow + 2 * u + 1)};
+    orow[u] = quantize_unit<TIn>(raw, t_inv);
   }
 }
 
@@ -295,14 +253,7 @@ __device__ __forceinline__ void quantize_chunks_warp(const FrontParams& f, int64
       const int64_t token = tok0 + t;
       float scale = t_scale, inv = t_inv;
       if (f.quant_scheme == kGroup) {
-        float m = 0.f;
-#pragma unroll
-        for (int l = 0; l < 2; ++l) {
-          float v[8];
-          vec::unpack8<TIn>(raw[b][l], v);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) m = fmaxf(m, fabsf(v[e]));
-        }
+        float m = unit_amax<TIn>(raw[b]);
 #pragma unroll
         for (int o = 1; o < 8; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
         scale = fp8_scale_from_amax(m, f.ue8m0);
@@ -310,18 +261,7 @@ __device__ __forceinline__ void quantize_chunks_warp(const FrontParams& f, int64
         if (in && (u & 7) == 0 && f.q_scales != nullptr) f.q_scales[static_cast<int64_t>(u >> 3) * f.rows_pad4 + token] = scale;
       }
       if (!in) continue;
-      uint32_t packed[4];
-#pragma unroll
-      for (int l = 0; l < 2; ++l) {
-        float v[8];
-        vec::unpack8<TIn>(raw[b][l], v);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) v[e] = __fmul_rn(v[e], inv);
-        packed[2 * l] = cvt_e4m3x2(v[0], v[1]) | (cvt_e4m3x2(v[2], v[3]) << 16);
-        packed[2 * l + 1] = cvt_e4m3x2(v[4], v[5]) | (cvt_e4m3x2(v[6], v[7]) << 16);
-      }
-      reinterpret_cast<uint4*>(f.q_out + token * static_cast<int64_t>(f.hidden))[u] =
-          make_uint4(packed[0], packed[1], packed[2], packed[3]);
+      reinterpret_cast<uint4*>(f.q_out + token * static_cast<int64_t>(f.hidden))[u] = quantize_unit<TIn>(raw[b], inv);
     }
   }
 }

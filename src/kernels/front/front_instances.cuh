@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/common/launch.cuh"
 #include "kernels/front/front.cuh"
 #include "kernels/registry.h"
 
@@ -34,17 +35,11 @@ void append_front_logits_instances(KernelList* out);
 // A cooperative launch (grid-wide barrier available in the kernel) on `stream`.
 template <class Kernel, class... Args>
 cudaError_t launch_cooperative(Kernel kernel, int grid, int block, size_t smem, cudaStream_t stream, Args... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(grid));
-  cfg.blockDim = dim3(static_cast<unsigned>(block));
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeCooperative;
-  attr[0].val.cooperative = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, args...);
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeCooperative;
+  attr.val.cooperative = 1;
+  return launch_with_attribute(kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(block)), smem,
+                               stream, attr, args...);
 }
 
 #if defined(FUSEDMOE_FRONT_INSTANCES)

@@ -98,6 +98,37 @@ __device__ __forceinline__ uint32_t cvt_e4m3x2(float a, float b) {
   return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3));
 }
 
+// One unit of 16 elements (two uint4 of TIn): its amax, and its 16 e4m3 bytes of x * inv
+// (__fmul_rn, then RNE satfinite), packed in element order. Shared by this kernel and the fused
+// front's token-order quantiser (front.cuh), so both stay bit-identical.
+template <class TIn>
+__device__ __forceinline__ float unit_amax(const uint4 (&raw)[2]) {
+  float m = 0.f;
+#pragma unroll
+  for (int l = 0; l < 2; ++l) {
+    float v[8];
+    vec::unpack8<TIn>(raw[l], v);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) m = fmaxf(m, fabsf(v[e]));
+  }
+  return m;
+}
+
+template <class TIn>
+__device__ __forceinline__ uint4 quantize_unit(const uint4 (&raw)[2], float inv) {
+  uint32_t packed[4];
+#pragma unroll
+  for (int l = 0; l < 2; ++l) {
+    float v[8];
+    vec::unpack8<TIn>(raw[l], v);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = __fmul_rn(v[e], inv);
+    packed[2 * l] = cvt_e4m3x2(v[0], v[1]) | (cvt_e4m3x2(v[2], v[3]) << 16);
+    packed[2 * l + 1] = cvt_e4m3x2(v[4], v[5]) | (cvt_e4m3x2(v[6], v[7]) << 16);
+  }
+  return make_uint4(packed[0], packed[1], packed[2], packed[3]);
+}
+
 // ---- reductions ------------------------------------------------------------------------------
 // Max over a team of TS lanes (TS <= 32, aligned within the warp). Every lane of the warp calls.
 __device__ __forceinline__ float team_max_subwarp(float v, int ts) {
@@ -350,17 +381,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
       // Amax: per unit (16 elements), then per 128-group (8 lanes) or per row (team).
       float amax[VPT];
 #pragma unroll
-      for (int j = 0; j < VPT; ++j) {
-        float f[8];
-        float m = 0.f;
-#pragma unroll
-        for (int l = 0; l < kLoads; ++l) {
-          vec::unpack8<TIn>(raw[j][l], f);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) m = fmaxf(m, fabsf(f[e]));
-        }
-        amax[j] = m;
-      }
+      for (int j = 0; j < VPT; ++j) amax[j] = unit_amax<TIn>(raw[j]);
       if (p.scheme == kGroup) {
 #pragma unroll
         for (int j = 0; j < VPT; ++j)
@@ -388,17 +409,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
             inv = rcp_rn(scale);
           }
           qs[j] = scale;
-          uint32_t packed[4];
-#pragma unroll
-          for (int l = 0; l < 2; ++l) {
-            float f[8];
-            vec::unpack8<TIn>(raw[j][l], f);
-#pragma unroll
-            for (int e = 0; e < 8; ++e) f[e] = __fmul_rn(f[e], inv);
-            packed[2 * l] = cvt_e4m3x2(f[0], f[1]) | (cvt_e4m3x2(f[2], f[3]) << 16);
-            packed[2 * l + 1] = cvt_e4m3x2(f[4], f[5]) | (cvt_e4m3x2(f[6], f[7]) << 16);
-          }
-          q[j] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+          q[j] = quantize_unit<TIn>(raw[j], inv);
         }
         for (int s = 0; s < nslot; ++s) {
           const int32_t d = s_dest[team * nslot + s];
