@@ -486,25 +486,33 @@ int cmd_bench(int argc, char** argv) {
       // at <= 256 tokens) and contiguous (quantised rows copied into expert order); BF16 in token
       // order (GEMM1 reads x by row index: nothing to copy). At <= 256 tokens also the separate
       // kernels (fuse_front = false) for comparison.
+      // From 1024 tokens also the contiguous layout with bulk row copies (DispatchOptions::bulk_stores),
+      // and for BF16 the contiguous copy itself (what forward() runs before the GEMMs).
       struct Variant {
         std::string stage;
-        bool permute, fuse;
+        bool permute, fuse, bulk = false;
       };
       const bool fp8 = p.quant.act != fm::ActQuant::kNone;
       std::vector<Variant> variants;
       if (fp8) {
         if (t <= 256) variants.push_back({"route+plan+quant token-order", false, true});
         variants.push_back({"route+plan+quant contiguous", true, true});
+        if (t >= 1024) variants.push_back({"route+plan+quant contiguous, bulk copies", true, true, true});
         if (t <= 256) variants.push_back({"route+plan+quant token-order unfused", false, false});
       } else {
         variants.push_back({"route+plan", false, true});
         if (t <= 256) variants.push_back({"route+plan unfused", false, false});
+        if (t >= 1024) {
+          variants.push_back({"route+plan+copy contiguous", true, true});
+          variants.push_back({"route+plan+copy contiguous, bulk copies", true, true, true});
+        }
       }
       for (const Variant& v : variants) {
         fm::DispatchResult r;
         fm::DispatchOptions o;
         o.permute = v.permute;
         o.fuse_front = v.fuse;
+        o.bulk_stores = v.bulk;
         st = fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r);
         BENCH_CUDA(cudaStreamSynchronize(s));
         if (!st.ok()) {
@@ -527,6 +535,8 @@ int cmd_bench(int argc, char** argv) {
         if (fp8) {
           const double out_rows = v.permute ? slots : static_cast<double>(t);
           bytes += static_cast<double>(t) * p.hidden * 2 + out_rows * p.hidden * 1 + out_rows * (p.hidden / 128) * 4;
+        } else if (v.permute) {
+          bytes += static_cast<double>(t) * p.hidden * 2 + slots * p.hidden * 2;
         }
         Row row = measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches)", t, us, bytes, bw);
         row.peer = vllm_align_figure(t);

@@ -72,6 +72,9 @@ struct DispatchOptions {
   // Small token counts (bound <= 256): route + plan (+ token-order quantisation) in one fused
   // kernel when the router reads logits rows. Same results; false forces the separate kernels.
   bool fuse_front = true;
+  // Permute/quantise with bulk row copies (kernels/quant/permute_quant_launch.h: bulk_stores).
+  // Same results; off by default until measured (bench --suite dispatch prints both at >= 1024 tokens).
+  bool bulk_stores = false;
 };
 
 // Device pointers into the workspace. G = weight_experts() groups, R = rows (<= T * slots).

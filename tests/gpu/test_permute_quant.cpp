@@ -47,6 +47,7 @@ struct QCase {
   int experts = 16;
   int shared = 1;
   int tile = 8;
+  bool bulk = false;  // PermuteQuantArgs::bulk_stores (applies to unweighted rows)
 };
 
 std::string describe(const QCase& c) {
@@ -55,6 +56,7 @@ std::string describe(const QCase& c) {
                 static_cast<long long>(c.tokens), c.hidden, fm::to_string(c.dtype), fm::to_string(c.quant),
                 fm::to_string(c.fmt), c.permute ? "permuted" : "token-order", c.weighted ? " weighted" : "",
                 c.stride_pad, c.specials ? " inf/nan" : "", c.k, c.experts, c.shared, c.tile);
+  if (c.bulk) std::strncat(buf, " bulk", sizeof buf - std::strlen(buf) - 1);
   return buf;
 }
 
@@ -221,6 +223,7 @@ void run_case(const QCase& c) {
   a.rows_out = rows_out;
   a.scratch = dscratch.get();
   a.scratch_bytes = dscratch.bytes();
+  a.bulk_stores = c.bulk;
 
   dout.poison(0xFF);
   dsc.poison(0xFF);
@@ -391,6 +394,31 @@ TEST(PermuteQuant, LargeTokenCounts) {
       {70, 32768, bf, Q::kGroup128, f32, false, false, 8, true},
   };
   for (const QCase& c : cases) run_case(c);
+}
+
+// The bulk-store path (rows staged in shared memory, cp.async.bulk to every destination): the same
+// covering set and the long-row cases, bit for bit against the reference like the store path.
+TEST(PermuteQuant, BulkStoresMatchReference) {
+  for (QCase c : covering_cases()) {
+    c.bulk = true;
+    run_case(c);
+  }
+  using Q = ActQuant;
+  const ScaleFormat f32 = ScaleFormat::kFloat32, e8 = ScaleFormat::kUE8M0;
+  const DType bf = DType::kBFloat16, hf = DType::kFloat16;
+  std::vector<QCase> cases = {
+      {4096, 7168, bf, Q::kGroup128, f32, true, false, 0, false, 8, 256, 0, 128},
+      {4096, 7168, bf, Q::kGroup128, e8, true, false, 0, false, 8, 32, 1, 128},
+      {4096, 2880, bf, Q::kNone, f32, true, false, 0, false, 4, 16, 1, 64},
+      {4096, 4096, hf, Q::kPerToken, f32, true, false, 8, true, 8, 128, 0, 16},
+      {4096, 2880, hf, Q::kPerTensorDynamic, f32, false, false, 0, false},
+      {65536, 128, bf, Q::kGroup128, f32, true, false, 0, true, 2, 8, 1, 128},
+      {3, 16384, bf, Q::kNone, f32, true, false, 0, true, 4, 16, 1, 8},
+  };
+  for (QCase c : cases) {
+    c.bulk = true;
+    run_case(c);
+  }
 }
 
 TEST(PermuteQuant, KNotMultipleOf128GroupShortLastGroup) {

@@ -183,7 +183,27 @@ struct PQParams {
   int num_partials;
   int ts;      // team size
   int teams;   // teams per block
+  bool bulk;   // unweighted rows: staged in shared memory, copied to every destination by cp.async.bulk
 };
+
+// ---- bulk stores (PQParams::bulk) --------------------------------------------------------------
+// The quantised (or copied) row is written once to shared memory and the TMA engine copies it to
+// each of its destinations, so the threads go on to the next row while the copies drain; every
+// copy is a whole row (full lines). Double-buffered: a team leader waits until the copies it issued
+// two iterations ago have read their buffer before the team overwrites it.
+__device__ __forceinline__ void bulk_copy_s2g(void* gdst, const void* ssrc, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(gdst),
+               "r"(static_cast<uint32_t>(__cvta_generic_to_shared(ssrc))), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read_all_but_1() { asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Dynamic shared memory of the bulk path: two buffers of one row per team.
+__host__ __device__ inline size_t bulk_smem_bytes(int teams, int64_t row_bytes) {
+  return 2 * static_cast<size_t>(teams) * static_cast<size_t>(row_bytes);
+}
 
 // Largest g in [0, G) with offsets[g] <= r (the group holding grouped row r). `offsets` may be
 // global (read through the read-only path) or the block's shared copy.
@@ -248,6 +268,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
   __shared__ float s_w[kMaxPairs];
   __shared__ int32_t s_off[kSmemGroups];   // offsets / padded offsets of the groups (permute)
   __shared__ int32_t s_poff[kSmemGroups];
+  extern __shared__ __align__(16) unsigned char s_rows[];  // bulk path: bulk_smem_bytes()
   // The next row of this block is loaded while the current one is stored (software pipeline),
   // when the two register copies fit (VPT * kLoads <= 8 uint4; the wide-row instances would spill).
   constexpr bool kPrefetch = VPT * kLoads <= 8;
@@ -313,7 +334,31 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
       s_off[g] = __ldg(p.offsets + g);
       s_poff[g] = __ldg(p.padded_offsets + g);
     }
-  for (; row0 < num_tokens; row0 += rows_step) {
+  // Bulk path: the team's row (units of 16 bytes, v[j] = unit lane + j * ts) to every destination.
+  int iter = 0;
+  auto bulk_store = [&](const uint4 (&v)[VPT], int64_t row_bytes) {
+    unsigned char* buf = s_rows + static_cast<size_t>(iter & 1) * p.teams * row_bytes + team * row_bytes;
+    if (lane == 0) bulk_wait_read_all_but_1();
+    __syncthreads();
+    uint4* mine = reinterpret_cast<uint4*>(buf);
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int u = lane + j * p.ts;
+      if (u < p.units) mine[u] = v[j];
+    }
+    fence_proxy_async_smem();  // generic-proxy writes -> visible to the bulk copy (async proxy)
+    __syncthreads();
+    if (lane == 0) {
+      for (int s = 0; s < nslot; ++s) {
+        const int32_t d = s_dest[team * nslot + s];
+        if (d >= 0)
+          bulk_copy_s2g(static_cast<unsigned char*>(p.out) + static_cast<int64_t>(d) * row_bytes, buf,
+                        static_cast<uint32_t>(row_bytes));
+      }
+      bulk_commit();
+    }
+  };
+  for (; row0 < num_tokens; row0 += rows_step, ++iter) {
     if (!kPrefetch && row0 != static_cast<int64_t>(blockIdx.x) * p.teams) load_row(row0, raw);
 
     // Destinations and weights of this block's (token, slot) pairs.
@@ -356,6 +401,12 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
 
     if constexpr (!kFp8) {
       // Copy / permute (optionally weighted) in the input dtype.
+      if (p.bulk) {  // unweighted (the launcher's rule)
+        uint4 v[VPT];
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) v[j] = raw[j][0];
+        bulk_store(v, static_cast<int64_t>(p.hidden) * static_cast<int64_t>(sizeof(TIn)));
+      } else
       for (int s = 0; s < nslot; ++s) {
         const int32_t d = s_dest[team * nslot + s];
         if (d < 0) continue;
@@ -411,6 +462,24 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
           qs[j] = scale;
           q[j] = quantize_unit<TIn>(raw[j], inv);
         }
+        if (p.bulk) {
+          bulk_store(q, p.hidden);
+          if (p.out_scales != nullptr && (p.scheme == kToken || p.scheme == kGroup))
+            for (int s = 0; s < nslot; ++s) {
+              const int32_t d = s_dest[team * nslot + s];
+              if (d < 0) continue;
+#pragma unroll
+              for (int j = 0; j < VPT; ++j) {
+                const int u = lane + j * p.ts;
+                if (u >= p.units) continue;
+                if (p.scheme == kToken) {
+                  if (lane == 0 && j == 0) p.out_scales[d] = qs[j];
+                } else if ((u & 7) == 0) {
+                  p.out_scales[static_cast<int64_t>(u >> 3) * p.rows_pad4 + d] = qs[j];
+                }
+              }
+            }
+        } else
         for (int s = 0; s < nslot; ++s) {
           const int32_t d = s_dest[team * nslot + s];
           if (d < 0) continue;
@@ -479,6 +548,9 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
         for (int l = 0; l < kLoads; ++l) raw[j][l] = nxt[j][l];
     }
   }
+  // Bulk copies read shared memory and write the output after their issue: drain them before the
+  // block exits (its shared memory is released) and the grid completes.
+  if (p.bulk && lane == 0) bulk_wait_all();
 }
 
 // Non-template kernels: defined in permute_quant_launch.cu only (FUSEDMOE_PQ_KERNELS).

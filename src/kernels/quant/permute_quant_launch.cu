@@ -19,8 +19,8 @@ constexpr size_t kScratchBytes = 4096;  // absmax partials (<= 1024 floats)
 // calculator (registers bound it, e.g. 4 blocks of 224 threads at 64 registers), not from the
 // thread count alone, so that no partial last wave idles most of the GPU.
 template <class Kernel>
-int resident_grid(Kernel kernel, int block, int64_t blocks_needed) {
-  int per_sm = vec::blocks_per_sm(reinterpret_cast<const void*>(kernel), block, 0);
+int resident_grid(Kernel kernel, int block, int64_t blocks_needed, size_t smem = 0) {
+  int per_sm = vec::blocks_per_sm(reinterpret_cast<const void*>(kernel), block, smem);
   if (per_sm < 1) per_sm = std::max(1, 2048 / block);
   const int64_t resident = static_cast<int64_t>(vec::sm_count()) * per_sm;
   return static_cast<int>(std::max<int64_t>(1, std::min(blocks_needed, resident)));
@@ -28,8 +28,10 @@ int resident_grid(Kernel kernel, int block, int64_t blocks_needed) {
 
 template <class TIn, bool kFp8>
 cudaError_t launch_rows(const PQParams& p, int vpt, int64_t blocks_needed, int block, cudaStream_t stream) {
+  const size_t smem =
+      p.bulk ? bulk_smem_bytes(p.teams, static_cast<int64_t>(p.hidden) * (kFp8 ? 1 : static_cast<int64_t>(sizeof(TIn)))) : 0;
   auto go = [&](auto kernel) {
-    return launch_chain(kernel, dim3(resident_grid(kernel, block, blocks_needed)), dim3(block), 0, stream, p);
+    return launch_chain(kernel, dim3(resident_grid(kernel, block, blocks_needed, smem)), dim3(block), smem, stream, p);
   };
   switch (vpt) {
     case 1: return go(permute_quant_kernel<TIn, kFp8, 1>);
@@ -114,6 +116,10 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
     return cudaErrorInvalidValue;
   p.ts = shape.ts;
   p.teams = shape.teams;
+  // Bulk stores: unweighted rows only (every destination gets the same bytes), both buffers within
+  // the default 48 KB of dynamic shared memory.
+  const int64_t row_bytes = static_cast<int64_t>(a.hidden) * (fp8 ? 1 : 2);
+  p.bulk = a.bulk_stores && a.row_weight == nullptr && bulk_smem_bytes(p.teams, row_bytes) <= 48 * 1024;
 
   const int sms = vec::sm_count();
   const int64_t grid = (a.num_tokens + shape.teams - 1) / shape.teams;  // blocks needed; launch_rows caps it

@@ -46,6 +46,10 @@ struct PermuteQuantArgs {
   int64_t rows_out = 0;                 // rows of `out` (T, or R_pad for permute)
   void* scratch = nullptr;              // permute_quant_scratch_bytes()
   size_t scratch_bytes = 0;
+  // Unweighted rows: quantise/copy each row once into shared memory and let cp.async.bulk copy it to
+  // every destination (whole-row writes, the threads move on at once). Same bytes; ignored for
+  // weighted rows or rows too long for two 48 KB buffers. Off by default until measured.
+  bool bulk_stores = false;
 };
 
 // Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).
