@@ -381,6 +381,7 @@ int cmd_bench(int argc, char** argv) {
   bool tokens_given = false;
   std::vector<std::string> only;  // --cases: names of the cases to run (default: all)
   bool pdl = false;               // --pdl: layer suite, also each case with overlapped launches
+  bool staged = false;            // --staged: layer suite, also each case with the staged GEMM epilogue
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--suite" && i + 1 < argc) suite = argv[++i];
@@ -388,6 +389,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--peer" && i + 1 < argc) peer_path = argv[++i];
     else if (a == "--pdl") pdl = true;
+    else if (a == "--staged") staged = true;
     else if (a == "--cases" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) only.push_back(x);
@@ -398,7 +400,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -435,6 +437,17 @@ int cmd_bench(int argc, char** argv) {
       v.label = "pdl";
       v.options.overlap_launches = true;
       variants.push_back(v);
+    }
+    if (staged) {  // the same layer with the staged (row-chunk) GEMM epilogue, and with both
+      TileVariant v;
+      v.label = "staged epilogue";
+      v.options.staged_epilogue = true;
+      variants.push_back(v);
+      if (pdl) {
+        v.label = "pdl + staged epilogue";
+        v.options.overlap_launches = true;
+        variants.push_back(v);
+      }
     }
     all_ok = bench_layer(s, bw, tflops, tokens, &rows, selected(layer_cases(), only), variants);
   }

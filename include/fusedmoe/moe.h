@@ -41,6 +41,10 @@ struct ForwardOptions {
   // the device for the predecessor's results. Same results either way; captured into CUDA graphs
   // as programmatic edges. Off by default until its gain is measured (bench --pdl).
   bool overlap_launches = false;
+  // Normal-tile GEMMs write their outputs through shared memory as whole 16-byte row chunks
+  // (kernels/gemm/sm90_bf16_grouped_gemm.h: staged_epilogue). Same values; off until measured
+  // (bench --staged).
+  bool staged_epilogue = false;
 };
 
 const char* to_string(Backend b);

@@ -57,6 +57,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.max_rows = r.act_rows;
   g.family = d.family;
   g.tokens_tile = d.tokens_tile;
+  g.staged_epilogue = options.staged_epilogue;
   g.a = r.act;
   g.w = t.w1;
   g.bias = p.has_expert_bias ? t.b1 : nullptr;

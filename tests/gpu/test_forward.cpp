@@ -226,8 +226,9 @@ TEST(Forward, GraphReplayMatchesDirectCall) {
   }
 }
 
-// Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches):
-// the same bits as plain launches, called directly and replayed from a captured graph, over the
+// Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches) and
+// the staged GEMM epilogue (staged_epilogue): the same bits as the plain path, called directly and
+// (overlap) replayed from a captured graph, over the
 // fused front (<= 256 tokens), the single-block and the chunked plan (4096 tokens), both tile
 // families and an expert-parallel grouped router.
 TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
@@ -284,6 +285,18 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
     }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
+    // The staged GEMM epilogue (ForwardOptions::staged_epilogue) computes the same values.
+    for (bool overlap : {false, true}) {
+      fm::ForwardOptions so = c.o;
+      so.staged_epilogue = true;
+      so.overlap_launches = overlap;
+      L.out.poison();
+      L.ws.poison();
+      const fm::Status sst = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, so);
+      ASSERT_TRUE(sst.ok()) << sst.to_string();
+      FM_CUDA_CHECK(cudaStreamSynchronize(s));
+      EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain) << "staged epilogue (overlap " << overlap << ") differs";
+    }
     cudaStreamDestroy(s);
   }
 }

@@ -179,6 +179,7 @@ struct Case {
   float x_scale = 1.f;      // GEMM1 inputs uniform in [-x_scale, x_scale)
   int tpc = 0;              // forced weight tiles per CTA
   bool simple_view = false; // force the simple weight TMA view
+  bool staged = false;      // staged epilogue (normal family: outputs through shared memory)
 };
 
 std::string fam(const Case& c) {
@@ -208,6 +209,7 @@ GroupedGemmArgs base_args(const Case& c, const Layout& l, const DeviceBuffer& co
   a.family = c.family;
   a.tokens_tile = c.tile;
   a.weight_tiles_per_cta = c.tpc;
+  a.staged_epilogue = c.staged;
   return a;
 }
 
@@ -476,6 +478,15 @@ std::vector<Case> all_cases() {
     g.random_max = 20;
     v.push_back(g);
   }
+  // Every normal-family case again with the staged epilogue (same values, whole-chunk stores).
+  const size_t plain = v.size();
+  for (size_t i = 0; i < plain; ++i)
+    if (v[i].family == TileFamily::kNormal) {
+      Case c = v[i];
+      c.name += "_staged";
+      c.staged = true;
+      v.push_back(c);
+    }
   return v;
 }
 

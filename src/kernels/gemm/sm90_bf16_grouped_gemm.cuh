@@ -105,12 +105,19 @@ struct Config {
 
   static constexpr uint32_t kProducerRegs = 40;
   static constexpr uint32_t kConsumerRegs = 232;
+
+  // Staged epilogue (normal family, Params::staged_epilogue): each consumer warpgroup writes its
+  // 64 x 128 bf16 outputs (64 x 64 when gated) to shared memory, then stores whole 16-byte chunks of
+  // rows. Row stride 128 + 8 elements: the accumulator's bf16x2 writes hit 32 distinct banks.
+  static constexpr int kStageRowElems = 128 + 8;
+  static constexpr int kStageElems = kSwapAB ? 8 : kConsumerWGs * 64 * kStageRowElems;
 };
 
 template <class Cfg>
 struct SharedStorage {
   alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutAct>> act;
   alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutW>> w;
+  alignas(16) cute::ArrayEngine<typename Cfg::Element, Cfg::kStageElems> stage_out;  // staged epilogue
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
   int info[4];  // expert, count, unpadded offset, padded offset of this CTA's token tile
@@ -147,6 +154,7 @@ struct Params {
   int act_kind;       // ActivationKind, or -1: identity (GEMM2)
   float alpha, limit;
   int out_unpadded;   // 1: out row = offsets[e] + i (GEMM2); 0: padded_offsets[e] + i (GEMM1)
+  int staged_epilogue;  // normal family: outputs staged in shared memory, written as 16-byte row chunks
 };
 
 __device__ __forceinline__ float sigmoid_f(float x) { return 1.f / (1.f + __expf(-x)); }
@@ -374,7 +382,60 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       if constexpr (!Cfg::kSwapAB) {
         // accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: row (token) +8*v1, column 2*(lane%4)+v0+8*j
         static_assert(decltype(size(accum))::value == 64);
-        if constexpr (kGated) {
+        if (p.staged_epilogue) {
+          // Staged: this warpgroup's 64 rows go to shared memory as bf16 (bias and activation
+          // applied, as below), then every thread stores whole 16-byte chunks of rows, so a warp
+          // writes 2 rows x 256 B (gated: 4 rows x 128 B) per instruction instead of 8 x 16 B.
+          constexpr int kLd = Cfg::kStageRowElems;
+          const int wg = tid / 128, t128 = tid % 128;
+          __nv_bfloat16* st = reinterpret_cast<__nv_bfloat16*>(ss.stage_out.begin()) + wg * 64 * kLd;
+          const int tile_cols = kGated ? 64 : 128;
+          const int n_base = w * tile_cols;
+          cutlass::arch::NamedBarrier::sync(128, 1 + wg);  // the previous tile's chunks are all read
+          with_activation<kGated>(p.act_kind, [&](auto kind) {
+            constexpr int kK = decltype(kind)::value;
+            CUTE_UNROLL
+            // gated: i = 2*v1 + 4*j (j < 8) is the gate pair, i + 32 the up pair (columns + 64)
+            for (int ii = 0; ii < (kGated ? 32 : 64); ii += 2) {
+              const int r = get<0>(tCcC(ii)) - 64 * wg;  // row within this warpgroup
+              const int c = get<1>(tCcC(ii));            // column within the tile
+              const int n = n_base + c;
+              float a0, a1;
+              if constexpr (kGated) {
+                float g0 = accum(ii), g1 = accum(ii + 1), u0 = accum(ii + 32), u1 = accum(ii + 33);
+                if (bias_e && n < p.out_cols) {
+                  g0 += __ldg(bias_e + n * p.bias_row_mul);
+                  g1 += __ldg(bias_e + (n + 1) * p.bias_row_mul);
+                  u0 += __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off);
+                  u1 += __ldg(bias_e + (n + 1) * p.bias_row_mul + p.bias_up_off);
+                }
+                a0 = activate_ct<kK>(g0, u0, p.alpha, p.limit);
+                a1 = activate_ct<kK>(g1, u1, p.alpha, p.limit);
+              } else {
+                float v0 = accum(ii), v1 = accum(ii + 1);
+                if (bias_e && n < p.out_cols) {
+                  v0 += __ldg(bias_e + n);
+                  v1 += __ldg(bias_e + n + 1);
+                }
+                a0 = activate_ct<kK>(v0, 0.f, p.alpha, p.limit);
+                a1 = activate_ct<kK>(v1, 0.f, p.alpha, p.limit);
+              }
+              *reinterpret_cast<__nv_bfloat162*>(st + r * kLd + c) = __floats2bfloat162_rn(a0, a1);
+            }
+          });
+          cutlass::arch::NamedBarrier::sync(128, 1 + wg);  // the warpgroup's tile is in shared memory
+          constexpr int kChunksPerRow = (kGated ? 64 : 128) / 8;
+          const int row_base = 64 * wg;
+          CUTE_UNROLL
+          for (int q = 0; q < 64 * kChunksPerRow / 128; ++q) {
+            const int chunk = t128 + 128 * q;
+            const int r = chunk / kChunksPerRow, c8 = chunk % kChunksPerRow;
+            const int n = n_base + c8 * 8;
+            if (row_base + r < rows_valid && n < p.out_cols)  // out_cols % 8 == 0: whole chunks
+              *reinterpret_cast<uint4*>(out + (out_row0 + row_base + r) * ld + n) =
+                  *reinterpret_cast<const uint4*>(st + r * kLd + c8 * 8);
+          }
+        } else if constexpr (kGated) {
           const int n_base = w * 64;
           with_activation<kGated>(p.act_kind, [&](auto kind) {
             constexpr int kK = decltype(kind)::value;
@@ -671,6 +732,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.alpha = a.activation.alpha;
   p.limit = a.activation.limit;
   p.out_unpadded = gemm2 ? 1 : 0;
+  p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
 
   const int64_t grid = m_tiles * int64_t(p.w_chunks);
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;

@@ -53,6 +53,9 @@ struct GroupedGemmArgs {
   int tokens_tile = 0;         // kNormal: 128 (0 = 128); kSwapAB: 8, 16, 32 or 64 (0 = 16)
                                // kAuto: taken from tokens_tile (<= 64 swap-AB, else normal)
   int weight_tiles_per_cta = 0;  // 0 = heuristic; >= 1 forces consecutive weight tiles per CTA
+  // Normal family: stage each tile's outputs in shared memory and store whole 16-byte row chunks
+  // (instead of 4-byte pairs straight from the accumulators). Same values; off until measured.
+  bool staged_epilogue = false;
 };
 
 struct TokensTileChoice {
