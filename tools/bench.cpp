@@ -382,6 +382,7 @@ int cmd_bench(int argc, char** argv) {
   std::vector<std::string> only;  // --cases: names of the cases to run (default: all)
   bool pdl = false;               // --pdl: layer suite, also each case with overlapped launches
   bool staged = false;            // --staged: layer suite, also each case with the staged GEMM epilogue
+  bool gather = false;            // --gather: layer suite, also each case with gathered GEMM1 rows
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--suite" && i + 1 < argc) suite = argv[++i];
@@ -390,6 +391,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--peer" && i + 1 < argc) peer_path = argv[++i];
     else if (a == "--pdl") pdl = true;
     else if (a == "--staged") staged = true;
+    else if (a == "--gather") gather = true;
     else if (a == "--cases" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) only.push_back(x);
@@ -400,7 +402,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -435,6 +437,16 @@ int cmd_bench(int argc, char** argv) {
     if (pdl) {  // the same layer with programmatic dependent launch between its kernels
       TileVariant v;
       v.label = "pdl";
+      v.options.overlap_launches = true;
+      variants.push_back(v);
+    }
+    if (gather) {  // GEMM1 gathering its rows through the plan (no permuted copy), and with all three
+      TileVariant v;
+      v.label = "gather";
+      v.options.gather_rows = true;
+      variants.push_back(v);
+      v.label = "gather + staged + pdl";
+      v.options.staged_epilogue = true;
       v.options.overlap_launches = true;
       variants.push_back(v);
     }

@@ -45,6 +45,10 @@ struct ForwardOptions {
   // (kernels/gemm/sm90_bf16_grouped_gemm.h: staged_epilogue). Same values; off until measured
   // (bench --staged).
   bool staged_epilogue = false;
+  // BF16 layers: GEMM1 gathers its rows from x through the dispatch plan (cp.async in the GEMM's
+  // producer) instead of a permuted copy of x: one launch and one pass over T*k rows fewer. Same
+  // values; not with weight-on-input routers. Off until measured (bench --gather).
+  bool gather_rows = false;
 };
 
 const char* to_string(Backend b);

@@ -1,4 +1,5 @@
 // The public entry points: validate -> size workspace -> decide backend -> run.
+#include <algorithm>
 #include <sstream>
 
 #include "core/check.h"
@@ -37,8 +38,11 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // kGrouped: permute into expert-contiguous rows padded to the GEMMs' token tile, GEMM1 +
   // activation into the intermediate, GEMM2 into per-row expert outputs, weighted combine.
   const kernels::ScopedOverlap overlap(options.overlap_launches);  // every launch below (launch_mode.h)
+  // Gathered rows (ForwardOptions::gather_rows): BF16 x stays in token order and GEMM1 reads its
+  // rows through the plan; not with weights on the input (routed and shared rows would differ).
+  const bool gather = options.gather_rows && p.quant.act == ActQuant::kNone && !p.router.weight_on_input;
   DispatchOptions o;
-  o.permute = true;
+  o.permute = !gather;
   o.tile_m = d.tokens_tile;
   DispatchResult r;
   FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
@@ -54,16 +58,26 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.n = p.intermediate;
   g.k = p.hidden;
   g.activation = p.activation;
-  g.max_rows = r.act_rows;
+  // The GEMMs' row bound: every (token, slot) row plus the padding of each non-empty group (the
+  // permuted layout's act_rows; in token order act_rows is T).
+  const int64_t rows = p.num_tokens * p.slots_per_token();
+  g.max_rows = gather ? rows + std::min<int64_t>(r.num_groups, rows) * (d.tokens_tile - 1) : r.act_rows;
   g.family = d.family;
   g.tokens_tile = d.tokens_tile;
   g.staged_epilogue = options.staged_epilogue;
-  g.a = r.act;
+  if (gather) {
+    g.gather_x = r.act;  // [T, K] dense: x itself or its dense copy
+    g.row_token = r.row_token;
+  } else {
+    g.a = r.act;
+  }
   g.w = t.w1;
   g.bias = p.has_expert_bias ? t.b1 : nullptr;
   g.out = inter;
   cudaError_t e = kernels::launch_grouped_gemm1(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));
+  g.gather_x = nullptr;
+  g.row_token = nullptr;
   g.a = inter;
   g.w = t.w2;
   g.bias = p.has_expert_bias ? t.b2 : nullptr;

@@ -226,9 +226,9 @@ TEST(Forward, GraphReplayMatchesDirectCall) {
   }
 }
 
-// Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches) and
-// the staged GEMM epilogue (staged_epilogue): the same bits as the plain path, called directly and
-// (overlap) replayed from a captured graph, over the
+// Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches), the
+// staged GEMM epilogue (staged_epilogue) and gathered GEMM1 rows (gather_rows): the same bits as the
+// plain path, called directly and (overlap) replayed from a captured graph, over the
 // fused front (<= 256 tokens), the single-block and the chunked plan (4096 tokens), both tile
 // families and an expert-parallel grouped router.
 TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
@@ -246,6 +246,13 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
     ep.router = fm::RouterConfig::deepseek_v3(8, 8, 4, 2.5f);
     ep.num_local_experts = 8;
     cases.push_back({ep, 500, {}});
+    fm::MoeProblem sh = fm::find_preset("qwen3next-tp1")->problem;  // shared expert, E512 k10
+    sh.hidden = 256;
+    sh.intermediate = 64;
+    cases.push_back({sh, 300, {}});
+    cases.push_back({sh, 3, tiles(fm::TileFamily::kSwapAB, 16)});
+    cases.push_back({small_problem(8, 2, 136, 264, fm::Activation::swiglu_oai(1.702f, 7.f, true)), 50,
+                     tiles(fm::TileFamily::kNormal)});  // K = 264: a ragged last K step
   }
   for (C& c : cases) {
     fm::MoeProblem p = c.p;
@@ -285,17 +292,22 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
     }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
-    // The staged GEMM epilogue (ForwardOptions::staged_epilogue) computes the same values.
-    for (bool overlap : {false, true}) {
+    // The staged GEMM epilogue (staged_epilogue) and GEMM1 gathering its rows from x through the
+    // plan (gather_rows) compute the same values, alone and together.
+    for (int variant = 0; variant < 4; ++variant) {
       fm::ForwardOptions so = c.o;
-      so.staged_epilogue = true;
-      so.overlap_launches = overlap;
+      so.staged_epilogue = variant != 2;
+      so.overlap_launches = variant == 1 || variant == 3;
+      so.gather_rows = variant >= 2;
+      const int overlap = variant;
       L.out.poison();
       L.ws.poison();
       const fm::Status sst = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, so);
       ASSERT_TRUE(sst.ok()) << sst.to_string();
       FM_CUDA_CHECK(cudaStreamSynchronize(s));
-      EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain) << "staged epilogue (overlap " << overlap << ") differs";
+      EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain)
+          << "variant " << overlap << " (staged " << so.staged_epilogue << ", overlap " << so.overlap_launches
+          << ", gather " << so.gather_rows << ") differs";
     }
     cudaStreamDestroy(s);
   }

@@ -121,6 +121,7 @@ struct SharedStorage {
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
   int info[4];  // expert, count, unpadded offset, padded offset of this CTA's token tile
+  int gather_tok[Cfg::kTokTile];  // gathered A rows (Params::gather_x): token of each tile row, -1 past the count
 };
 
 template <class Cfg>
@@ -155,7 +156,22 @@ struct Params {
   float alpha, limit;
   int out_unpadded;   // 1: out row = offsets[e] + i (GEMM2); 0: padded_offsets[e] + i (GEMM1)
   int staged_epilogue;  // normal family: outputs staged in shared memory, written as 16-byte row chunks
+  // GEMM1 reading its A rows straight from x in token order (no permuted copy): row i of expert e
+  // is x[row_token[offsets[e] + i]]; the producer threads gather them with cp.async (null: TMA of a).
+  const __nv_bfloat16* gather_x;
+  int64_t gather_stride;  // elements between rows of x
+  const int32_t* row_token;
+  int red;                // reduction length (K of GEMM1)
 };
+
+// cp.async of 16 bytes (zero-filled when src_bytes == 0) and the mbarrier arrival that fires when
+// this thread's earlier cp.asyncs have landed (noinc: it counts as one of the barrier's arrivals).
+__device__ __forceinline__ void cp_async_16(uint32_t smem_dst, const void* gsrc, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_dst), "l"(gsrc), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(cute::cast_smem_ptr_to_uint(bar)) : "memory");
+}
 
 __device__ __forceinline__ float sigmoid_f(float x) { return 1.f / (1.f + __expf(-x)); }
 
@@ -234,7 +250,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   if (tid == 0) {
     CUTE_UNROLL
     for (int s = 0; s < kStages; ++s) {
-      Barrier::init(&ss.full[s], 1);
+      // gathered A: the weight TMA's arrival + one cp.async arrival per producer thread
+      Barrier::init(&ss.full[s], p.gather_x != nullptr ? 1 + Cfg::kProducerThreads : 1);
       Barrier::init(&ss.empty[s], Cfg::kConsumerWarps);
     }
     ss.info[0] = -1;
@@ -262,7 +279,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     const int lo = __ldg(p.padded_offsets + i);
     const int hi = __ldg(p.padded_offsets + i + 1);
     const int cnt = __ldg(p.counts + i);
-    const int off = p.out_unpadded ? __ldg(p.offsets + i) : 0;
+    const int off = (p.out_unpadded || p.gather_x != nullptr) ? __ldg(p.offsets + i) : 0;
     if (lo <= row0 && row0 < hi) {
       ss.info[0] = i;
       ss.info[1] = cnt;
@@ -290,22 +307,83 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   if (warp >= Cfg::kConsumerWarps) {
     // ================= producer =================
     if constexpr (Cfg::kProducerThreads == 128) cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
-    if (warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
+    // Sub-boxes of weight tile w that hold any in-range row (the others stay unloaded: their rows
+    // only feed output rows/columns the epilogue never stores), and the weight TMA of one stage.
+    auto weight_subs = [&](int w, uint32_t* mask) {
+      uint32_t m = 0;
+      int n = 0;
+      for (int s = 0; s < p.n_sub; ++s) {
+        if (w * p.sub_col_w + (s >> 1) * p.sub_col_q < p.sub_col_limit) {
+          m |= 1u << s;
+          ++n;
+        }
+      }
+      *mask = m;
+      return n;
+    };
+    auto load_weights = [&](int stage, int w, int k0, uint32_t sub_mask) {
+      Element* w_dst = ss.w.begin() + stage * (Cfg::kWRows * Cfg::kTileK);
+      for (int s = 0; s < p.n_sub; ++s) {
+        if (!(sub_mask & (1u << s))) continue;
+        const int q = s >> 1, h = s & 1;
+        SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[stage], kHintW, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
+                               w * p.mw[0] + q * p.mq[0] + h * p.mh[0],
+                               w * p.mw[1] + q * p.mq[1] + h * p.mh[1],
+                               w * p.mw[2] + q * p.mq[2] + h * p.mh[2], e);
+      }
+    };
+    if (p.gather_x != nullptr) {
+      // Gathered A rows: every producer thread copies 16-byte chunks of the tile's rows from x with
+      // cp.async, swizzled as TMA's 128-byte swizzle would place them (chunk c of row r at
+      // r * 128 + ((c ^ (r & 7)) << 4) within the stage); rows past the count and K past the
+      // reduction are zero-filled. Thread t owns chunk t % 8 of rows t / 8 + (P / 8) * m.
+      constexpr int P = Cfg::kProducerThreads;
+      constexpr int kRowsPerThread = Cfg::kTokTile * 8 / P;
+      static_assert(Cfg::kTokTile * 8 % P == 0 && kRowsPerThread >= 1);
+      const int ptid = tid - Cfg::kConsumerThreads;
+      const int64_t urow0 = int64_t(__shfl_sync(0xffffffff, ss.info[2], 0)) + local0;  // first unpadded row
+      for (int i = ptid; i < Cfg::kTokTile; i += P)
+        ss.gather_tok[i] = i < rows_valid ? __ldg(p.row_token + urow0 + i) : -1;
+      cutlass::arch::NamedBarrier::sync(P, 3);
+      const int c = ptid & 7, r_first = ptid >> 3;
+      // (tokens are re-read from shared memory per stage: the normal family's producer warpgroup
+      // runs on 40 registers after setmaxnreg)
+      if (ptid == 0) cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int w = w_begin; w < w_end; ++w) {
+        uint32_t sub_mask = 0;
+        const int valid_subs = weight_subs(w, &sub_mask);
+        for (int kt = 0; kt < p.k_tiles; ++kt) {
+          const int k0 = kt * Cfg::kTileK;
+          Barrier::wait(&ss.empty[stage], phase ^ 1u);
+          if (ptid == 0) {
+            Barrier::arrive_and_expect_tx(&ss.full[stage], uint32_t(valid_subs) * p.sub_bytes);
+            load_weights(stage, w, k0, sub_mask);
+          }
+          const uint32_t act_base =
+              cute::cast_smem_ptr_to_uint(ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK));
+          const int kc = k0 + c * 8;
+          CUTE_UNROLL
+          for (int m = 0; m < kRowsPerThread; ++m) {
+            const int r = r_first + (P / 8) * m;
+            const int tok = ss.gather_tok[r];
+            const bool valid = tok >= 0 && kc < p.red;
+            const __nv_bfloat16* src = p.gather_x + (valid ? int64_t(tok) * p.gather_stride + kc : 0);
+            cp_async_16(act_base + uint32_t(r * 128 + ((c ^ (r & 7)) << 4)), src, valid ? 16u : 0u);
+          }
+          cp_async_arrive_noinc(&ss.full[stage]);
+          if (++stage == kStages) { stage = 0; phase ^= 1u; }
+        }
+      }
+    } else if (warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_act));
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
       int stage = 0;
       uint32_t phase = 0;
       for (int w = w_begin; w < w_end; ++w) {
-        // sub-boxes of this weight tile that hold any in-range row (the others stay unloaded:
-        // their rows only feed output rows/columns the epilogue never stores)
         uint32_t sub_mask = 0;
-        int valid_subs = 0;
-        for (int s = 0; s < p.n_sub; ++s) {
-          if (w * p.sub_col_w + (s >> 1) * p.sub_col_q < p.sub_col_limit) {
-            sub_mask |= 1u << s;
-            ++valid_subs;
-          }
-        }
+        const int valid_subs = weight_subs(w, &sub_mask);
         const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(valid_subs) * p.sub_bytes;
         for (int kt = 0; kt < p.k_tiles; ++kt) {
           // K beyond the reduction length (ragged last step) is zero-filled by TMA in both operands.
@@ -316,15 +394,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           // boundary (calling the swizzled layout as a function would XOR element offsets)
           Element* act_dst = ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK);
           SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst, k0, row0);
-          Element* w_dst = ss.w.begin() + stage * (Cfg::kWRows * Cfg::kTileK);
-          for (int s = 0; s < p.n_sub; ++s) {
-            if (!(sub_mask & (1u << s))) continue;
-            const int q = s >> 1, h = s & 1;
-            SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[stage], kHintW, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
-                                   w * p.mw[0] + q * p.mq[0] + h * p.mh[0],
-                                   w * p.mw[1] + q * p.mq[1] + h * p.mh[1],
-                                   w * p.mw[2] + q * p.mq[2] + h * p.mh[2], e);
-          }
+          load_weights(stage, w, k0, sub_mask);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
       }
@@ -359,6 +429,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       int prev_stage = -1;
       for (int kt = 0; kt < p.k_tiles; ++kt) {
         Barrier::wait(&ss.full[stage], phase);
+        // gathered A was written by cp.async (generic proxy); WGMMA reads it through the async proxy
+        if (p.gather_x != nullptr) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         warpgroup_fence_operand(accum);
         warpgroup_arrive();
         CUTE_UNROLL
@@ -645,9 +717,17 @@ inline cudaError_t check_args(const GroupedGemmArgs& a, bool gemm2) {
   if (a.n <= 0 || a.k <= 0 || a.n % 8 != 0 || a.k % 8 != 0) return cudaErrorInvalidValue;
   if (a.max_rows < 0 || a.max_rows > int64_t(INT_MAX) - 256) return cudaErrorInvalidValue;
   if (a.max_rows == 0) return cudaSuccess;
-  if (!a.a || !a.w || !a.out || !a.counts || !a.padded_offsets) return cudaErrorInvalidValue;
+  const bool gather = a.gather_x != nullptr;
+  if (gather) {  // GEMM1 reading x rows through the plan: no `a`
+    if (gemm2 || !a.row_token || !a.offsets || !aligned16(a.gather_x)) return cudaErrorInvalidValue;
+    const int64_t stride = a.gather_x_stride > 0 ? a.gather_x_stride : a.k;
+    if (stride < a.k || stride % 8 != 0) return cudaErrorInvalidValue;
+  } else if (!a.a || !aligned16(a.a)) {
+    return cudaErrorInvalidValue;
+  }
+  if (!a.w || !a.out || !a.counts || !a.padded_offsets) return cudaErrorInvalidValue;
   if (gemm2 && !a.offsets) return cudaErrorInvalidValue;
-  if (!aligned16(a.a) || !aligned16(a.w) || !aligned16(a.out)) return cudaErrorInvalidValue;
+  if (!aligned16(a.w) || !aligned16(a.out)) return cudaErrorInvalidValue;
   if (a.bias && (reinterpret_cast<uintptr_t>(a.bias) & 3u)) return cudaErrorInvalidValue;
   return cudaSuccess;
 }
@@ -664,9 +744,9 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   const int out_cols = gemm2 ? a.k : a.n;
   const int cols_per_tile = gated ? Cfg::kWRows / 2 : Cfg::kWRows;
 
-  alignas(64) CUtensorMap tm_act;
+  alignas(64) CUtensorMap tm_act = {};  // unused (never read) with gathered A rows
   alignas(64) CUtensorMap tm_w;
-  {
+  if (a.gather_x == nullptr) {
     const uint64_t dims[2] = {uint64_t(red), uint64_t(a.max_rows)};
     const uint64_t strides[1] = {uint64_t(red) * 2};
     const uint32_t box[2] = {64, uint32_t(Cfg::kTokTile)};
@@ -733,6 +813,10 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.limit = a.activation.limit;
   p.out_unpadded = gemm2 ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
+  p.gather_x = static_cast<const __nv_bfloat16*>(a.gather_x);
+  p.gather_stride = a.gather_x_stride > 0 ? a.gather_x_stride : a.k;
+  p.row_token = a.row_token;
+  p.red = red;
 
   const int64_t grid = m_tiles * int64_t(p.w_chunks);
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;

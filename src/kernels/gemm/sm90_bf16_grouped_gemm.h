@@ -56,6 +56,13 @@ struct GroupedGemmArgs {
   // Normal family: stage each tile's outputs in shared memory and store whole 16-byte row chunks
   // (instead of 4-byte pairs straight from the accumulators). Same values; off until measured.
   bool staged_epilogue = false;
+  // GEMM1 only: read A rows from x in token order instead of `a` (no permuted copy): row i of
+  // expert e is x[row_token[offsets[e] + i]] ([T, K] bf16, rows gather_x_stride elements apart,
+  // 0 = K; 16-B aligned, stride a multiple of 8). Needs offsets and row_token from the plan;
+  // max_rows stays the padded-rows bound. Same values as the copied layout; off until measured.
+  const void* gather_x = nullptr;
+  int64_t gather_x_stride = 0;
+  const int32_t* row_token = nullptr;
 };
 
 struct TokensTileChoice {
