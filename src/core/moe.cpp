@@ -60,8 +60,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.activation = p.activation;
   // The GEMMs' row bound: every (token, slot) row plus the padding of each non-empty group (the
   // permuted layout's act_rows; in token order act_rows is T).
-  const int64_t rows = p.num_tokens * p.slots_per_token();
-  g.max_rows = gather ? rows + std::min<int64_t>(r.num_groups, rows) * (d.tokens_tile - 1) : r.act_rows;
+  g.max_rows = gather ? kernels::grouped_gemm_max_padded_rows(p.num_tokens * p.slots_per_token(), r.num_groups,
+                                                              d.tokens_tile)
+                      : r.act_rows;
   g.family = d.family;
   g.tokens_tile = d.tokens_tile;
   g.staged_epilogue = options.staged_epilogue;

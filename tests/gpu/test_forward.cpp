@@ -294,19 +294,19 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
     cudaGraphDestroy(g);
     // The staged GEMM epilogue (staged_epilogue) and GEMM1 gathering its rows from x through the
     // plan (gather_rows) compute the same values, alone and together.
-    for (int variant = 0; variant < 4; ++variant) {
+    // variants: staged | staged + overlap | gather | gather + staged + overlap | gather + overlap
+    for (int variant = 0; variant < 5; ++variant) {
       fm::ForwardOptions so = c.o;
-      so.staged_epilogue = variant != 2;
-      so.overlap_launches = variant == 1 || variant == 3;
+      so.staged_epilogue = variant <= 1 || variant == 3;
+      so.overlap_launches = variant == 1 || variant >= 3;
       so.gather_rows = variant >= 2;
-      const int overlap = variant;
       L.out.poison();
       L.ws.poison();
       const fm::Status sst = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, so);
       ASSERT_TRUE(sst.ok()) << sst.to_string();
       FM_CUDA_CHECK(cudaStreamSynchronize(s));
       EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain)
-          << "variant " << overlap << " (staged " << so.staged_epilogue << ", overlap " << so.overlap_launches
+          << "variant " << variant << " (staged " << so.staged_epilogue << ", overlap " << so.overlap_launches
           << ", gather " << so.gather_rows << ") differs";
     }
     cudaStreamDestroy(s);

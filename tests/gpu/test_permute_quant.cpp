@@ -224,12 +224,16 @@ void run_case(const QCase& c) {
   a.scratch = dscratch.get();
   a.scratch_bytes = dscratch.bytes();
   a.bulk_stores = c.bulk;
+  bool used_bulk = false;
+  a.used_bulk = &used_bulk;
 
   dout.poison(0xFF);
   dsc.poison(0xFF);
   dscratch.poison(0x7F);
   FM_CUDA_CHECK(fk::launch_permute_quant(a, nullptr));
   FM_CUDA_CHECK(cudaDeviceSynchronize());
+  // The bulk path runs for every unweighted case that asks for it (rows up to 2 x 48 KB).
+  if (c.bulk && !c.weighted && T > 0) EXPECT_TRUE(used_bulk) << describe(c);
   const std::vector<uint8_t> out = to_host<uint8_t>(dout.get(), static_cast<size_t>(rows_out * K) * elem);
   const std::vector<uint32_t> sc = to_host<uint32_t>(dsc.get(), scale_count);
 
@@ -414,6 +418,8 @@ TEST(PermuteQuant, BulkStoresMatchReference) {
       {4096, 2880, hf, Q::kPerTensorDynamic, f32, false, false, 0, false},
       {65536, 128, bf, Q::kGroup128, f32, true, false, 0, true, 2, 8, 1, 128},
       {3, 16384, bf, Q::kNone, f32, true, false, 0, true, 4, 16, 1, 8},
+      {1024, 8192, bf, Q::kNone, f32, true, false, 0, false, 4, 16, 1, 64},   // 2 x 16 KB: past 48 KB with static
+      {257, 16384, hf, Q::kGroup128, e8, true, false, 0, false, 8, 64, 1, 128},  // FP8 rows of 16 KB
   };
   for (QCase c : cases) {
     c.bulk = true;

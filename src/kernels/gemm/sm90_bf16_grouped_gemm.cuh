@@ -376,6 +376,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
       }
+      asm volatile("cp.async.wait_all;" ::: "memory");  // nothing in flight when this thread retires
     } else if (warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_act));
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));

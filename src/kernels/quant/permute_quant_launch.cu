@@ -31,6 +31,10 @@ cudaError_t launch_rows(const PQParams& p, int vpt, int64_t blocks_needed, int b
   const size_t smem =
       p.bulk ? bulk_smem_bytes(p.teams, static_cast<int64_t>(p.hidden) * (kFp8 ? 1 : static_cast<int64_t>(sizeof(TIn)))) : 0;
   auto go = [&](auto kernel) {
+    if (smem > 0) {  // above the 48 KB default once the kernel's ~17 KB of static shared memory counts
+      const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+      if (e != cudaSuccess) return e;
+    }
     return launch_chain(kernel, dim3(resident_grid(kernel, block, blocks_needed, smem)), dim3(block), smem, stream, p);
   };
   switch (vpt) {
@@ -117,9 +121,11 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   p.ts = shape.ts;
   p.teams = shape.teams;
   // Bulk stores: unweighted rows only (every destination gets the same bytes), both buffers within
-  // the default 48 KB of dynamic shared memory.
+  // 96 KB of dynamic shared memory (opted in at launch; with the kernel's static shared memory that
+  // leaves room for 2 blocks per SM).
   const int64_t row_bytes = static_cast<int64_t>(a.hidden) * (fp8 ? 1 : 2);
-  p.bulk = a.bulk_stores && a.row_weight == nullptr && bulk_smem_bytes(p.teams, row_bytes) <= 48 * 1024;
+  p.bulk = a.bulk_stores && a.row_weight == nullptr && bulk_smem_bytes(p.teams, row_bytes) <= 96 * 1024;
+  if (a.used_bulk != nullptr) *a.used_bulk = p.bulk;
 
   const int sms = vec::sm_count();
   const int64_t grid = (a.num_tokens + shape.teams - 1) / shape.teams;  // blocks needed; launch_rows caps it

@@ -48,8 +48,9 @@ struct PermuteQuantArgs {
   size_t scratch_bytes = 0;
   // Unweighted rows: quantise/copy each row once into shared memory and let cp.async.bulk copy it to
   // every destination (whole-row writes, the threads move on at once). Same bytes; ignored for
-  // weighted rows or rows too long for two 48 KB buffers. Off by default until measured.
+  // weighted rows or rows too long for two buffers in 96 KB. Off by default until measured.
   bool bulk_stores = false;
+  bool* used_bulk = nullptr;  // optional (host): set to whether the bulk path was taken (tests)
 };
 
 // Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).
