@@ -6,9 +6,27 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <cstdint>
+
 #include "kernels/common/launch_mode.h"
 
 namespace fusedmoe::kernels {
+
+// Opts `kernel` in to `bytes` of dynamic shared memory (beyond the 48 KB default) once per device:
+// `done` is the caller's per-kernel bitmask of devices already set (a function-local static at the
+// launch site). A host attribute call, not a stream operation: fine during graph capture, and
+// after the first launch no host call at all.
+inline cudaError_t opt_in_dynamic_smem(const void* kernel, int bytes, std::atomic<uint64_t>* done) {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
+  if (bit != 0 && (done->load(std::memory_order_relaxed) & bit)) return cudaSuccess;
+  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess && bit != 0) done->fetch_or(bit, std::memory_order_relaxed);
+  return e;
+}
 
 // cudaLaunchKernelEx with one launch attribute.
 template <class... KArgs, class... Args>

@@ -5,9 +5,9 @@
 #include <climits>
 
 #define FUSEDMOE_PLAN_KERNELS 1
+#include "kernels/common/launch.cuh"
 #include "kernels/dispatch/plan.cuh"
 #include "kernels/dispatch/plan_launch.h"
-#include "kernels/common/launch.cuh"
 
 namespace fusedmoe::kernels {
 
@@ -33,21 +33,6 @@ int64_t max_chunks(int64_t entries) {
 size_t scratch_layout(int64_t chunks, int groups, size_t* hist_bytes) {
   *hist_bytes = align_up(static_cast<size_t>(chunks) * static_cast<size_t>(std::max(groups, 1)) * 4, kScratchAlign);
   return *hist_bytes + kScratchAlign;  // + the done counter
-}
-
-// Opt in to more than 48 KB of dynamic shared memory, once per device and kernel (Tag) (not a
-// stream operation: fine during capture).
-template <int Tag>
-cudaError_t ensure_smem_optin(const void* fn, int bytes) {
-  static std::atomic<uint64_t> done_mask{0};
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
-  if (bit != 0 && (done_mask.load(std::memory_order_relaxed) & bit)) return cudaSuccess;
-  e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess && bit != 0) done_mask.fetch_or(bit, std::memory_order_relaxed);
-  return e;
 }
 
 }  // namespace
@@ -118,8 +103,10 @@ cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
     const int per_warp = (n + warps - 1) / warps;
     const size_t smem = plan_smem_bytes(warps, groups, n);
     if (smem > 48 * 1024) {
-      const cudaError_t e = ensure_smem_optin<0>(reinterpret_cast<const void*>(&plan_single_kernel),
-                                              static_cast<int>(plan_smem_bytes(32, kMaxPlanGroups, kPlanSingleMaxEntries)));
+      static std::atomic<uint64_t> done{0};
+      const cudaError_t e =
+          opt_in_dynamic_smem(reinterpret_cast<const void*>(&plan_single_kernel),
+                              static_cast<int>(plan_smem_bytes(32, kMaxPlanGroups, kPlanSingleMaxEntries)), &done);
       if (e != cudaSuccess) return e;
     }
     return launch_chain(plan_single_kernel, dim3(1), dim3(warps * 32), smem, stream, p, per_warp);
@@ -143,8 +130,9 @@ cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
   if (e != cudaSuccess) return e;
   const size_t smem = plan_smem_bytes(kPlanChunkWarps, groups, chunk);
   if (smem > 48 * 1024) {
-    e = ensure_smem_optin<1>(reinterpret_cast<const void*>(&plan_rank_scatter_kernel),
-                             static_cast<int>(plan_smem_bytes(kPlanChunkWarps, kMaxPlanGroups, kPlanChunkMax)));
+    static std::atomic<uint64_t> done{0};
+    e = opt_in_dynamic_smem(reinterpret_cast<const void*>(&plan_rank_scatter_kernel),
+                            static_cast<int>(plan_smem_bytes(kPlanChunkWarps, kMaxPlanGroups, kPlanChunkMax)), &done);
     if (e != cudaSuccess) return e;
   }
   return launch_chain(plan_rank_scatter_kernel, dim3(p.num_chunks), dim3(kPlanChunkWarps * 32), smem, stream, p);

@@ -43,21 +43,6 @@ cudaError_t launch_cooperative(Kernel kernel, int grid, int block, size_t smem, 
 }
 
 #if defined(FUSEDMOE_FRONT_INSTANCES)
-// More than 48 KB of dynamic shared memory: opt in once per device and instance (not a stream
-// operation: fine during capture).
-template <class Fn>
-cudaError_t front_smem_optin(Fn fn, size_t smem, std::atomic<uint64_t>* done) {
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
-  if (bit != 0 && (done->load(std::memory_order_relaxed) & bit)) return cudaSuccess;
-  e = cudaFuncSetAttribute(reinterpret_cast<const void*>(fn), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(kFrontMaxSmem));
-  if (e == cudaSuccess && bit != 0) done->fetch_or(bit, std::memory_order_relaxed);
-  return e;
-}
-
 template <typename T, int VEC, int NV, RowMode M>
 cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, cudaStream_t s) {
   if constexpr (NV * VEC < 32) {
@@ -65,8 +50,8 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
   }
   auto fn = front_small_kernel<T, VEC, NV, M>;
   if (l.smem > 48 * 1024) {
-    static std::atomic<uint64_t> done{0};
-    const cudaError_t e = front_smem_optin(fn, l.smem, &done);
+    static std::atomic<uint64_t> done{0};  // per instance
+    const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(fn), static_cast<int>(kFrontMaxSmem), &done);
     if (e != cudaSuccess) return e;
   }
   if (l.grid == 1) {  // one block: no grid barrier in the kernel, a plain launch

@@ -823,8 +823,9 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
 
   constexpr int kSmem = smem_bytes<Cfg>();
+  static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
   auto launch = [&](auto kernel) -> cudaError_t {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+    const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[gated ? 1 : 0]);
     if (e != cudaSuccess) return e;
     return launch_chain(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream, tm_act, tm_w, p);
   };

@@ -477,8 +477,9 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
 
   constexpr int kSmem = smem_bytes<Cfg>();
+  static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
   auto launch = [&](auto kernel) -> cudaError_t {
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+    const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[gated ? 1 : 0]);
     if (err != cudaSuccess) return err;
     return launch_chain(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream, tm_act, tm_w, p);
   };

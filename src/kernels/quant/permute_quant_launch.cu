@@ -14,6 +14,7 @@ namespace {
 using namespace pq_detail;
 
 constexpr size_t kScratchBytes = 4096;  // absmax partials (<= 1024 floats)
+constexpr size_t kBulkMaxSmem = 96 * 1024;  // bulk stores: both row buffers (opted in once per instance)
 
 // One wave of resident blocks (grid-stride over the rows): blocks per SM from the occupancy
 // calculator (registers bound it, e.g. 4 blocks of 224 threads at 64 registers), not from the
@@ -30,18 +31,19 @@ template <class TIn, bool kFp8>
 cudaError_t launch_rows(const PQParams& p, int vpt, int64_t blocks_needed, int block, cudaStream_t stream) {
   const size_t smem =
       p.bulk ? bulk_smem_bytes(p.teams, static_cast<int64_t>(p.hidden) * (kFp8 ? 1 : static_cast<int64_t>(sizeof(TIn)))) : 0;
-  auto go = [&](auto kernel) {
-    if (smem > 0) {  // above the 48 KB default once the kernel's ~17 KB of static shared memory counts
-      const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  static std::atomic<uint64_t> optin_done[4] = {};  // per instance: [log2 vpt]
+  auto go = [&](auto kernel, int slot) {
+    if (smem > 0) {  // bulk buffers: above the 48 KB default with the kernel's ~17 KB static shared memory
+      const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), int(kBulkMaxSmem), &optin_done[slot]);
       if (e != cudaSuccess) return e;
     }
     return launch_chain(kernel, dim3(resident_grid(kernel, block, blocks_needed, smem)), dim3(block), smem, stream, p);
   };
   switch (vpt) {
-    case 1: return go(permute_quant_kernel<TIn, kFp8, 1>);
-    case 2: return go(permute_quant_kernel<TIn, kFp8, 2>);
-    case 4: return go(permute_quant_kernel<TIn, kFp8, 4>);
-    case 8: return go(permute_quant_kernel<TIn, kFp8, 8>);
+    case 1: return go(permute_quant_kernel<TIn, kFp8, 1>, 0);
+    case 2: return go(permute_quant_kernel<TIn, kFp8, 2>, 1);
+    case 4: return go(permute_quant_kernel<TIn, kFp8, 4>, 2);
+    case 8: return go(permute_quant_kernel<TIn, kFp8, 8>, 3);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -124,7 +126,7 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   // 96 KB of dynamic shared memory (opted in at launch; with the kernel's static shared memory that
   // leaves room for 2 blocks per SM).
   const int64_t row_bytes = static_cast<int64_t>(a.hidden) * (fp8 ? 1 : 2);
-  p.bulk = a.bulk_stores && a.row_weight == nullptr && bulk_smem_bytes(p.teams, row_bytes) <= 96 * 1024;
+  p.bulk = a.bulk_stores && a.row_weight == nullptr && bulk_smem_bytes(p.teams, row_bytes) <= kBulkMaxSmem;
   if (a.used_bulk != nullptr) *a.used_bulk = p.bulk;
 
   const int sms = vec::sm_count();
