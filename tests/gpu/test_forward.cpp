@@ -124,6 +124,26 @@ fm::ForwardOptions tiles(fm::TileFamily f, int tile = 0) {
   return o;
 }
 
+// forward() captured on `s` into a CUDA graph and instantiated (destroyed with the object). A failed
+// capture is a test failure and leaves exec null.
+struct CapturedForward {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CapturedForward(const fm::MoeProblem& p, Layer& L, cudaStream_t s, const fm::ForwardOptions& o = {}) {
+    EXPECT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, o);
+    EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    if (st.ok() && graph != nullptr) EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  }
+  ~CapturedForward() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+  CapturedForward(const CapturedForward&) = delete;
+  CapturedForward& operator=(const CapturedForward&) = delete;
+};
+
 }  // namespace
 
 TEST(Forward, TokenCountsBothFamilies) {
@@ -210,18 +230,13 @@ TEST(Forward, GraphReplayMatchesDirectCall) {
     const auto direct = to_host<uint16_t>(L.out.get(), n);
     L.out.poison();
     L.ws.poison();
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    FM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s);
-    FM_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-    ASSERT_TRUE(st.ok()) << st.to_string();
-    FM_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-    for (int r = 0; r < 3; ++r) FM_CUDA_CHECK(cudaGraphLaunch(ge, s));
-    FM_CUDA_CHECK(cudaStreamSynchronize(s));
-    EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), direct) << "T=" << t << ": graph replay differs from the direct call";
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
+    {
+      const CapturedForward cap(p, L, s);
+      ASSERT_NE(cap.exec, nullptr);
+      for (int r = 0; r < 3; ++r) FM_CUDA_CHECK(cudaGraphLaunch(cap.exec, s));
+      FM_CUDA_CHECK(cudaStreamSynchronize(s));
+      EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), direct) << "T=" << t << ": graph replay differs from the direct call";
+    }
     cudaStreamDestroy(s);
   }
 }
@@ -277,21 +292,16 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
     EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain) << "direct call with overlapped launches differs";
     L.out.poison();
     L.ws.poison();
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    FM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    const fm::Status cst = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, ov);
-    FM_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-    ASSERT_TRUE(cst.ok()) << cst.to_string();
-    FM_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-    for (int r = 0; r < 3; ++r) {
-      FM_CUDA_CHECK(cudaGraphLaunch(ge, s));
-      FM_CUDA_CHECK(cudaStreamSynchronize(s));
-      EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain) << "graph replay " << r << " with overlapped launches differs";
-      L.out.poison();
+    {
+      const CapturedForward cap(p, L, s, ov);
+      ASSERT_NE(cap.exec, nullptr);
+      for (int r = 0; r < 3; ++r) {
+        FM_CUDA_CHECK(cudaGraphLaunch(cap.exec, s));
+        FM_CUDA_CHECK(cudaStreamSynchronize(s));
+        EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain) << "graph replay " << r << " with overlapped launches differs";
+        L.out.poison();
+      }
     }
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
     // The staged GEMM epilogue (staged_epilogue) and GEMM1 gathering its rows from x through the
     // plan (gather_rows) compute the same values, alone and together.
     // variants: staged | staged + overlap | gather | gather + staged + overlap | gather + overlap
@@ -328,20 +338,15 @@ TEST(Forward, DeviceTokenCountOneGraph) {
     L.t.num_tokens_device = count.as<int32_t>();
     cudaStream_t s;
     FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    FM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s);
-    FM_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-    ASSERT_TRUE(st.ok()) << st.to_string();
-    FM_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    const CapturedForward cap(p, L, s);
+    ASSERT_NE(cap.exec, nullptr);
     for (int64_t c : {bound, int64_t{1}, bound / 3 + 1, int64_t{0}}) {
       const int32_t c32 = static_cast<int32_t>(c);
       L.out.poison();
       L.ws.poison();
       FM_CUDA_CHECK(cudaDeviceSynchronize());
       FM_CUDA_CHECK(cudaMemcpyAsync(count.get(), &c32, 4, cudaMemcpyHostToDevice, s));
-      FM_CUDA_CHECK(cudaGraphLaunch(ge, s));
+      FM_CUDA_CHECK(cudaGraphLaunch(cap.exec, s));
       FM_CUDA_CHECK(cudaStreamSynchronize(s));
       const auto got = to_host<uint16_t>(L.out.get(), static_cast<size_t>(bound) * p.hidden);
       for (size_t i = static_cast<size_t>(c) * p.hidden; i < got.size(); ++i)
@@ -359,8 +364,6 @@ TEST(Forward, DeviceTokenCountOneGraph) {
       EXPECT_EQ(bad, 0);
       EXPECT_LE(err, kTolerance) << "count " << c;
     }
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
     cudaStreamDestroy(s);
   }
 }
