@@ -10,10 +10,12 @@ namespace {
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double silu(double x) { return x * sigmoid(x); }
-double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x * std::numbers::sqrt2 / 2.0)); }
+// Both GELUs in forms that keep their relative precision in the negative tail (1 + erf and
+// 1 + tanh cancel there): 0.5 (1 + erf(t)) = 0.5 erfc(-t), 0.5 (1 + tanh(z)) = sigmoid(2 z).
+double gelu_erf(double x) { return 0.5 * x * std::erfc(-x * std::numbers::sqrt2 / 2.0); }
 double gelu_tanh(double x) {
   const double kSqrt2OverPi = std::sqrt(2.0 / std::numbers::pi);
-  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+  return x * sigmoid(2.0 * kSqrt2OverPi * (x + 0.044715 * x * x * x));
 }
 
 }  // namespace

@@ -32,6 +32,14 @@ TEST(ReferenceActivation, GeluErfGated) {
   expect_act(a, 0.0, 1.0, 0.0);
 }
 
+// The negative tails keep their relative precision (1 + erf / 1 + tanh would cancel to nothing).
+TEST(ReferenceActivation, GeluTailsAreRelativelyExact) {
+  const double e = ref::activate(fm::Activation::gelu(), -10.0, 1.0);
+  EXPECT_NEAR(e, -7.619853024160593e-23, 1e-12 * 7.619853024160593e-23);  // -10 Phi(-10)
+  const double t = ref::activate(fm::Activation{fm::ActivationKind::kGeluTanhGated}, -6.0, 1.0);
+  EXPECT_NEAR(t, -8.43964670076231e-11, 1e-12 * 8.43964670076231e-11);
+}
+
 TEST(ReferenceActivation, GeluTanhGated) {
   const fm::Activation a{fm::ActivationKind::kGeluTanhGated};
   expect_act(a, 1.0, 1.0, 0.8411919906082768);

@@ -133,7 +133,8 @@ struct Stats {
   double err_sq = 0, ref_sq = 0, floor_sq = 0, kern_sq = 0, max_abs = 0;
   int64_t checked = 0, non_finite = 0, gross = 0, bit_diff = 0;
   std::string first_bad;
-  double worst_ratio = 0;  // max |got - ref| / (the element's accumulation bound), see run_case
+  double max_ulp = 0;      // the largest bf16 ulp among the exact results
+  double worst_ratio = 0;  // max |got - ref| / (accumulation bound + bf16 half-ulp), see run_case
   std::string worst;
   void add(uint16_t got_bits, double ref, double col_rms, double slack, double bound, const char* what, int64_t row,
            int64_t col) {
@@ -153,25 +154,38 @@ struct Stats {
     err_sq += d * d;
     kern_sq += (got - rb) * (got - rb);
     max_abs = std::max(max_abs, std::fabs(d));
-    if (bound > 0 && std::fabs(d) / bound > worst_ratio) {
-      worst_ratio = std::fabs(d) / bound;
-      worst = std::string(what) + " row " + std::to_string(row) + " col " + std::to_string(col) + ": got " +
-              std::to_string(got) + " want " + std::to_string(ref) + " bound " + std::to_string(bound);
+    // the output can differ from ref by the accumulation error plus the rounding to bf16
+    const double ulp = ref != 0 ? std::ldexp(1.0, std::ilogb(ref) - 7) : 0.0;
+    max_ulp = std::max(max_ulp, ulp);
+    const double allowed = bound + 0.5 * ulp;
+    if (allowed > 0 && std::fabs(d) / allowed > worst_ratio) {
+      worst_ratio = std::fabs(d) / allowed;
+      char buf[192];
+      std::snprintf(buf, sizeof(buf), " row %lld col %lld: got %.6g want %.6g bound %.3g", static_cast<long long>(row),
+                    static_cast<long long>(col), got, ref, bound);
+      worst = std::string(what) + buf;
     }
     // gross: far beyond bf16 rounding (2^-8 relative), relative to the element and to its column's
     // RMS, plus `slack`: what the tensor core's reduced-precision accumulation inside a 128-K stage
     // can cost an element whose products cancel (run_case: the accumulator model's bound)
     if (std::fabs(d) > 1e-2 * std::fabs(ref) + 1e-2 * col_rms + slack) {
       ++gross;
-      if (first_bad.empty())
-        first_bad = std::string(what) + " row " + std::to_string(row) + " col " + std::to_string(col) + ": got " +
-                    std::to_string(got) + " want " + std::to_string(ref);
+      if (first_bad.empty()) {
+        char buf[192];
+        std::snprintf(buf, sizeof(buf), " row %lld col %lld: got %.6g want %.6g slack %.3g", static_cast<long long>(row),
+                      static_cast<long long>(col), got, ref, slack);
+        first_bad = std::string(what) + buf;
+      }
     }
   }
   double rel() const { return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq); }
   double floor_rel() const { return ref_sq > 0 ? std::sqrt(floor_sq / ref_sq) : 0.0; }
   // vs the correctly rounded bf16 output: the kernel's own arithmetic error (1-ulp rounding flips)
   double kernel_rel() const { return ref_sq > 0 ? std::sqrt(kern_sq / ref_sq) : std::sqrt(kern_sq); }
+  // The bound on kernel_rel(): 2e-3, or one 1-ulp rounding flip of the largest element when that
+  // alone costs more (a row of a few elements whose weight scales span decades: one element
+  // carries most of the norm, and the accumulation error may legitimately flip its rounding).
+  double kernel_rel_bound() const { return std::max(kTolRel, ref_sq > 0 ? max_ulp / std::sqrt(ref_sq) : 0.0); }
   // The bound on rel(): 2e-3, unless rounding the exact result to the bf16 output dtype already
   // costs more (cases of a few elements: one element's half-ulp is up to 3.9e-3 relative).
   double rel_bound() const { return std::max(kTolRel, 1.25 * floor_rel()); }
@@ -421,19 +435,19 @@ void run_case(const Case& c, uint64_t seed) {
     if (r < out_rows && written[size_t(r)]) continue;
     for (int n = 0; n < out_cols; ++n) stray += out[size_t(r) * size_t(out_cols) + size_t(n)] != kBf16NaN;
   }
-  const bool pass = st.rel() <= st.rel_bound() && st.kernel_rel() <= kTolRel && st.non_finite == 0 && st.gross == 0 &&
+  const bool pass = st.rel() <= st.rel_bound() && st.kernel_rel() <= st.kernel_rel_bound() && st.non_finite == 0 && st.gross == 0 &&
                     stray == 0 && (!c.exact || st.bit_diff == 0);
   std::printf("[ fp8 gemm ] %-30s %-70s rel_l2=%.3e (bound %.1e; bf16 floor %.3e; vs bf16(ref) %.3e) max_abs=%.2e "
               "bit_diff=%lld/%lld %s\n",
               c.name.c_str(), describe(c, l).c_str(), st.rel(), st.rel_bound(), st.floor_rel(), st.kernel_rel(),
               st.max_abs, static_cast<long long>(st.bit_diff), static_cast<long long>(st.checked), pass ? "PASS" : "FAIL");
   if (st.worst_ratio > 0)
-    std::printf("             worst |err| / accumulation bound = %.3f (%s)\n", st.worst_ratio, st.worst.c_str());
+    std::printf("             worst |err| / (accumulation bound + bf16 half-ulp) = %.3f (%s)\n", st.worst_ratio, st.worst.c_str());
   EXPECT_EQ(st.non_finite, 0) << st.first_bad;
   EXPECT_EQ(st.gross, 0) << st.first_bad;
   EXPECT_EQ(stray, 0) << "elements outside the valid rows were written (padding rows / past the end)";
   EXPECT_LE(st.rel(), st.rel_bound()) << describe(c, l);
-  EXPECT_LE(st.kernel_rel(), kTolRel) << describe(c, l);
+  EXPECT_LE(st.kernel_rel(), st.kernel_rel_bound()) << describe(c, l);
   if (c.exact) EXPECT_EQ(st.bit_diff, 0) << "exact sweep must be bit-exact (promotion every 128 K)";
 }
 

@@ -181,10 +181,12 @@ __device__ __forceinline__ float activate_ct(float g, float u, float alpha, floa
   if constexpr (kKind == int(ActivationKind::kSiluGated)) {
     return g * sigmoid_f(g) * u;
   } else if constexpr (kKind == int(ActivationKind::kGeluGated)) {
-    return 0.5f * g * (1.f + erff(g * 0.70710678118654752f)) * u;
+    // erfc, not 1 + erf: the tail (g << 0, result ~ g * phi(g)) would cancel to a few bits in fp32
+    return 0.5f * g * erfcf(-g * 0.70710678118654752f) * u;
   } else if constexpr (kKind == int(ActivationKind::kGeluTanhGated)) {
-    const float t = tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g));
-    return 0.5f * g * (1.f + t) * u;
+    // (1 + tanh(z)) / 2 == sigmoid(2 z), which keeps its relative precision in the negative tail
+    const float z2 = 1.5957691216057308f * (g + 0.044715f * g * g * g);
+    return g * (1.f / (1.f + __expf(-z2))) * u;
   } else if constexpr (kKind == int(ActivationKind::kClampedSwiglu)) {
     const float gc = fminf(g, limit);
     const float uc = fminf(fmaxf(u, -limit), limit);
