@@ -380,9 +380,10 @@ int cmd_bench(int argc, char** argv) {
   std::vector<int64_t> tokens = {1, 4, 16, 64, 256, 1024, 4096, 16384};
   bool tokens_given = false;
   std::vector<std::string> only;  // --cases: names of the cases to run (default: all)
-  bool pdl = false;               // --pdl: layer suite, also each case with overlapped launches
-  bool staged = false;            // --staged: layer suite, also each case with the staged GEMM epilogue
+  bool pdl = false;               // --pdl: layer suite, also each case with overlapped launches on / off
+  bool staged = false;            // --staged: layer suite, also each case without the staged GEMM epilogue
   bool gather = false;            // --gather: layer suite, also each case with gathered GEMM1 rows
+  bool splitk = false;            // --splitk: layer suite, also each case without split-K
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--suite" && i + 1 < argc) suite = argv[++i];
@@ -392,6 +393,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--pdl") pdl = true;
     else if (a == "--staged") staged = true;
     else if (a == "--gather") gather = true;
+    else if (a == "--splitk") splitk = true;
     else if (a == "--cases" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) only.push_back(x);
@@ -402,7 +404,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--splitk] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -434,33 +436,22 @@ int cmd_bench(int argc, char** argv) {
     const double tflops = measure_bf16_gemm_rate(s, &how);
     std::printf("dense bf16 GEMM rate (%s, same run): %.0f TFLOP/s\n", how.c_str(), tflops / 1e12);
     std::vector<TileVariant> variants = {TileVariant{}};
-    if (pdl) {  // the same layer with programmatic dependent launch between its kernels
+    // The first row of a case runs forward()'s defaults (each switch as the oracle resolves it,
+    // explain() says why); the variants force one switch on and off.
+    using fusedmoe::Toggle;
+    auto add = [&](const char* label, Toggle fusedmoe::ForwardOptions::*field, Toggle value) {
       TileVariant v;
-      v.label = "pdl";
-      v.options.overlap_launches = true;
+      v.label = label;
+      v.options.*field = value;
       variants.push_back(v);
+    };
+    if (pdl) {  // programmatic dependent launch between the layer's kernels
+      add("pdl on", &fusedmoe::ForwardOptions::overlap_launches, Toggle::kOn);
+      add("pdl off", &fusedmoe::ForwardOptions::overlap_launches, Toggle::kOff);
     }
-    if (gather) {  // GEMM1 gathering its rows through the plan (no permuted copy), and with all three
-      TileVariant v;
-      v.label = "gather";
-      v.options.gather_rows = true;
-      variants.push_back(v);
-      v.label = "gather + staged + pdl";
-      v.options.staged_epilogue = true;
-      v.options.overlap_launches = true;
-      variants.push_back(v);
-    }
-    if (staged) {  // the same layer with the staged (row-chunk) GEMM epilogue, and with both
-      TileVariant v;
-      v.label = "staged epilogue";
-      v.options.staged_epilogue = true;
-      variants.push_back(v);
-      if (pdl) {
-        v.label = "pdl + staged epilogue";
-        v.options.overlap_launches = true;
-        variants.push_back(v);
-      }
-    }
+    if (gather) add("gather on", &fusedmoe::ForwardOptions::gather_rows, Toggle::kOn);  // no permuted copy
+    if (staged) add("staged off", &fusedmoe::ForwardOptions::staged_epilogue, Toggle::kOff);
+    if (splitk) add("split-k off", &fusedmoe::ForwardOptions::split_k, Toggle::kOff);
     all_ok = bench_layer(s, bw, tflops, tokens, &rows, selected(layer_cases(), only), variants);
   }
   if (suite == "crossover") {

@@ -32,6 +32,9 @@ enum class TileFamily : uint8_t {
   kSwapAB,  // expert rows in M = 64, tokens as N in {8, 16, 32, 64}
 };
 
+// A switch the oracle sets per problem (kAuto, with its reason in explain()) unless forced.
+enum class Toggle : uint8_t { kAuto, kOff, kOn };
+
 struct ForwardOptions {
   Backend backend = Backend::kAuto;  // an explicit choice always wins or fails with the reason
   TileFamily tiles = TileFamily::kAuto;
@@ -39,20 +42,35 @@ struct ForwardOptions {
   // Programmatic dependent launch between the layer's kernels: each kernel may be scheduled while
   // its predecessor finishes (its launch and set-up overlap the predecessor's tail) and waits on
   // the device for the predecessor's results. Same results either way; captured into CUDA graphs
-  // as programmatic edges. Off by default until its gain is measured (bench --pdl).
-  bool overlap_launches = false;
+  // as programmatic edges. Auto: on up to 64 tokens (H200: 1.5-3.3 us faster at 1 and 16 tokens,
+  // up to 4 % slower at 256-8192; bench --pdl).
+  Toggle overlap_launches = Toggle::kAuto;
   // Normal-tile GEMMs write their outputs through shared memory as whole 16-byte row chunks
-  // (kernels/gemm/sm90_bf16_grouped_gemm.h: staged_epilogue). Same values; off until measured
-  // (bench --staged).
-  bool staged_epilogue = false;
+  // (kernels/gemm/sm90_bf16_grouped_gemm.h: staged_epilogue). Same values. Auto: on (H200:
+  // 7-15 % faster layers at 2048-8192 tokens on qwen235-tp8 / dsv3-tp8; bench --staged).
+  Toggle staged_epilogue = Toggle::kAuto;
   // BF16 layers: GEMM1 gathers its rows from x through the dispatch plan (cp.async in the GEMM's
   // producer) instead of a permuted copy of x: one launch and one pass over T*k rows fewer. Same
-  // values; not with weight-on-input routers. Off until measured (bench --gather).
-  bool gather_rows = false;
+  // values; not with weight-on-input routers. Auto: off (H200: 3-5 % faster on qwen235-tp8 at
+  // 16-256 tokens, but 5-13 % slower on dsv3-tp8 and at prefill; bench --gather).
+  Toggle gather_rows = Toggle::kAuto;
+  // Swap-AB GEMMs split each weight tile's reduction over a thread-block cluster (up to 8 CTAs)
+  // when their tiles would fill under half of the GPU's CTA slots (decode on few experts). The
+  // partial sums are added in a fixed order: the same bits every run, rounding may differ from
+  // the unsplit sum. Auto: that heuristic; kOff never splits; kOn = auto (bench --splitk).
+  Toggle split_k = Toggle::kAuto;
 };
+
+// The switches above as forward() resolves them for a problem, with the reasons.
+struct ResolvedOptions {
+  bool overlap_launches = false, staged_epilogue = false, gather_rows = false, split_k = false;
+  std::string why;
+};
+ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& options);
 
 const char* to_string(Backend b);
 const char* to_string(TileFamily t);
+const char* to_string(Toggle t);
 
 // Checks the descriptor alone (no pointers): shapes, counts, format combinations.
 Status validate(const MoeProblem& p);

@@ -25,6 +25,28 @@ Status workspace_size(const MoeProblem& p, size_t* bytes) {
   return Status::Ok();
 }
 
+ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
+  ResolvedOptions r;
+  std::ostringstream why;
+  auto pick = [&](const char* name, Toggle t, bool auto_value, const char* auto_reason) {
+    const bool v = t == Toggle::kAuto ? auto_value : t == Toggle::kOn;
+    why << "  " << name << ": " << (v ? "on" : "off") << " ("
+        << (t == Toggle::kAuto ? auto_reason : "forced by ForwardOptions") << ")\n";
+    return v;
+  };
+  const bool decode = p.num_tokens <= 64;
+  r.overlap_launches = pick("overlap_launches", o.overlap_launches, decode,
+                            decode ? "auto: <= 64 tokens, launch latency matters" : "auto: > 64 tokens");
+  r.staged_epilogue = pick("staged_epilogue", o.staged_epilogue, true, "auto: measured faster at prefill");
+  const bool gather_ok = p.quant.act == ActQuant::kNone && !p.router.weight_on_input;
+  r.gather_rows = pick("gather_rows", o.gather_rows, false, "auto: off, mixed results on the H200") && gather_ok;
+  if (o.gather_rows == Toggle::kOn && !gather_ok) why << "    (not applicable: quantised input or weights on the input)\n";
+  r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
+                   "auto: swap-ab tiles filling under half of the CTA slots split K over a cluster");
+  r.why = why.str();
+  return r;
+}
+
 Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
                const ForwardOptions& options) {
   FM_TRY(detail::check_call(p, t, workspace, workspace_bytes));
@@ -37,10 +59,11 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
 #else
   // kGrouped: permute into expert-contiguous rows padded to the GEMMs' token tile, GEMM1 +
   // activation into the intermediate, GEMM2 into per-row expert outputs, weighted combine.
-  const kernels::ScopedOverlap overlap(options.overlap_launches);  // every launch below (launch_mode.h)
+  const ResolvedOptions ro = resolve_options(p, options);
+  const kernels::ScopedOverlap overlap(ro.overlap_launches);  // every launch below (launch_mode.h)
   // Gathered rows (ForwardOptions::gather_rows): BF16 x stays in token order and GEMM1 reads its
   // rows through the plan; not with weights on the input (routed and shared rows would differ).
-  const bool gather = options.gather_rows && p.quant.act == ActQuant::kNone && !p.router.weight_on_input;
+  const bool gather = ro.gather_rows;
   DispatchOptions o;
   o.permute = !gather;
   o.tile_m = d.tokens_tile;
@@ -65,7 +88,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
                       : r.act_rows;
   g.family = d.family;
   g.tokens_tile = d.tokens_tile;
-  g.staged_epilogue = options.staged_epilogue;
+  g.staged_epilogue = ro.staged_epilogue;
+  g.k_splits = ro.split_k ? 0 : 1;
   if (gather) {
     g.gather_x = r.act;  // [T, K] dense: x itself or its dense copy
     g.row_token = r.row_token;
@@ -106,6 +130,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
   if (d.chosen != Backend::kAuto) {
     os << "chosen: " << to_string(d.chosen) << " (" << d.reason << ")\n";
     os << "tiles: " << to_string(d.family) << ", token tile " << d.tokens_tile << " (" << d.tile_reason << ")\n";
+    os << "switches:\n" << resolve_options(p, options).why;
 #if defined(FUSEDMOE_WITH_CUDA)
     if (d.chosen == Backend::kGrouped) {
       const char* g1 = kernels::grouped_gemm1_name(d.family, d.tokens_tile);

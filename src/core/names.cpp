@@ -132,6 +132,14 @@ const char* to_string(Backend b) {
   }
   return "?";
 }
+const char* to_string(Toggle t) {
+  switch (t) {
+    case Toggle::kAuto: return "auto";
+    case Toggle::kOff: return "off";
+    case Toggle::kOn: return "on";
+  }
+  return "?";
+}
 const char* to_string(TileFamily t) {
   switch (t) {
     case TileFamily::kAuto: return "auto";

@@ -283,7 +283,7 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
     FM_CUDA_CHECK(cudaStreamSynchronize(s));
     const auto plain = to_host<uint16_t>(L.out.get(), n);
     fm::ForwardOptions ov = c.o;
-    ov.overlap_launches = true;
+    ov.overlap_launches = ov.overlap_launches == fm::Toggle::kOn ? fm::Toggle::kOff : fm::Toggle::kOn;
     L.out.poison();
     L.ws.poison();
     const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, ov);
@@ -304,20 +304,24 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
     }
     // The staged GEMM epilogue (staged_epilogue) and GEMM1 gathering its rows from x through the
     // plan (gather_rows) compute the same values, alone and together.
-    // variants: staged | staged + overlap | gather | gather + staged + overlap | gather + overlap
-    for (int variant = 0; variant < 5; ++variant) {
+    // variants: staged | staged + overlap | gather | gather + staged + overlap | gather + overlap,
+    // and the same five with every switch flipped
+    auto on = [](bool b) { return b ? fm::Toggle::kOn : fm::Toggle::kOff; };
+    for (int variant = 0; variant < 10; ++variant) {
       fm::ForwardOptions so = c.o;
-      so.staged_epilogue = variant <= 1 || variant == 3;
-      so.overlap_launches = variant == 1 || variant >= 3;
-      so.gather_rows = variant >= 2;
+      const int v = variant % 5;
+      const bool flip = variant >= 5;
+      so.staged_epilogue = on((v <= 1 || v == 3) != flip);
+      so.overlap_launches = on((v == 1 || v >= 3) != flip);
+      so.gather_rows = on((v >= 2) != flip);
       L.out.poison();
       L.ws.poison();
       const fm::Status sst = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, so);
       ASSERT_TRUE(sst.ok()) << sst.to_string();
       FM_CUDA_CHECK(cudaStreamSynchronize(s));
       EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain)
-          << "variant " << variant << " (staged " << so.staged_epilogue << ", overlap " << so.overlap_launches
-          << ", gather " << so.gather_rows << ") differs";
+          << "variant " << variant << " (staged " << fm::to_string(so.staged_epilogue) << ", overlap "
+          << fm::to_string(so.overlap_launches) << ", gather " << fm::to_string(so.gather_rows) << ") differs";
     }
     cudaStreamDestroy(s);
   }

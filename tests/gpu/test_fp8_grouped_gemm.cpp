@@ -128,6 +128,10 @@ std::vector<int> split_rows(uint64_t& s, int g, int rows, bool hot) {
   return c;
 }
 
+// Activation tails far below anything a model sees (silu(-90) ~ -7e-38) come out of fp32 through
+// denormal intermediates, which the GPU flushes to zero: |err| up to this much is not an error.
+constexpr double kUnderflow = 1e-30;
+
 // Error statistics over the checked elements.
 struct Stats {
   double err_sq = 0, ref_sq = 0, floor_sq = 0, kern_sq = 0, max_abs = 0;
@@ -157,7 +161,7 @@ struct Stats {
     // the output can differ from ref by the accumulation error plus the rounding to bf16
     const double ulp = ref != 0 ? std::ldexp(1.0, std::ilogb(ref) - 7) : 0.0;
     max_ulp = std::max(max_ulp, ulp);
-    const double allowed = bound + 0.5 * ulp;
+    const double allowed = bound + 0.5 * ulp + kUnderflow;
     if (allowed > 0 && std::fabs(d) / allowed > worst_ratio) {
       worst_ratio = std::fabs(d) / allowed;
       char buf[192];
@@ -168,7 +172,7 @@ struct Stats {
     // gross: far beyond bf16 rounding (2^-8 relative), relative to the element and to its column's
     // RMS, plus `slack`: what the tensor core's reduced-precision accumulation inside a 128-K stage
     // can cost an element whose products cancel (run_case: the accumulator model's bound)
-    if (std::fabs(d) > 1e-2 * std::fabs(ref) + 1e-2 * col_rms + slack) {
+    if (std::fabs(d) > 1e-2 * std::fabs(ref) + 1e-2 * col_rms + slack + kUnderflow) {
       ++gross;
       if (first_bad.empty()) {
         char buf[192];

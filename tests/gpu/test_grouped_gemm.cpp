@@ -180,6 +180,7 @@ struct Case {
   int tpc = 0;              // forced weight tiles per CTA
   bool simple_view = false; // force the simple weight TMA view
   bool staged = false;      // staged epilogue (normal family: outputs through shared memory)
+  int k_splits = 0;         // Swap-AB split-K: 0 heuristic, 1 off, n forced
 };
 
 std::string fam(const Case& c) {
@@ -210,6 +211,7 @@ GroupedGemmArgs base_args(const Case& c, const Layout& l, const DeviceBuffer& co
   a.tokens_tile = c.tile;
   a.weight_tiles_per_cta = c.tpc;
   a.staged_epilogue = c.staged;
+  a.k_splits = c.k_splits;
   return a;
 }
 
@@ -453,6 +455,36 @@ std::vector<Case> all_cases() {
     c.pad = 128;
     c.random_max = 150;
     v.push_back(c);
+  }
+  // 5b. split-K over a cluster (Swap-AB): every token tile, ragged K (2880 = 45 K steps, 200 = 4
+  // steps with 8 asked: capped), gated / interleaved / plain, with and without bias; GEMM2's
+  // reduction is N
+  {
+    struct S {
+      int tile, splits, N, K;
+      Activation act;
+      bool bias;
+    };
+    const std::vector<S> splits = {
+        {8, 5, 192, 4096, Activation::silu(), false},
+        {8, 8, 360, 2880, Activation::swiglu_oai(1.702f, 7.f, true), true},
+        {16, 2, 256, 7168, Activation::silu(), true},
+        {16, 3, 1024, 2880, Activation::gelu(), false},
+        {32, 4, 512, 1000, Activation::squared_relu(), true},
+        {64, 7, 2880, 2880, Activation::silu(), true},
+        {8, 8, 200, 200, Activation::silu(), true},
+    };
+    for (const S& sp : splits) {
+      Case c = mk("split_k" + std::to_string(sp.splits) + "_" + std::to_string(sp.tile) + "_" + std::to_string(sp.N) +
+                      "x" + std::to_string(sp.K),
+                  TileFamily::kSwapAB, sp.tile, 6, sp.N, sp.K);
+      c.k_splits = sp.splits;
+      c.act = sp.act;
+      c.bias = sp.bias;
+      c.x_scale = sp.act.kind == ActivationKind::kSwigluOai ? 6.f : 1.f;
+      c.random_max = 2 * sp.tile;
+      v.push_back(c);
+    }
   }
   // 6. suite shapes at moderate size
   for (auto [f, t] : {std::pair{TileFamily::kNormal, 128}, std::pair{TileFamily::kSwapAB, 16}}) {

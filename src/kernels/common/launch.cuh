@@ -43,19 +43,46 @@ cudaError_t launch_with_attribute(void (*kernel)(KArgs...), dim3 grid, dim3 bloc
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute inside a ScopedOverlap.
-// Returns the launch error (cudaGetLastError semantics for the <<<>>> path).
+// kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute inside a ScopedOverlap
+// and, for cluster_x > 1, thread-block clusters of cluster_x consecutive blocks along x (grid.x a
+// multiple of it). Returns the launch error (cudaGetLastError semantics for the <<<>>> path).
 template <class... KArgs, class... Args>
-cudaError_t launch_chain(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                         Args&&... args) {
-  if (!overlap_launches()) {
+cudaError_t launch_chain_clustered(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                   unsigned cluster_x, Args&&... args) {
+  const bool overlap = overlap_launches();
+  if (!overlap && cluster_x <= 1) {
     kernel<<<grid, block, smem, stream>>>(static_cast<KArgs>(args)...);
     return cudaGetLastError();
   }
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  return launch_with_attribute(kernel, grid, block, smem, stream, attr, static_cast<Args&&>(args)...);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attrs[2] = {};
+  unsigned n = 0;
+  if (cluster_x > 1) {
+    attrs[n].id = cudaLaunchAttributeClusterDimension;
+    attrs[n].val.clusterDim.x = cluster_x;
+    attrs[n].val.clusterDim.y = 1;
+    attrs[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (overlap) {
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  cfg.attrs = attrs;
+  cfg.numAttrs = n;
+  return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+}
+
+// launch_chain without clusters.
+template <class... KArgs, class... Args>
+cudaError_t launch_chain(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                         Args&&... args) {
+  return launch_chain_clustered(kernel, grid, block, smem, stream, 1u, static_cast<Args&&>(args)...);
 }
 
 }  // namespace fusedmoe::kernels

@@ -32,6 +32,7 @@
 //            warp's 16-row slice (value index i and i+2) = gate and up of one output column.
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <initializer_list>
@@ -142,6 +143,12 @@ struct Params {
   int w_chunks;       // ceil(w_tiles / tiles_per_cta)
   int tiles_per_cta;
   int k_tiles;        // ceil(reduction / 64)
+  // Split-K (Swap-AB, one weight tile per CTA): the reduction's K steps are split over the
+  // k_splits CTAs of a thread-block cluster (consecutive blockIdx.x), k_tiles_per_split steps
+  // each; the partial sums meet in distributed shared memory and cluster rank 0 adds them in rank
+  // order and runs the epilogue. 1 = off.
+  int k_splits;
+  int k_tiles_per_split;
   // weight TMA: n_sub boxes per K step (sub s: q = s >> 1, h = s & 1), each sub_rows smem rows;
   // coordinate d (1..3) = w * mw[d-1] + q * mq[d-1] + h * mh[d-1]; dim 0 = K, dim 4 = expert.
   int n_sub, sub_rows;
@@ -262,7 +269,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   // ---- which (token tile, weight chunk): grouped raster, 8 token tiles x all weight chunks ----
   constexpr int kGroupM = 8;
-  const int pid = int(blockIdx.x);
+  // (split-K exists in the Swap-AB family only: the normal family keeps its registers)
+  const bool splitting = Cfg::kSwapAB && p.k_splits > 1;
+  const int split = splitting ? int(blockIdx.x) % p.k_splits : 0;  // == rank in the cluster
+  const int pid = splitting ? int(blockIdx.x) / p.k_splits : int(blockIdx.x);
+  const int kt_begin = splitting ? split * p.k_tiles_per_split : 0;
+  const int kt_end = splitting ? min(p.k_tiles, kt_begin + p.k_tiles_per_split) : p.k_tiles;
   const int per_group = kGroupM * p.w_chunks;
   const int group = pid / per_group;
   const int first_m = group * kGroupM;
@@ -356,7 +368,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       for (int w = w_begin; w < w_end; ++w) {
         uint32_t sub_mask = 0;
         const int valid_subs = weight_subs(w, &sub_mask);
-        for (int kt = 0; kt < p.k_tiles; ++kt) {
+        for (int kt = kt_begin; kt < kt_end; ++kt) {
           const int k0 = kt * Cfg::kTileK;
           Barrier::wait(&ss.empty[stage], phase ^ 1u);
           if (ptid == 0) {
@@ -388,7 +400,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         uint32_t sub_mask = 0;
         const int valid_subs = weight_subs(w, &sub_mask);
         const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(valid_subs) * p.sub_bytes;
-        for (int kt = 0; kt < p.k_tiles; ++kt) {
+        for (int kt = kt_begin; kt < kt_end; ++kt) {
           // K beyond the reduction length (ragged last step) is zero-filled by TMA in both operands.
           const int k0 = kt * Cfg::kTileK;
           Barrier::wait(&ss.empty[stage], phase ^ 1u);
@@ -400,6 +412,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           load_weights(stage, w, k0, sub_mask);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
+      }
+    }
+    if constexpr (Cfg::kSwapAB) {
+      if (p.k_splits > 1) {  // the two cluster barriers of the consumers' split-K reduction
+        __syncwarp();
+        cute::cluster_sync();
+        cute::cluster_sync();
       }
     }
   } else {
@@ -430,7 +449,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     for (int w = w_begin; w < w_end; ++w) {
       tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
       int prev_stage = -1;
-      for (int kt = 0; kt < p.k_tiles; ++kt) {
+      for (int kt = kt_begin; kt < kt_end; ++kt) {
         Barrier::wait(&ss.full[stage], phase);
         // gathered A was written by cp.async (generic proxy); WGMMA reads it through the async proxy
         if (p.gather_x != nullptr) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -559,7 +578,45 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         // accum (64 weight rows x T tokens): index v0 + 2*v1 + 4*j: weight row warp*16 + lane/4 + 8*v1,
         // token 2*(lane%4) + v0 + 8*j
         constexpr int kVals = decltype(size(accum))::value;
-        static_assert(kVals == Cfg::kTokTile / 2);
+        static_assert(kVals == Cfg::kTokTile / 2 && kVals % 4 == 0);
+        if (p.k_splits > 1) {
+          // Split-K: ranks 1.. leave their partial sums in their own (now idle) weight ring, as
+          // float4 chunks [chunk][thread] (conflict-free); rank 0 reads them through distributed
+          // shared memory and adds them in rank order (the same bits every run), then runs the
+          // epilogue alone. The second barrier keeps the other ranks' shared memory alive until
+          // rank 0 has read it. (One weight tile per CTA: every stage of the ring was consumed.)
+          constexpr int kChunks = kVals / 4;
+          static_assert(kChunks * 4 * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
+          float* red = reinterpret_cast<float*>(ss.w.begin());
+          if (split != 0) {
+            CUTE_UNROLL
+            for (int c = 0; c < kChunks; ++c)
+              *reinterpret_cast<float4*>(red + (c * 128 + tid) * 4) =
+                  make_float4(accum(4 * c), accum(4 * c + 1), accum(4 * c + 2), accum(4 * c + 3));
+          }
+          cute::cluster_sync();
+          if (split == 0) {
+            const uint32_t local = cute::cast_smem_ptr_to_uint(red);
+            for (int r = 1; r < p.k_splits; ++r) {
+              uint32_t remote;
+              asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(r));
+              CUTE_UNROLL
+              for (int c = 0; c < kChunks; ++c) {
+                float v0, v1, v2, v3;
+                asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                             : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                             : "r"(remote + uint32_t((c * 128 + tid) * 16))
+                             : "memory");
+                accum(4 * c) += v0;
+                accum(4 * c + 1) += v1;
+                accum(4 * c + 2) += v2;
+                accum(4 * c + 3) += v3;
+              }
+            }
+          }
+          cute::cluster_sync();
+          if (split != 0) continue;  // (one weight tile per CTA: leaves the tile loop)
+        }
         if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
           const int r = get<0>(tCcC(0));
@@ -775,8 +832,34 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile;
   p.k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
 
+  int dev = 0, sms = 132;
+  if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  const int64_t slots = int64_t(sms) * Cfg::kMinBlocks;  // resident CTAs in one wave
+
+  // Split-K (Swap-AB only): when the weight tiles alone would fill under half of the CTA slots
+  // (decode: a few experts x a few 64-row tiles, e.g. qwen235-tp8 GEMM1 at 1 token = 48 tiles on
+  // 264 slots), split each tile's reduction over a cluster of up to 8 CTAs, each streaming at
+  // least 8 K steps, so that the whole GPU streams weights.
+  int splits = 1;
+  if (Cfg::kSwapAB) {
+    if (a.k_splits > 0) {
+      splits = a.k_splits;
+    } else if (a.k_splits == 0) {
+      const int64_t tiles = m_tiles * int64_t(p.w_tiles);
+      if (2 * tiles <= slots && p.k_tiles >= 16) {
+        const int64_t by_slots = slots / tiles, by_k = p.k_tiles / 8;
+        splits = int(std::min<int64_t>(8, std::min(by_slots, by_k)));
+      }
+    }
+    splits = std::max(1, std::min(std::min(splits, 8), p.k_tiles));
+  }
+  p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
+  p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K steps
+
   int tpc = 1;
-  if (a.weight_tiles_per_cta > 0) {
+  if (p.k_splits > 1) {
+    tpc = 1;  // the split reduction reuses the weight ring: one tile per CTA
+  } else if (a.weight_tiles_per_cta > 0) {
     tpc = a.weight_tiles_per_cta < p.w_tiles ? a.weight_tiles_per_cta : p.w_tiles;
   } else {
     // Short reductions (e.g. GEMM2 with a small N): give each CTA several weight tiles so that it
@@ -784,10 +867,10 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
     // the producer loads tile w+1 while the consumers run tile w's epilogue), while keeping about
     // two waves of CTA slots over the token-tile bound (an over-estimate of the active tiles).
     // Both families: with one tile per CTA, GEMM2 of qwen235-tp8 at 8192 tokens (K = 192, three
-    // K steps) ran 20448 CTAs at 8 % tensor-pipe activity (H200, ncu).
-    int dev = 0, sms = 132;
-    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    const int64_t target = int64_t(2) * sms * Cfg::kMinBlocks;
+    // K steps) ran 20448 CTAs at 8 % tensor-pipe activity (H200, ncu). Swap-AB (memory-bound
+    // decode) aims at about one wave with the most bytes in flight per CTA: qwen235-tp8 GEMM2 at
+    // 1 token has 512 tiles of 3 K steps for 264 slots.
+    const int64_t target = Cfg::kSwapAB ? slots * 3 / 4 : 2 * slots;
     while (tpc * 2 <= p.w_tiles && p.k_tiles * tpc < 4 * Cfg::kStages &&
            m_tiles * ((p.w_tiles + 2 * tpc - 1) / (2 * tpc)) >= target)
       tpc *= 2;
@@ -821,7 +904,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.row_token = a.row_token;
   p.red = red;
 
-  const int64_t grid = m_tiles * int64_t(p.w_chunks);
+  const int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
 
   constexpr int kSmem = smem_bytes<Cfg>();
@@ -829,7 +912,8 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   auto launch = [&](auto kernel) -> cudaError_t {
     const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[gated ? 1 : 0]);
     if (e != cudaSuccess) return e;
-    return launch_chain(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream, tm_act, tm_w, p);
+    return launch_chain_clustered(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream,
+                                  unsigned(p.k_splits), tm_act, tm_w, p);
   };
   return gated ? launch(&sm90_bf16_grouped_gemm_kernel<Cfg, true>) : launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false>);
 }

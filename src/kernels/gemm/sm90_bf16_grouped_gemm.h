@@ -53,6 +53,11 @@ struct GroupedGemmArgs {
   int tokens_tile = 0;         // kNormal: 128 (0 = 128); kSwapAB: 8, 16, 32 or 64 (0 = 16)
                                // kAuto: taken from tokens_tile (<= 64 swap-AB, else normal)
   int weight_tiles_per_cta = 0;  // 0 = heuristic; >= 1 forces consecutive weight tiles per CTA
+  // Swap-AB only: split each weight tile's reduction over a cluster of k_splits CTAs whose partial
+  // sums rank 0 adds in a fixed order (same bits every run; rounding differs from unsplit).
+  // 0 = heuristic (when the tiles fill under half of the GPU's CTA slots: decode), 1 or negative =
+  // off, n >= 2 = n forced (at most 8 and the number of 64-wide K steps). Forces one tile per CTA.
+  int k_splits = 0;
   // Normal family: stage each tile's outputs in shared memory and store whole 16-byte row chunks
   // (instead of 4-byte pairs straight from the accumulators). Same values; off until measured.
   bool staged_epilogue = false;
