@@ -192,7 +192,7 @@ struct TileVariant {
 };
 
 bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64_t>& tokens, std::vector<Row>* rows,
-                 const std::vector<Case>& cases, const std::vector<TileVariant>& variants) {
+                 const std::vector<Case>& cases, const std::vector<TileVariant>& variants, bool stages = false) {
   bool ok = true;
   const size_t flush_bytes = size_t{256} << 20;  // > 4x the 60 MB L2: cold weights every call
   Buf flush(flush_bytes), sink(16);
@@ -273,6 +273,35 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
       std::string tiles = at == std::string::npos ? "?" : ex.substr(at + 8, ex.find(" (", at) - at - 8);
       rows->push_back(measured_row(c.name, "layer bf16 " + tiles + (v.label.empty() ? "" : " [" + v.label + "]"), t, us, bytes,
                                    bw, flops, peak));
+      if (stages && &v == &variants.front()) {
+        // Per stage: the layer stopped after each stage (ForwardOptions::stop_after), timed like
+        // the whole layer; a stage's time is the difference of consecutive prefixes (launch gaps
+        // included). Bytes per stage: dispatch reads x and writes the permuted rows; GEMM1 the
+        // touched W1 (+ rows in, intermediate out); GEMM2 the touched W2 (+ intermediate in,
+        // expert rows out); combine the expert rows in and the output.
+        const double rows_k = double(local_rows);
+        const double w1_touched = n_touched * double(w1_bytes) / ge, w2_touched = n_touched * double(w2_bytes) / ge;
+        const double stage_bytes[4] = {
+            2.0 * t * p.hidden + 2.0 * rows_k * p.hidden,
+            w1_touched + 2.0 * rows_k * p.hidden + 2.0 * rows_k * p.intermediate,
+            w2_touched + 2.0 * rows_k * p.intermediate + 2.0 * rows_k * p.hidden,
+            2.0 * rows_k * p.hidden + 2.0 * t * p.hidden};
+        const double stage_flops[4] = {0, 2.0 * rows_k * p.gemm1_rows() * p.hidden, 2.0 * rows_k * p.hidden * p.intermediate, 0};
+        const char* names[4] = {"stage dispatch (route+plan+permute)", "stage gemm1", "stage gemm2", "stage combine"};
+        const fm::Stage stops[3] = {fm::Stage::kDispatch, fm::Stage::kGemm1, fm::Stage::kGemm2};
+        double prev = 0;
+        for (int k = 0; k < 4; ++k) {
+          double cum = us;
+          if (k < 3) {
+            fm::ForwardOptions so = v.options;
+            so.stop_after = stops[k];
+            const double b = time_graph(s, [&] { flush_l2(); (void)fm::forward(p, io, ws.p, ws_bytes, s, so); }, 15);
+            cum = std::max(b - flush_us, 0.01);
+          }
+          rows->push_back(measured_row(c.name, names[k], t, std::max(cum - prev, 0.01), stage_bytes[k], bw, stage_flops[k], peak));
+          prev = cum;
+        }
+      }
       }
       (void)tmax;
     }
@@ -384,6 +413,7 @@ int cmd_bench(int argc, char** argv) {
   bool staged = false;            // --staged: layer suite, also each case without the staged GEMM epilogue
   bool gather = false;            // --gather: layer suite, also each case with gathered GEMM1 rows
   bool splitk = false;            // --splitk: layer suite, also each case without split-K
+  bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences)
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--suite" && i + 1 < argc) suite = argv[++i];
@@ -394,6 +424,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--staged") staged = true;
     else if (a == "--gather") gather = true;
     else if (a == "--splitk") splitk = true;
+    else if (a == "--stages") stages = true;
     else if (a == "--cases" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) only.push_back(x);
@@ -404,7 +435,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--splitk] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--splitk] [--stages] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -452,7 +483,7 @@ int cmd_bench(int argc, char** argv) {
     if (gather) add("gather on", &fusedmoe::ForwardOptions::gather_rows, Toggle::kOn);  // no permuted copy
     if (staged) add("staged off", &fusedmoe::ForwardOptions::staged_epilogue, Toggle::kOff);
     if (splitk) add("split-k off", &fusedmoe::ForwardOptions::split_k, Toggle::kOff);
-    all_ok = bench_layer(s, bw, tflops, tokens, &rows, selected(layer_cases(), only), variants);
+    all_ok = bench_layer(s, bw, tflops, tokens, &rows, selected(layer_cases(), only), variants, stages);
   }
   if (suite == "crossover") {
     std::string how;

@@ -32,6 +32,9 @@ enum class TileFamily : uint8_t {
   kSwapAB,  // expert rows in M = 64, tokens as N in {8, 16, 32, 64}
 };
 
+// The layer's stages in order (ForwardOptions::stop_after).
+enum class Stage : uint8_t { kAll, kDispatch, kGemm1, kGemm2 };
+
 // A switch the oracle sets per problem (kAuto, with its reason in explain()) unless forced.
 enum class Toggle : uint8_t { kAuto, kOff, kOn };
 
@@ -59,6 +62,10 @@ struct ForwardOptions {
   // partial sums are added in a fixed order: the same bits every run, rounding may differ from
   // the unsplit sum. Auto: that heuristic; kOff never splits; kOn = auto (bench --splitk).
   Toggle split_k = Toggle::kAuto;
+  // Benchmarking aid: stop after this stage (kDispatch: route + plan + permute; kGemm1; kGemm2;
+  // kAll: the whole layer). The output is left unwritten when it stops early; timing prefixes
+  // gives per-stage times (fusedmoe bench --suite layer --stages).
+  Stage stop_after = Stage::kAll;
 };
 
 // The switches above as forward() resolves them for a problem, with the reasons.

@@ -69,6 +69,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   o.tile_m = d.tokens_tile;
   DispatchResult r;
   FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
+  if (options.stop_after == Stage::kDispatch) return Status::Ok();
   const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
   char* base = static_cast<char*>(workspace);
   void* inter = base + w.intermediate.offset;
@@ -101,6 +102,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.out = inter;
   cudaError_t e = kernels::launch_grouped_gemm1(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));
+  if (options.stop_after == Stage::kGemm1) return Status::Ok();
   g.gather_x = nullptr;
   g.row_token = nullptr;
   g.a = inter;
@@ -109,6 +111,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.out = expert_out;
   e = kernels::launch_grouped_gemm2(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2: " << cudaGetErrorString(e));
+  if (options.stop_after == Stage::kGemm2) return Status::Ok();
   return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream);
 #endif
 }

@@ -9,9 +9,13 @@
 // error ||gpu - ref|| / ||ref|| must be <= 2e-3 (stated per case, with the error of merely rounding
 // the reference to bf16 — the output dtype — as "bf16 floor", ~1.5e-3 for random data; for cases of
 // a few elements where that floor alone exceeds 2e-3 the bound is 1.25 x floor), the error against
-// the correctly rounded bf16(ref) must be <= 2e-3 as well (the kernel's own arithmetic), plus a
-// per-element gross check against the column's RMS (catches a wrong scale index on small channels,
-// which a global L2 would hide when weight scales span 1e-8 .. 1e4). Padding rows of the inputs
+// and every element must lie within its own error bound: |gpu - ref| <= the accumulator model's
+// bound for that element (run_case) + half a bf16 ulp of ref (the output rounding) + 1e-5 |ref|
+// (fp32 activation math) + 1e-30 (denormal flushing). This per-element check catches a wrong scale
+// index on small channels, which a global L2 would hide when weight scales span 1e-8 .. 1e4; on
+// the H200 the worst element of every case reached 0.98 of its bound. (The error against the
+// correctly rounded bf16(ref) is printed, "vs bf16(ref)", not checked: in cases of a few hundred
+// elements a handful of legitimate rounding flips moves it past any fixed bound.) Padding rows of the inputs
 // are e4m3 NaN, padding per-token scales are NaN, and outputs are poisoned (0xFF) before each run:
 // a valid output that is not written, or one a padding row leaks into, is non-finite; GEMM1 must
 // leave H's padding rows and a guard past max_rows untouched.
@@ -135,13 +139,11 @@ constexpr double kUnderflow = 1e-30;
 // Error statistics over the checked elements.
 struct Stats {
   double err_sq = 0, ref_sq = 0, floor_sq = 0, kern_sq = 0, max_abs = 0;
-  int64_t checked = 0, non_finite = 0, gross = 0, bit_diff = 0;
+  int64_t checked = 0, non_finite = 0, beyond = 0, bit_diff = 0;
   std::string first_bad;
-  double max_ulp = 0;      // the largest bf16 ulp among the exact results
-  double worst_ratio = 0;  // max |got - ref| / (accumulation bound + bf16 half-ulp), see run_case
+  double worst_ratio = 0;  // max |got - ref| / (the element's allowed error), must be <= 1
   std::string worst;
-  void add(uint16_t got_bits, double ref, double col_rms, double slack, double bound, const char* what, int64_t row,
-           int64_t col) {
+  void add(uint16_t got_bits, double ref, double bound, const char* what, int64_t row, int64_t col) {
     ++checked;
     const double got = bf2f(got_bits);
     ref_sq += ref * ref;
@@ -158,38 +160,26 @@ struct Stats {
     err_sq += d * d;
     kern_sq += (got - rb) * (got - rb);
     max_abs = std::max(max_abs, std::fabs(d));
-    // the output can differ from ref by the accumulation error plus the rounding to bf16
+    // allowed: the accumulation error (bound) + the rounding to bf16 + fp32 activation math +
+    // flushed denormals
     const double ulp = ref != 0 ? std::ldexp(1.0, std::ilogb(ref) - 7) : 0.0;
-    max_ulp = std::max(max_ulp, ulp);
-    const double allowed = bound + 0.5 * ulp + kUnderflow;
-    if (allowed > 0 && std::fabs(d) / allowed > worst_ratio) {
-      worst_ratio = std::fabs(d) / allowed;
+    const double allowed = bound + 0.5 * ulp + 1e-5 * std::fabs(ref) + kUnderflow;
+    const double ratio = std::fabs(d) / allowed;
+    if (ratio > worst_ratio || ratio > 1.0) {
       char buf[192];
       std::snprintf(buf, sizeof(buf), " row %lld col %lld: got %.6g want %.6g bound %.3g", static_cast<long long>(row),
                     static_cast<long long>(col), got, ref, bound);
-      worst = std::string(what) + buf;
-    }
-    // gross: far beyond bf16 rounding (2^-8 relative), relative to the element and to its column's
-    // RMS, plus `slack`: what the tensor core's reduced-precision accumulation inside a 128-K stage
-    // can cost an element whose products cancel (run_case: the accumulator model's bound)
-    if (std::fabs(d) > 1e-2 * std::fabs(ref) + 1e-2 * col_rms + slack + kUnderflow) {
-      ++gross;
-      if (first_bad.empty()) {
-        char buf[192];
-        std::snprintf(buf, sizeof(buf), " row %lld col %lld: got %.6g want %.6g slack %.3g", static_cast<long long>(row),
-                      static_cast<long long>(col), got, ref, slack);
-        first_bad = std::string(what) + buf;
+      if (ratio > worst_ratio) {
+        worst_ratio = ratio;
+        worst = std::string(what) + buf;
       }
+      if (ratio > 1.0 && ++beyond == 1 && first_bad.empty()) first_bad = std::string(what) + buf;
     }
   }
   double rel() const { return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq); }
   double floor_rel() const { return ref_sq > 0 ? std::sqrt(floor_sq / ref_sq) : 0.0; }
   // vs the correctly rounded bf16 output: the kernel's own arithmetic error (1-ulp rounding flips)
   double kernel_rel() const { return ref_sq > 0 ? std::sqrt(kern_sq / ref_sq) : std::sqrt(kern_sq); }
-  // The bound on kernel_rel(): 2e-3, or one 1-ulp rounding flip of the largest element when that
-  // alone costs more (a row of a few elements whose weight scales span decades: one element
-  // carries most of the norm, and the accumulation error may legitimately flip its rounding).
-  double kernel_rel_bound() const { return std::max(kTolRel, ref_sq > 0 ? max_ulp / std::sqrt(ref_sq) : 0.0); }
   // The bound on rel(): 2e-3, unless rounding the exact result to the bf16 output dtype already
   // costs more (cases of a few elements: one element's half-ulp is up to 3.9e-3 relative).
   double rel_bound() const { return std::max(kTolRel, 1.25 * floor_rel()); }
@@ -415,10 +405,6 @@ void run_case(const Case& c, uint64_t seed) {
         worst = std::max(worst, std::fabs(fusedmoe::ref::activate(c.act, g + sg * dg, u + su * du) - ref_v));
     return worst;
   };
-  std::vector<double> col_rms(size_t(out_cols), 0.0);
-  for (size_t r = 0; r < rows.size(); ++r)
-    for (int n = 0; n < out_cols; ++n) col_rms[size_t(n)] += ref[r * size_t(out_cols) + size_t(n)] * ref[r * size_t(out_cols) + size_t(n)];
-  for (auto& v : col_rms) v = std::sqrt(v / double(std::max<size_t>(1, rows.size())));
 
   // ---- compare: every valid element; untouched padding rows (GEMM1) and guard rows ----
   Stats st;
@@ -430,7 +416,7 @@ void run_case(const Case& c, uint64_t seed) {
     for (int n = 0; n < out_cols; ++n) {
       const double rv = ref[r * size_t(out_cols) + size_t(n)];
       const double slack = slack_of(r, n, rv);
-      st.add(out[size_t(orow) * size_t(out_cols) + size_t(n)], rv, col_rms[size_t(n)], slack, slack,
+      st.add(out[size_t(orow) * size_t(out_cols) + size_t(n)], rv, slack,
              c.gemm2 ? "Y" : "H", orow, n);
     }
   }
@@ -439,19 +425,18 @@ void run_case(const Case& c, uint64_t seed) {
     if (r < out_rows && written[size_t(r)]) continue;
     for (int n = 0; n < out_cols; ++n) stray += out[size_t(r) * size_t(out_cols) + size_t(n)] != kBf16NaN;
   }
-  const bool pass = st.rel() <= st.rel_bound() && st.kernel_rel() <= st.kernel_rel_bound() && st.non_finite == 0 && st.gross == 0 &&
+  const bool pass = st.rel() <= st.rel_bound() && st.non_finite == 0 && st.beyond == 0 &&
                     stray == 0 && (!c.exact || st.bit_diff == 0);
   std::printf("[ fp8 gemm ] %-30s %-70s rel_l2=%.3e (bound %.1e; bf16 floor %.3e; vs bf16(ref) %.3e) max_abs=%.2e "
               "bit_diff=%lld/%lld %s\n",
               c.name.c_str(), describe(c, l).c_str(), st.rel(), st.rel_bound(), st.floor_rel(), st.kernel_rel(),
               st.max_abs, static_cast<long long>(st.bit_diff), static_cast<long long>(st.checked), pass ? "PASS" : "FAIL");
   if (st.worst_ratio > 0)
-    std::printf("             worst |err| / (accumulation bound + bf16 half-ulp) = %.3f (%s)\n", st.worst_ratio, st.worst.c_str());
+    std::printf("             worst |err| / (its allowed error) = %.3f (%s)\n", st.worst_ratio, st.worst.c_str());
   EXPECT_EQ(st.non_finite, 0) << st.first_bad;
-  EXPECT_EQ(st.gross, 0) << st.first_bad;
+  EXPECT_EQ(st.beyond, 0) << "elements beyond their error bound, first: " << st.first_bad;
   EXPECT_EQ(stray, 0) << "elements outside the valid rows were written (padding rows / past the end)";
   EXPECT_LE(st.rel(), st.rel_bound()) << describe(c, l);
-  EXPECT_LE(st.kernel_rel(), st.kernel_rel_bound()) << describe(c, l);
   if (c.exact) EXPECT_EQ(st.bit_diff, 0) << "exact sweep must be bit-exact (promotion every 128 K)";
 }
 
