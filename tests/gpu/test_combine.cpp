@@ -170,6 +170,10 @@ TEST(Combine, MatchesReferenceAndIsDeterministic) {
       {4096, 2048, 8, 1, true, bf},
       {16, 16384, 2, 1, true, bf},  // 8 units per thread
       {33, 2888, 10, 0, true, hf, 8},
+      // decode: rows split in column chunks over blocks (combine_launch.cu)
+      {1, 4096, 8, 0, true, bf},
+      {1, 7168, 8, 1, true, bf},
+      {3, 2880, 4, 0, false, hf},
   };
   for (const CCase& c : cases) run_case(c);
 }

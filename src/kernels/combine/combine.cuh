@@ -7,7 +7,9 @@
 // (float32 accumulation is not: cancellation exposes its rounding). The memory-bound kernel
 // pays nothing for the fp64 FMAs. One rounding to float, then to bf16/f16. No atomics: the
 // same bits every run.
-// A row team (vec.cuh) owns one token: lane loads 16-byte units lane + j * TS of up to 4 slot
+// Few tokens: the row is also split in column chunks over blockIdx.y (one block per token would
+// leave one SM streaming all of a token's k rows).
+// A row team (vec.cuh) owns one token (or its chunk): lane loads 16-byte units lane + j * TS of up to 4 slot
 // rows at a time (4 x VPT <= 8 loads) (independent loads in flight), then accumulates them in slot order.
 #pragma once
 #include <cuda_runtime.h>
@@ -31,6 +33,7 @@ struct CombineParams {
   int slots;
   int hidden;
   int units;  // K / 8
+  int chunk_units;  // units per column chunk: block (x, y) covers units [y * chunk_units, ...)
   void* out;
   int64_t out_stride;
   int ts;
@@ -44,7 +47,9 @@ __host__ __device__ constexpr int combine_max_block(int vpt) { return vpt >= 8 ?
 template <class T, int VPT>
 __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(CombineParams p) {
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
-  constexpr int kBatch = VPT >= 8 ? 1 : (VPT >= 4 ? 2 : 4);  // slots loaded before accumulating
+  constexpr int kBatch = VPT >= 8 ? 1 : (VPT >= 4 ? 2 : (VPT >= 2 ? 4 : 8));  // slots loaded before accumulating
+  const int u0 = int(blockIdx.y) * p.chunk_units;
+  const int u_end = min(p.units, u0 + p.chunk_units);
   const int tid = threadIdx.x;
   const int team = tid / p.ts;
   const int lane = tid - team * p.ts;
@@ -72,8 +77,8 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
       for (int q = 0; q < kBatch; ++q)
 #pragma unroll
         for (int j = 0; j < VPT; ++j) {
-          const int u = lane + j * p.ts;
-          v[q][j] = (r[q] >= 0 && u < p.units) ? __ldg(src + static_cast<int64_t>(r[q]) * p.units + u)
+          const int u = u0 + lane + j * p.ts;
+          v[q][j] = (r[q] >= 0 && u < u_end) ? __ldg(src + static_cast<int64_t>(r[q]) * p.units + u)
                                                : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
@@ -91,8 +96,8 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
     uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(p.out) + t * p.out_stride);
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
-      const int u = lane + j * p.ts;
-      if (u < p.units) {
+      const int u = u0 + lane + j * p.ts;
+      if (u < u_end) {
         float f[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) f[e] = static_cast<float>(acc[j][e]);

@@ -13,7 +13,7 @@ namespace {
 using namespace combine_detail;
 
 template <class T>
-cudaError_t launch_typed(const CombineParams& p, int vpt, int grid, int block, cudaStream_t stream) {
+cudaError_t launch_typed(const CombineParams& p, int vpt, dim3 grid, int block, cudaStream_t stream) {
   switch (vpt) {
     case 1: return launch_chain(combine_kernel<T, 1>, dim3(grid), dim3(block), 0, stream, p);
     case 2: return launch_chain(combine_kernel<T, 2>, dim3(grid), dim3(block), 0, stream, p);
@@ -57,11 +57,24 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   vec::TeamShape shape;
   if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
     return cudaErrorInvalidValue;
+  int64_t blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
+  // Few tokens (decode): split rows into column chunks of >= 64 units (1 KB of bf16) so that about
+  // every SM streams a part (H200, qwen235-tp8 at 1 token: one 256-thread block took ~5 us).
+  const int64_t sms = vec::sm_count();
+  int chunks = 1;
+  p.chunk_units = p.units;
+  if (2 * blocks_needed <= sms && p.units >= 128) {
+    chunks = static_cast<int>(std::min<int64_t>(p.units / 64, sms / blocks_needed));
+    p.chunk_units = (p.units + chunks - 1) / chunks;
+    chunks = (p.units + p.chunk_units - 1) / p.chunk_units;
+    if (!vec::pick_team_shape(p.chunk_units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
+      return cudaErrorInvalidValue;
+    blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
+  }
   p.ts = shape.ts;
   p.teams = shape.teams;
-  const int64_t blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
-  const int64_t resident = static_cast<int64_t>(vec::sm_count()) * std::max(1, 2048 / shape.block);
-  const int grid = static_cast<int>(std::min(blocks_needed, resident));
+  const int64_t resident = sms * std::max(1, 2048 / shape.block);
+  const dim3 grid(static_cast<unsigned>(std::min(blocks_needed, resident)), static_cast<unsigned>(chunks));
   if (a.act_dtype == DType::kBFloat16) return launch_typed<__nv_bfloat16>(p, shape.vpt, grid, shape.block, stream);
   return launch_typed<__half>(p, shape.vpt, grid, shape.block, stream);
 }
