@@ -192,7 +192,8 @@ struct TileVariant {
 };
 
 bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64_t>& tokens, std::vector<Row>* rows,
-                 const std::vector<Case>& cases, const std::vector<TileVariant>& variants, bool stages = false) {
+                 const std::vector<Case>& cases, const std::vector<TileVariant>& variants, bool stages = false,
+                 bool precomputed = false) {
   bool ok = true;
   const size_t flush_bytes = size_t{256} << 20;  // > 4x the 60 MB L2: cold weights every call
   Buf flush(flush_bytes), sink(16);
@@ -273,6 +274,32 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
       std::string tiles = at == std::string::npos ? "?" : ex.substr(at + 8, ex.find(" (", at) - at - 8);
       rows->push_back(measured_row(c.name, "layer bf16 " + tiles + (v.label.empty() ? "" : " [" + v.label + "]"), t, us, bytes,
                                    bw, flops, peak));
+      if (precomputed && &v == &variants.front()) {
+        // The same layer from precomputed top-k ids/weights (the reference routing of these
+        // logits): what vLLM's figures in shared/peer-figures.md time (no router).
+        fm::MoeProblem pp = p;
+        pp.router = fm::RouterConfig::precomputed(p.router.top_k);
+        Buf ids(rr.ids.size() * 4 + 16), wts(rr.weights.size() * 4 + 16);
+        upload(ids.p, rr.ids);
+        upload(wts.p, rr.weights);
+        fm::MoeTensors pio = io;
+        pio.topk_ids = static_cast<const int32_t*>(ids.p);
+        pio.topk_weights = static_cast<const float*>(wts.p);
+        size_t pws_bytes = 0;
+        fm::Status pst = fm::workspace_size(pp, &pws_bytes);
+        Buf pws(pst.ok() ? pws_bytes : 16);
+        if (pst.ok()) pst = fm::forward(pp, pio, pws.p, pws_bytes, s, v.options);
+        BENCH_CUDA(cudaStreamSynchronize(s));
+        if (!pst.ok()) {
+          std::fprintf(stderr, "bench: %s T=%lld precomputed: %s\n", c.name.c_str(), static_cast<long long>(t),
+                       pst.to_string().c_str());
+          ok = false;
+        } else {
+          const double pb = time_graph(s, [&] { flush_l2(); (void)fm::forward(pp, pio, pws.p, pws_bytes, s, v.options); }, 15);
+          rows->push_back(measured_row(c.name, "layer from precomputed top-k (no router)", t, std::max(pb - flush_us, 0.01),
+                                       bytes, bw, flops, peak));
+        }
+      }
       if (stages && &v == &variants.front()) {
         // Per stage: the layer stopped after each stage (ForwardOptions::stop_after), timed like
         // the whole layer; a stage's time is the difference of consecutive prefixes (launch gaps
@@ -414,6 +441,7 @@ int cmd_bench(int argc, char** argv) {
   bool gather = false;            // --gather: layer suite, also each case with gathered GEMM1 rows
   bool splitk = false;            // --splitk: layer suite, also each case without split-K
   bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences)
+  bool precomputed = false;       // --precomputed: layer suite, also from precomputed top-k (no router)
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--suite" && i + 1 < argc) suite = argv[++i];
@@ -425,6 +453,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--gather") gather = true;
     else if (a == "--splitk") splitk = true;
     else if (a == "--stages") stages = true;
+    else if (a == "--precomputed") precomputed = true;
     else if (a == "--cases" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) only.push_back(x);
@@ -435,7 +464,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--splitk] [--stages] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--splitk] [--stages] [--precomputed] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -483,7 +512,7 @@ int cmd_bench(int argc, char** argv) {
     if (gather) add("gather on", &fusedmoe::ForwardOptions::gather_rows, Toggle::kOn);  // no permuted copy
     if (staged) add("staged off", &fusedmoe::ForwardOptions::staged_epilogue, Toggle::kOff);
     if (splitk) add("split-k off", &fusedmoe::ForwardOptions::split_k, Toggle::kOff);
-    all_ok = bench_layer(s, bw, tflops, tokens, &rows, selected(layer_cases(), only), variants, stages);
+    all_ok = bench_layer(s, bw, tflops, tokens, &rows, selected(layer_cases(), only), variants, stages, precomputed);
   }
   if (suite == "crossover") {
     std::string how;

@@ -4,7 +4,7 @@
 //   fusedmoe run [--preset P] [--tokens T] [--seed S] [--skew uniform|zipf|onehot] [--cpu]
 //                                       one MoE layer on a built-in preset with random weights
 //   fusedmoe explain [--preset P] [--tokens T]   the plan forward() would run, and why
-//   fusedmoe bench [--suite S] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--splitk] [--stages] [--csv F] [--json F]   benchmarks (GPU)
+//   fusedmoe bench [--suite S] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--splitk] [--stages] [--precomputed] [--csv F] [--json F]   benchmarks (GPU)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -50,7 +50,8 @@ void usage() {
       "  bench     benchmarks on the GPU: --suite dispatch|layer|crossover|coldstart|rope [--tokens 1,16,256]\n"
       "            [--cases a,b] [--pdl] [--staged] [--gather] [--splitk] (layer: also with each switch\n"
       "            forced: PDL on/off, staged epilogue off, gathered GEMM1 rows on, split-K off)\n"
-      "            [--stages] (layer: per-stage times) [--peer F] [--csv F] [--json F]\n"
+      "            [--stages] [--precomputed] (layer: per-stage times; from precomputed top-k)\n"
+      "            [--peer F] [--csv F] [--json F]\n"
       "options:\n"
       "  --preset NAME   layer shape (see `fusedmoe presets`); default: dsv3-tp8 on a GPU, tiny-dsv3 on CPU\n"
       "  --tokens T      tokens in the batch (default 4)\n"

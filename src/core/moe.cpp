@@ -91,6 +91,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.tokens_tile = d.tokens_tile;
   g.staged_epilogue = ro.staged_epilogue;
   g.k_splits = ro.split_k ? 0 : 1;
+  // the plan was written two launches before GEMM1 (a permute in between) and before GEMM2
+  g.early_weights = !gather;
   if (gather) {
     g.gather_x = r.act;  // [T, K] dense: x itself or its dense copy
     g.row_token = r.row_token;
@@ -105,6 +107,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   if (options.stop_after == Stage::kGemm1) return Status::Ok();
   g.gather_x = nullptr;
   g.row_token = nullptr;
+  g.early_weights = true;
   g.a = inter;
   g.w = t.w2;
   g.bias = p.has_expert_bias ? t.b2 : nullptr;

@@ -163,6 +163,12 @@ struct Params {
   float alpha, limit;
   int out_unpadded;   // 1: out row = offsets[e] + i (GEMM2); 0: padded_offsets[e] + i (GEMM1)
   int staged_epilogue;  // normal family: outputs staged in shared memory, written as 16-byte row chunks
+  // Under PDL: trigger dependents at once and issue the weight loads of the first ring of stages
+  // before griddepcontrol.wait (only the activation loads wait), so that weight streaming overlaps
+  // the predecessor's tail. Only when the plan (counts/offsets) was written two or more launches
+  // back: a kernel of the chain triggers its dependents after its own wait, so when this grid runs
+  // the grid before its predecessor has completed (not with gathered rows straight after the plan).
+  int early_weights;
   // GEMM1 reading its A rows straight from x in token order (no permuted copy): row i of expert e
   // is x[row_token[offsets[e] + i]]; the producer threads gather them with cp.async (null: TMA of a).
   const __nv_bfloat16* gather_x;
@@ -285,7 +291,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int row0 = m_tile * Cfg::kTokTile;
   __syncthreads();
 
-  pdl_enter();  // kernels/common/pdl.cuh: the set-up above touched only shared memory
+  // kernels/common/pdl.cuh: the set-up above touched only shared memory. With early_weights the
+  // wait moves below (the producer streams its first weight stages before it; the expert lookup
+  // reads the plan, complete since two launches back, see Params::early_weights).
+  if (p.early_weights) pdl_launch_dependents();
+  else pdl_enter();
   // ---- which expert: the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1] ----
   // One pass, every load independent (a single memory round trip for G <= threads).
 #pragma unroll 2
@@ -396,11 +406,33 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
       int stage = 0;
       uint32_t phase = 0;
+      int skip = 0;  // leading (tile, K step) iterations already issued before the wait
+      if (p.early_weights) {
+        // the ring starts empty: its first stages take the first tile's weights now, with the whole
+        // stage's bytes expected; their activation halves follow once the predecessor is done
+        uint32_t sub_mask = 0;
+        const int valid_subs = weight_subs(w_begin, &sub_mask);
+        const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(valid_subs) * p.sub_bytes;
+        skip = min(kStages, kt_end - kt_begin);
+        for (int i = 0; i < skip; ++i) {
+          Barrier::arrive_and_expect_tx(&ss.full[i], stage_bytes);
+          load_weights(i, w_begin, (kt_begin + i) * Cfg::kTileK, sub_mask);
+        }
+        pdl_wait();
+        for (int i = 0; i < skip; ++i)
+          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[i], kHintAct, ss.act.begin() + i * (Cfg::kTokTile * Cfg::kTileK),
+                                 (kt_begin + i) * Cfg::kTileK, row0);
+      }
       for (int w = w_begin; w < w_end; ++w) {
         uint32_t sub_mask = 0;
         const int valid_subs = weight_subs(w, &sub_mask);
         const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(valid_subs) * p.sub_bytes;
         for (int kt = kt_begin; kt < kt_end; ++kt) {
+          if (skip > 0) {
+            --skip;
+            if (++stage == kStages) { stage = 0; phase ^= 1u; }
+            continue;
+          }
           // K beyond the reduction length (ragged last step) is zero-filled by TMA in both operands.
           const int k0 = kt * Cfg::kTileK;
           Barrier::wait(&ss.empty[stage], phase ^ 1u);
@@ -424,6 +456,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   } else {
     // ================= consumers =================
     if constexpr (Cfg::kConsumerWGs == 2) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
+    if (p.early_weights) pdl_wait();  // (their outputs are written after the predecessor is done)
     typename Cfg::TiledMma tiled_mma;
     auto thr_mma = tiled_mma.get_thread_slice(tid);
     auto operands = [&]() {
@@ -899,6 +932,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.limit = a.activation.limit;
   p.out_unpadded = gemm2 ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
+  p.early_weights = (a.early_weights && a.gather_x == nullptr) ? 1 : 0;
   p.gather_x = static_cast<const __nv_bfloat16*>(a.gather_x);
   p.gather_stride = a.gather_x_stride > 0 ? a.gather_x_stride : a.k;
   p.row_token = a.row_token;

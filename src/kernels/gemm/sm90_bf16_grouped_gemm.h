@@ -58,6 +58,10 @@ struct GroupedGemmArgs {
   // 0 = heuristic (when the tiles fill under half of the GPU's CTA slots: decode), 1 or negative =
   // off, n >= 2 = n forced (at most 8 and the number of 64-wide K steps). Forces one tile per CTA.
   int k_splits = 0;
+  // Under PDL (launch_mode.h): stream the first ring of weight stages before waiting for the
+  // predecessor. Only when counts/offsets were written two or more launches before this one (the
+  // layer: GEMM1 after the permute, GEMM2); ignored with gather_x. Same values either way.
+  bool early_weights = false;
   // Normal family: stage each tile's outputs in shared memory and store whole 16-byte row chunks
   // (instead of 4-byte pairs straight from the accumulators). Same values; off until measured.
   bool staged_epilogue = false;
