@@ -45,8 +45,9 @@ struct ForwardOptions {
   // Programmatic dependent launch between the layer's kernels: each kernel may be scheduled while
   // its predecessor finishes (its launch and set-up overlap the predecessor's tail) and waits on
   // the device for the predecessor's results. Same results either way; captured into CUDA graphs
-  // as programmatic edges. Auto: on up to 64 tokens (H200: 1.5-3.3 us faster at 1 and 16 tokens,
-  // up to 4 % slower at 256-8192; bench --pdl).
+  // as programmatic edges. Under it the GEMMs stream their first weight stages before waiting for
+  // their predecessor. Auto: on up to 256 tokens (H200: 1-5 us faster at 1-64 tokens, 0-2 % at
+  // 256; within the +-5 % run-to-run noise at 4096-16384; bench --pdl).
   Toggle overlap_launches = Toggle::kAuto;
   // Normal-tile GEMMs write their outputs through shared memory as whole 16-byte row chunks
   // (kernels/gemm/sm90_bf16_grouped_gemm.h: staged_epilogue). Same values. Auto: on (H200:

@@ -34,9 +34,10 @@ ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
         << (t == Toggle::kAuto ? auto_reason : "forced by ForwardOptions") << ")\n";
     return v;
   };
-  const bool decode = p.num_tokens <= 64;
+  const bool decode = p.num_tokens <= 256;
   r.overlap_launches = pick("overlap_launches", o.overlap_launches, decode,
-                            decode ? "auto: <= 64 tokens, launch latency matters" : "auto: > 64 tokens");
+                            decode ? "auto: <= 256 tokens, launch latency and weight prefetch matter"
+                                   : "auto: > 256 tokens, no gain measured");
   r.staged_epilogue = pick("staged_epilogue", o.staged_epilogue, true, "auto: measured faster at prefill");
   const bool gather_ok = p.quant.act == ActQuant::kNone && !p.router.weight_on_input;
   r.gather_rows = pick("gather_rows", o.gather_rows, false, "auto: off, mixed results on the H200") && gather_ok;
