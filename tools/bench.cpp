@@ -182,6 +182,12 @@ std::vector<Case> layer_cases() {
     p.quant = fm::QuantScheme::bf16();
     v.push_back({name, p});
   }
+  // FP8 W8A8 (issue #5): the row-scaled schemes built so far (normal tiles only).
+  fm::MoeProblem q = fm::find_preset("qwen235-tp8")->problem;
+  q.quant = fm::QuantScheme::fp8_per_channel();
+  v.push_back({"qwen235-tp8-fp8c", q});
+  q.quant = fm::QuantScheme::fp8_per_tensor(false);
+  v.push_back({"qwen235-tp8-fp8t", q});
   return v;
 }
 
@@ -208,8 +214,19 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
     fm::MoeProblem p = c.problem;
     const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
     const int ge = p.weight_experts(), r1 = p.gemm1_rows();
-    const size_t w1_bytes = size_t{2} * ge * r1 * p.hidden, w2_bytes = size_t{2} * ge * p.hidden * p.intermediate;
+    const bool fp8 = p.quant.weight.format == fm::WeightFormat::kFP8E4M3;
+    const size_t wb = fp8 ? 1 : 2;
+    const size_t w1_bytes = wb * ge * r1 * p.hidden, w2_bytes = wb * ge * p.hidden * p.intermediate;
     Buf w1(w1_bytes), w2(w2_bytes), b1(size_t{4} * ge * r1), b2(size_t{4} * ge * p.hidden);
+    // FP8: random bytes as e4m3 weights (timing only), scales 1/448 per channel (or per expert),
+    // static activation scales 6/448 and 4/448
+    const bool per_channel = p.quant.weight.granularity == fm::ScaleGranularity::kPerChannel;
+    const std::vector<float> s1(per_channel ? size_t(ge) * r1 : size_t(ge), 1.f / 448.f),
+        s2(per_channel ? size_t(ge) * p.hidden : size_t(ge), 1.f / 448.f), sact = {6.f / 448.f, 4.f / 448.f};
+    Buf w1s(s1.size() * 4), w2s(s2.size() * 4), acts(16);
+    upload(w1s.p, s1);
+    upload(w2s.p, s2);
+    upload(acts.p, sact);
     fill_random_bf16(w1.p, w1_bytes, 1);
     fill_random_bf16(w2.p, w2_bytes, 2);
     BENCH_CUDA(cudaMemset(b1.p, 0, size_t{4} * ge * r1));
@@ -251,6 +268,12 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
       io.expert_map = p.num_local_experts >= 0 ? static_cast<const int32_t*>(map.p) : nullptr;
       io.w1 = w1.p;
       io.w2 = w2.p;
+      if (fp8) {
+        io.w1_scale = w1s.p;
+        io.w2_scale = w2s.p;
+        io.act_scale = static_cast<const float*>(acts.p);
+        io.act2_scale = static_cast<const float*>(acts.p) + 1;
+      }
       io.b1 = static_cast<const float*>(b1.p);
       io.b2 = static_cast<const float*>(b2.p);
       io.out = out.p;
@@ -272,8 +295,9 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
       const std::string ex = fm::explain(p, v.options);
       const size_t at = ex.find("\ntiles: ");
       std::string tiles = at == std::string::npos ? "?" : ex.substr(at + 8, ex.find(" (", at) - at - 8);
-      rows->push_back(measured_row(c.name, "layer bf16 " + tiles + (v.label.empty() ? "" : " [" + v.label + "]"), t, us, bytes,
-                                   bw, flops, peak));
+      // (FP8 compute floor: twice the dense bf16 rate measured in this run, the tensor cores' ratio)
+      rows->push_back(measured_row(c.name, std::string(fp8 ? "layer fp8 " : "layer bf16 ") + tiles + (v.label.empty() ? "" : " [" + v.label + "]"), t, us, bytes,
+                                   bw, flops, fp8 ? 2 * peak : peak));
       if (precomputed && &v == &variants.front()) {
         // The same layer from precomputed top-k ids/weights (the reference routing of these
         // logits): what vLLM's figures in shared/peer-figures.md time (no router).

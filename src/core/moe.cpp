@@ -14,6 +14,8 @@
 
 #include "kernels/front/front_launch.h"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+#include "kernels/gemm/sm90_fp8_grouped_gemm.h"
+#include "kernels/quant/permute_quant_launch.h"
 #endif
 
 namespace fusedmoe {
@@ -103,6 +105,51 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.w = t.w1;
   g.bias = p.has_expert_bias ? t.b1 : nullptr;
   g.out = inter;
+  if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
+    // W8A8 e4m3 (normal tiles; the oracle allowed per-tensor/per-channel weights with per-token or
+    // static per-tensor activations): x was quantised on the permute; GEMM1 writes bf16 H; H is
+    // quantised in the same scheme over its padded rows (per-token scale of padded row r at r, as
+    // GEMM2 reads it; padding rows are garbage and only feed outputs nobody stores); GEMM2.
+    kernels::Fp8GroupedGemmArgs f;
+    static_cast<kernels::GroupedGemmArgs&>(f) = g;
+    f.early_weights = false;
+    f.k_splits = 1;
+    f.a_scale = r.act_scales;
+    f.a_scale_per_token = p.quant.act == ActQuant::kPerToken;
+    f.w_scale = static_cast<const float*>(t.w1_scale);
+    f.w_scale_per_channel = p.quant.weight.granularity == ScaleGranularity::kPerChannel;
+    cudaError_t e = kernels::launch_fp8_grouped_gemm1(f, stream);
+    FM_REQUIRE(e == cudaSuccess, kCudaError, "fp8 grouped GEMM1: " << cudaGetErrorString(e));
+    if (options.stop_after == Stage::kGemm1) return Status::Ok();
+    void* inter_q = base + w.inter_q.offset;
+    float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
+    kernels::PermuteQuantArgs hq;
+    hq.x = inter;
+    hq.act_dtype = p.act_dtype;
+    hq.num_tokens = r.act_rows;
+    hq.hidden = p.intermediate;
+    hq.quant = p.quant.act;
+    hq.scale_format = p.quant.act_scale_format;
+    hq.static_scale = t.act2_scale;
+    hq.permute = false;
+    hq.out = inter_q;
+    hq.out_scales = inter_scales;
+    hq.rows_out = r.act_rows;
+    hq.scratch = base + w.quant_scratch.offset;
+    hq.scratch_bytes = w.quant_scratch.bytes;
+    e = kernels::launch_permute_quant(hq, stream);
+    FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
+    f.a = inter_q;
+    f.a_scale = inter_scales;
+    f.w = t.w2;
+    f.w_scale = static_cast<const float*>(t.w2_scale);
+    f.bias = p.has_expert_bias ? t.b2 : nullptr;
+    f.out = expert_out;
+    e = kernels::launch_fp8_grouped_gemm2(f, stream);
+    FM_REQUIRE(e == cudaSuccess, kCudaError, "fp8 grouped GEMM2: " << cudaGetErrorString(e));
+    if (options.stop_after == Stage::kGemm2) return Status::Ok();
+    return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream);
+  }
   cudaError_t e = kernels::launch_grouped_gemm1(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm1) return Status::Ok();
@@ -143,8 +190,12 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
       const char* g1 = kernels::grouped_gemm1_name(d.family, d.tokens_tile);
       const char* g2 = kernels::grouped_gemm2_name(d.family, d.tokens_tile);
       const bool fused = kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token());
-      os << "kernels: " << (fused ? "fused route + plan (one cooperative launch, <= 256 tokens)" : "router, dispatch plan")
-         << ", permute, " << (g1 ? g1 : "?") << ", " << (g2 ? g2 : "?") << ", combine\n";
+      os << "kernels: " << (fused ? "fused route + plan (one cooperative launch, <= 256 tokens)" : "router, dispatch plan");
+      if (p.quant.weight.format == WeightFormat::kFP8E4M3)
+        os << ", permute + e4m3 quantise, sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row (GEMM1), quantise the "
+              "intermediate, sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row (GEMM2), combine\n";
+      else
+        os << ", permute, " << (g1 ? g1 : "?") << ", " << (g2 ? g2 : "?") << ", combine\n";
     }
 #endif
   }

@@ -48,7 +48,8 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   w.slot_row = b.take(t * slots * 4);
   w.act_in = b.take(rows_pad * kdim * act_bytes);
   w.act_in_scales = b.take(fp8 ? k_groups * ((rows_pad + 3) / 4 * 4) * 4 : 0);
-  w.intermediate = b.take(rows_pad * ndim * act_bytes);
+  w.intermediate = b.take(rows_pad * ndim * dtype_bytes(p.act_dtype));
+  w.inter_q = b.take(fp8 ? rows_pad * ndim : 0);
   w.inter_scales = b.take(fp8 ? n_groups * ((rows_pad + 3) / 4 * 4) * 4 : 0);
   w.expert_out = b.take(rows * kdim * dtype_bytes(p.act_dtype));
   w.error_flag = b.take(16);

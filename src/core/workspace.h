@@ -29,7 +29,8 @@ struct WorkspaceLayout {
   Region slot_row;       // i32 [T, k + shared]
   Region act_in;         // [R_pad, K]    permuted / quantised GEMM1 input (contiguous layout)
   Region act_in_scales;  // f32 [K/128 or 1, R_pad] (token index fastest)
-  Region intermediate;   // [R_pad, N]    GEMM1 + activation output
+  Region intermediate;   // [R_pad, N]    GEMM1 + activation output (act_dtype: the GEMMs write bf16)
+  Region inter_q;        // e4m3 [R_pad, N] the intermediate quantised for an FP8 GEMM2
   Region inter_scales;   // f32 [N/128 or 1, R_pad]
   Region expert_out;     // act_dtype [R, K] GEMM2 output before the combine
   Region error_flag;     // i32 [4]       device-side input errors (ids out of range, token count)

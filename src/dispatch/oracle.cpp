@@ -10,6 +10,30 @@ namespace fusedmoe::detail {
 
 namespace {
 
+// FP8 e4m3 weights on the grouped backend: the W8A8 "row" GEMMs (normal tiles) so far.
+[[maybe_unused]] Status fp8_supported(const MoeProblem& p) {
+  const WeightQuant& w = p.quant.weight;
+  if (w.granularity == ScaleGranularity::kBlock)
+    return Status(StatusCode::kUnsupported, "fp8 128x128 block scales are not built yet (issue #5)");
+  if (w.granularity != ScaleGranularity::kPerTensor && w.granularity != ScaleGranularity::kPerChannel)
+    return Status(StatusCode::kUnsupported, std::string("fp8 weights with ") + to_string(w.granularity) +
+                                                " scales are not supported (per-tensor or per-channel)");
+  if (w.scale_format != ScaleFormat::kFloat32)
+    return Status(StatusCode::kUnsupported, "fp8 per-tensor/per-channel weight scales must be float32");
+  if (p.quant.act == ActQuant::kPerTensorDynamic)
+    return Status(StatusCode::kUnsupported,
+                  "fp8 with a dynamic per-tensor activation scale is not built yet (issue #5): the intermediate's "
+                  "global scale needs an absmax over valid rows only; use per-token or a static scale");
+  if (p.quant.act != ActQuant::kPerToken && p.quant.act != ActQuant::kPerTensorStatic)
+    return Status(StatusCode::kUnsupported, std::string("fp8 row-scaled GEMMs need per-token or static per-tensor "
+                                                        "activation scales, not ") + to_string(p.quant.act));
+  if (p.act_dtype != DType::kBFloat16)
+    return Status(StatusCode::kUnsupported, "fp8 GEMMs write bf16: act_dtype must be bf16");
+  if (p.hidden % 16 != 0 || p.intermediate % 16 != 0)
+    return Status(StatusCode::kUnsupported, "fp8 GEMMs need K and N multiples of 16");
+  return Status::Ok();
+}
+
 // Backends register here as their kernels land; each says what it cannot run and why.
 Status can_implement(Backend b, const MoeProblem& p) {
   switch (b) {
@@ -17,8 +41,7 @@ Status can_implement(Backend b, const MoeProblem& p) {
 #if !defined(FUSEDMOE_WITH_CUDA)
       return Status(StatusCode::kNoDevice, "built without CUDA kernels");
 #else
-      if (p.quant.weight.format == WeightFormat::kFP8E4M3)
-        return Status(StatusCode::kUnsupported, "fp8 grouped GEMMs are not built yet (issue #5)");
+      if (p.quant.weight.format == WeightFormat::kFP8E4M3) return fp8_supported(p);
       if (p.quant.weight.format != WeightFormat::kBF16)
         return Status(StatusCode::kUnsupported,
                       std::string(to_string(p.quant.weight.format)) + " grouped GEMMs are not built (bf16 only)");
@@ -36,7 +59,12 @@ Status can_implement(Backend b, const MoeProblem& p) {
 
 void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d) {
   std::ostringstream why;
-  if (o.tiles == TileFamily::kNormal) {
+  if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
+    // (a forced Swap-AB is refused in decide())
+    d->family = TileFamily::kNormal;
+    d->tokens_tile = 128;
+    why << "fp8: normal tiles (the fp8 Swap-AB family is not built yet, issue #5)";
+  } else if (o.tiles == TileFamily::kNormal) {
     d->family = TileFamily::kNormal;
     d->tokens_tile = 128;
     why << "forced normal";
@@ -65,6 +93,10 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options) {
   for (Backend b : {Backend::kGrouped, Backend::kFused, Backend::kCutlassGrouped})
     d.candidates.push_back({b, can_implement(b, p)});
   choose_tiles(p, options, &d);
+  if (p.quant.weight.format == WeightFormat::kFP8E4M3 && options.tiles == TileFamily::kSwapAB) {
+    d.status = Status(StatusCode::kUnsupported, "forced swap-ab tiles: the fp8 Swap-AB family is not built yet (issue #5)");
+    return d;
+  }
   if (options.backend != Backend::kAuto) {
     for (const Candidate& c : d.candidates) {
       if (c.backend != options.backend) continue;
