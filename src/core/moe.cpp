@@ -105,12 +105,13 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.w = t.w1;
   g.bias = p.has_expert_bias ? t.b1 : nullptr;
   g.out = inter;
-  if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
-    // W8A8 e4m3 (normal tiles; the oracle allowed per-tensor/per-channel weights with per-token or
-    // static per-tensor activations): x was quantised on the permute; GEMM1 writes bf16 H; H is
-    // quantised in the same scheme over its padded rows (per-token scale of padded row r at r, as
-    // GEMM2 reads it; padding rows are garbage and only feed outputs nobody stores); GEMM2.
-    kernels::Fp8GroupedGemmArgs f;
+  // FP8 (W8A8 e4m3, normal tiles; the oracle allowed per-tensor/per-channel weights with per-token
+  // or static per-tensor activations): x was quantised on the permute; GEMM1 writes bf16 H; H is
+  // quantised in the same scheme over its padded rows (the per-token scale of padded row r at r, as
+  // GEMM2 reads it; padding rows are garbage and only feed outputs nobody stores); then GEMM2.
+  const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
+  kernels::Fp8GroupedGemmArgs f;
+  if (fp8) {
     static_cast<kernels::GroupedGemmArgs&>(f) = g;
     f.early_weights = false;
     f.k_splits = 1;
@@ -118,9 +119,18 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.a_scale_per_token = p.quant.act == ActQuant::kPerToken;
     f.w_scale = static_cast<const float*>(t.w1_scale);
     f.w_scale_per_channel = p.quant.weight.granularity == ScaleGranularity::kPerChannel;
-    cudaError_t e = kernels::launch_fp8_grouped_gemm1(f, stream);
-    FM_REQUIRE(e == cudaSuccess, kCudaError, "fp8 grouped GEMM1: " << cudaGetErrorString(e));
-    if (options.stop_after == Stage::kGemm1) return Status::Ok();
+  }
+  cudaError_t e = fp8 ? kernels::launch_fp8_grouped_gemm1(f, stream) : kernels::launch_grouped_gemm1(g, stream);
+  FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));
+  if (options.stop_after == Stage::kGemm1) return Status::Ok();
+  g.gather_x = nullptr;
+  g.row_token = nullptr;
+  g.early_weights = true;
+  g.a = inter;
+  g.w = t.w2;
+  g.bias = p.has_expert_bias ? t.b2 : nullptr;
+  g.out = expert_out;
+  if (fp8) {
     void* inter_q = base + w.inter_q.offset;
     float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
     kernels::PermuteQuantArgs hq;
@@ -131,7 +141,6 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     hq.quant = p.quant.act;
     hq.scale_format = p.quant.act_scale_format;
     hq.static_scale = t.act2_scale;
-    hq.permute = false;
     hq.out = inter_q;
     hq.out_scales = inter_scales;
     hq.rows_out = r.act_rows;
@@ -143,24 +152,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.a_scale = inter_scales;
     f.w = t.w2;
     f.w_scale = static_cast<const float*>(t.w2_scale);
-    f.bias = p.has_expert_bias ? t.b2 : nullptr;
+    f.bias = g.bias;
     f.out = expert_out;
-    e = kernels::launch_fp8_grouped_gemm2(f, stream);
-    FM_REQUIRE(e == cudaSuccess, kCudaError, "fp8 grouped GEMM2: " << cudaGetErrorString(e));
-    if (options.stop_after == Stage::kGemm2) return Status::Ok();
-    return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream);
   }
-  cudaError_t e = kernels::launch_grouped_gemm1(g, stream);
-  FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));
-  if (options.stop_after == Stage::kGemm1) return Status::Ok();
-  g.gather_x = nullptr;
-  g.row_token = nullptr;
-  g.early_weights = true;
-  g.a = inter;
-  g.w = t.w2;
-  g.bias = p.has_expert_bias ? t.b2 : nullptr;
-  g.out = expert_out;
-  e = kernels::launch_grouped_gemm2(g, stream);
+  e = fp8 ? kernels::launch_fp8_grouped_gemm2(f, stream) : kernels::launch_grouped_gemm2(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm2) return Status::Ok();
   return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream);

@@ -59,11 +59,10 @@ Status can_implement(Backend b, const MoeProblem& p) {
 
 void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d) {
   std::ostringstream why;
-  if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
-    // (a forced Swap-AB is refused in decide())
+  if (p.quant.weight.format == WeightFormat::kFP8E4M3 && o.tiles != TileFamily::kSwapAB) {
     d->family = TileFamily::kNormal;
     d->tokens_tile = 128;
-    why << "fp8: normal tiles (the fp8 Swap-AB family is not built yet, issue #5)";
+    why << "fp8: normal tiles (the fp8 Swap-AB kernels run only when forced until validated on a GPU)";
   } else if (o.tiles == TileFamily::kNormal) {
     d->family = TileFamily::kNormal;
     d->tokens_tile = 128;
@@ -93,10 +92,6 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options) {
   for (Backend b : {Backend::kGrouped, Backend::kFused, Backend::kCutlassGrouped})
     d.candidates.push_back({b, can_implement(b, p)});
   choose_tiles(p, options, &d);
-  if (p.quant.weight.format == WeightFormat::kFP8E4M3 && options.tiles == TileFamily::kSwapAB) {
-    d.status = Status(StatusCode::kUnsupported, "forced swap-ab tiles: the fp8 Swap-AB family is not built yet (issue #5)");
-    return d;
-  }
   if (options.backend != Backend::kAuto) {
     for (const Candidate& c : d.candidates) {
       if (c.backend != options.backend) continue;

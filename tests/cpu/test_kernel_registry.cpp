@@ -49,16 +49,17 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
                         "permute_quant<bf16,e4m3,vpt4>", "sm90_bf16_grouped_gemm_128x128x64_s5_gated",
                         "sm90_bf16_grouped_gemm_swapab_64x16x64_s10", "sm90_bf16_gemm_smoke_128x128x64_s5",
                         "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated",
-                        "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row"})
+                        "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row",
+                        "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gated"})
     EXPECT_TRUE(names.count(n)) << n << " not listed";
   // The router: 4 row modes x (f32: VEC 1, 2, 4; bf16: VEC 1, 2, 4, 8) x NV up to 32 / VEC, + 2 gathers.
   EXPECT_EQ(per_family["router"], 4 * (6 + 5 + 4 + 6 + 5 + 4 + 3) + 2);
   EXPECT_EQ(per_family["front"], 4 * (6 + 5 + 4 + 6 + 5 + 4 + 3) + 1);  // + the cooperative warm-up
   // BF16 grouped GEMM: 5 tiles (normal, swap-AB 8/16/32/64) x (gated, plain).
   EXPECT_EQ(per_family["grouped_gemm"], 10);
-  // FP8 grouped GEMM (issue #5, not yet validated on a GPU): normal tile, "row" scale mode, gated + plain.
-  EXPECT_EQ(per_family["grouped_gemm_fp8"], 2);
-  EXPECT_EQ(b.kernel_instances.size(), size_t(314)) << "total instances (312 before the FP8 GEMM): update docs too";
+  // FP8 grouped GEMM (issue #5): 5 tiles (normal, swap-AB 8/16/32/64) x (gated, plain), "row" scales.
+  EXPECT_EQ(per_family["grouped_gemm_fp8"], 10);
+  EXPECT_EQ(b.kernel_instances.size(), size_t(322)) << "total instances (314 before the FP8 Swap-AB tiles): update docs too";
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)
@@ -97,7 +98,7 @@ TEST(KernelRegistry, Fp8GemmNamesAreTheRegisteredInstances) {
     if (std::string(k.family) == "grouped_gemm_fp8") listed.insert(k.name);
   int n = 0;
   const char* const* fp8 = fm::kernels::fp8_grouped_gemm_instance_names(&n);
-  ASSERT_EQ(n, 2);
+  ASSERT_EQ(n, 10);
   std::set<std::string> named(fp8, fp8 + n);
   EXPECT_EQ(named, listed);
 }

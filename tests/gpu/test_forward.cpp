@@ -416,8 +416,22 @@ TEST(Forward, Fp8RowScaledLayers) {
   dyn.quant = fm::QuantScheme::fp8_per_tensor(true);
   dyn.num_tokens = dyn.max_tokens = 4;
   EXPECT_NE(fm::explain(dyn).find("dynamic per-tensor"), std::string::npos) << fm::explain(dyn);
-  fm::MoeProblem pc = small_problem(16, 4, 192, 512);
-  pc.quant = fm::QuantScheme::fp8_per_channel();
-  pc.num_tokens = pc.max_tokens = 4;
-  EXPECT_NE(fm::explain(pc, tiles(fm::TileFamily::kSwapAB, 8)).find("not built yet"), std::string::npos);
+}
+
+// The FP8 Swap-AB tiles (forced; auto keeps normal tiles until they are validated), per-channel
+// and static per-tensor, ragged counts, a shared expert with biases.
+TEST(Forward, Fp8SwapAbTiles) {
+  constexpr double kFp8Tol = 2e-2;
+  for (const bool per_channel : {true, false}) {
+    fm::MoeProblem p = small_problem(16, 4, 192, 512);
+    p.quant = per_channel ? fm::QuantScheme::fp8_per_channel() : fm::QuantScheme::fp8_per_tensor(false);
+    const std::string label = per_channel ? "fp8 swap-ab per-channel" : "fp8 swap-ab per-tensor";
+    for (int tile : {8, 16, 32, 64})
+      for (int64_t t : {1, 5, 64}) check_forward(p, t, tiles(fm::TileFamily::kSwapAB, tile), label, fm::testing::Skew::kUniform, kFp8Tol);
+    fm::MoeProblem q = p;
+    q.num_shared_experts = 1;
+    q.has_expert_bias = true;
+    q.activation = fm::Activation::swiglu_oai(1.702f, 7.f, true);
+    check_forward(q, 33, tiles(fm::TileFamily::kSwapAB, 16), label + " shared+bias+il", fm::testing::Skew::kZipf, kFp8Tol);
+  }
 }

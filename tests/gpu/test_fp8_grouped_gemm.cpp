@@ -201,6 +201,7 @@ struct Case {
   bool bias = false;
   bool exact = false;        // integer sweep with power-of-two scales: bit-exact output
   int tpc = 0;               // forced weight tiles per CTA
+  int swap_tile = 0;         // > 0: the Swap-AB family with this token tile (layout still padded to 128)
 };
 
 std::string describe(const Case& c, const Layout& l) {
@@ -313,6 +314,10 @@ void run_case(const Case& c, uint64_t seed) {
   a.max_rows = l.max_rows;
   a.family = TileFamily::kNormal;
   a.tokens_tile = kTile;
+  if (c.swap_tile > 0) {
+    a.family = TileFamily::kSwapAB;
+    a.tokens_tile = c.swap_tile;
+  }
   a.weight_tiles_per_cta = c.tpc;
   a.a_scale = d_sa.as<float>();
   a.w_scale = d_sw.as<float>();
@@ -583,6 +588,51 @@ TEST(Fp8GroupedGemm, LayoutEdgeCases) {
   run_case(c, seed + uint64_t(idx++));
 }
 
+// The Swap-AB family (weights in WGMMA's M, tokens as N): every token tile, GEMM1 gated (plain and
+// interleaved gate/up, ragged N = 360 so the last 4-group box is partly out of range), GEMM1
+// plain, GEMM2; per-token/per-channel and per-tensor scales; weight scales 1e-8 .. 1e4; chained
+// weight tiles. The layout stays padded to 128 (a multiple of every tile).
+TEST(Fp8GroupedGemm, SwapAbTiles) {
+  const uint64_t seed = fusedmoe::gputest::test_seed();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  int idx = 0;
+  for (int tile : {8, 16, 32, 64}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      Case c;
+      c.name = "swapab" + std::to_string(tile) + "_v" + std::to_string(variant);
+      c.swap_tile = tile;
+      c.G = 8;
+      c.rows = 3 * tile + 5;
+      c.a_per_token = (variant & 1) != 0;
+      c.w_per_channel = variant != 3;
+      c.sw_lo = variant == 2 ? 1e-8 : 1e-3;
+      c.sw_hi = variant == 2 ? 1e4 : 1e1;
+      c.bias = variant != 1;
+      if (variant == 0) {  // GEMM1, gated, ragged N
+        c.gemm2 = false;
+        c.N = 360;
+        c.K = 512;
+      } else if (variant == 1) {  // GEMM1, interleaved gate/up (swiglu_oai)
+        c.gemm2 = false;
+        c.N = 192;
+        c.K = 1024;
+        c.act = Activation::swiglu_oai(1.702f, 7.f, true);
+      } else if (variant == 2) {  // GEMM1, plain activation
+        c.gemm2 = false;
+        c.N = 256;
+        c.K = 384;
+        c.act = Activation::squared_relu();
+      } else {  // GEMM2, chained weight tiles
+        c.gemm2 = true;
+        c.N = 384;
+        c.K = 640;
+        c.tpc = 3;
+      }
+      run_case(c, seed + uint64_t(idx++));
+    }
+  }
+}
+
 TEST(Fp8GroupedGemm, AllExpertsEmptyWritesNothing) {
   // max_rows is a host bound (> 0) but every count is 0: every CTA exits at once, nothing written
   const std::vector<int32_t> counts = {0, 0, 0, 0}, offs = {0, 0, 0, 0, 0};
@@ -647,6 +697,7 @@ TEST(Fp8GroupedGemm, RejectsBadArguments) {
   EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm1(b, nullptr), cudaErrorInvalidValue);
   b = a;
   b.family = TileFamily::kSwapAB;
+  b.tokens_tile = 24;  // Swap-AB tiles are 8, 16, 32, 64
   EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm2(b, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // nothing was launched, no sticky error
 }

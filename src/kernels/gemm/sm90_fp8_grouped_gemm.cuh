@@ -1,8 +1,9 @@
 // sm90_fp8_grouped_gemm.cuh — FP8 e4m3 W8A8 expert GEMMs of a MoE layer on the contiguous layout
 // (device kernel + host launch template; included by sm90_fp8_grouped_gemm_launch.cu only).
-// STATUS: compiles, NOT yet run on a GPU; not wired into forward() (docs/fp8_plan.md steps 2-3).
+// STATUS: the normal family passes its GPU tests on the H200 and runs in forward(); the Swap-AB
+// family (below) is compiled but NOT yet run on a GPU (forward() uses it only when forced).
 //
-// A clone of the BF16 normal family (sm90_bf16_grouped_gemm.cuh: same warp specialisation,
+// A clone of the BF16 kernel (sm90_bf16_grouped_gemm.cuh: same warp specialisation,
 // mbarrier ring, TMA views, padded-offset expert lookup, grouped raster, gate/up pairing) with the
 // changes of docs/fp8_plan.md §2:
 //   1. e4m3 operands: K tile 128 (one 128-byte swizzle row of 1-byte elements, so smem per stage is
@@ -17,8 +18,13 @@
 //      or per weight row, applied in fp32 in the epilogue: y = (sa * sw) * acc, then + bias, then
 //      the activation (GEMM1), bf16 stores. Per-tensor vs per-row is a runtime stride (0 or 1) on
 //      each scale pointer: no extra instances, and never a branch inside the WGMMA loop.
-// Tile: 128 token rows x 128 weight rows x 128 K, 5 stages (32 KB each), 2 consumer warpgroups
-// (64 token rows each, setmaxnreg 232) + 1 producer warpgroup (one elected thread issues TMA).
+// Tiles:
+//   normal : 128 token rows x 128 weight rows x 128 K, 5 stages (32 KB each), 2 consumer warpgroups
+//            (64 token rows each, setmaxnreg 232) + 1 producer warpgroup (one elected thread issues TMA).
+//   Swap-AB: C^T = W . X^T, 64 weight rows x T tokens x 128 K (T in {8,16,32,64}, WGMMA m64nTk32),
+//            1 consumer warpgroup + 1 producer warp, stages sized for 2 CTAs per SM (the BF16
+//            Swap-AB kernel's bytes per stage); gated weight tiles are 4 x [8 gate rows, 8 up rows]
+//            (one 5D TMA box) so that a thread holds gate and up of one output column. Decode.
 #pragma once
 
 #include <climits>
@@ -42,26 +48,34 @@ using sm90_grouped::with_activation;
 using sm90_grouped::kHintAct;
 using sm90_grouped::kHintW;
 
-template <int kTokTile_, int kStages_>
+template <int N>
+struct Fp8MmaAtomFor;
+template <> struct Fp8MmaAtomFor<8>   { using type = cute::SM90_64x8x32_F32E4M3E4M3_SS_TN<>; };
+template <> struct Fp8MmaAtomFor<16>  { using type = cute::SM90_64x16x32_F32E4M3E4M3_SS_TN<>; };
+template <> struct Fp8MmaAtomFor<32>  { using type = cute::SM90_64x32x32_F32E4M3E4M3_SS_TN<>; };
+template <> struct Fp8MmaAtomFor<64>  { using type = cute::SM90_64x64x32_F32E4M3E4M3_SS_TN<>; };
+template <> struct Fp8MmaAtomFor<128> { using type = cute::SM90_64x128x32_F32E4M3E4M3_SS_TN<>; };
+
+template <bool kSwapAB_, int kTokTile_, int kStages_>
 struct Config {
   using Element = cutlass::float_e4m3_t;
-  static constexpr bool kSwapAB = false;                 // Swap-AB: plan step 5
+  static constexpr bool kSwapAB = kSwapAB_;
   static constexpr int kTokTile = kTokTile_;              // token rows per tile
-  static constexpr int kWRows = 128;                      // weight rows per tile
+  static constexpr int kWRows = kSwapAB ? 64 : 128;       // weight rows per tile
   static constexpr int kTileK = 128;                      // reduction per stage = promotion interval
   static constexpr int kStages = kStages_;
-  static constexpr int kConsumerWGs = 2;
+  static constexpr int kConsumerWGs = kSwapAB ? 1 : 2;
   static constexpr int kConsumerThreads = 128 * kConsumerWGs;
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
-  static constexpr int kProducerThreads = 128;
+  static constexpr int kProducerThreads = kSwapAB ? 32 : 128;
   static constexpr int kThreads = kConsumerThreads + kProducerThreads;
-  static constexpr int kMinBlocks = 1;
-  static constexpr int kMmaM = kTokTile;
-  static constexpr int kMmaN = kWRows;
+  static constexpr int kMinBlocks = kSwapAB ? 2 : 1;
+  static constexpr int kMmaM = kSwapAB ? kWRows : kTokTile;
+  static constexpr int kMmaN = kSwapAB ? kTokTile : kWRows;
   static constexpr int kMmaK = 32;                        // e4m3 WGMMA K per instruction
   static constexpr int kMmasPerStage = kTileK / kMmaK;    // 4: one promotion per stage
 
-  static_assert(kTokTile == 128);
+  static_assert(kSwapAB ? (kTokTile == 8 || kTokTile == 16 || kTokTile == 32 || kTokTile == 64) : kTokTile == 128);
   static_assert(kMmaM == 64 * kConsumerWGs, "one 64-row WGMMA per consumer warpgroup");
   static_assert(kStages >= 3, "at least 3 stages to hide TMA latency");
   static_assert(kMmasPerStage == 4, "promotion every 128 K = 4 WGMMAs of k32 (docs/fp8_plan.md §1)");
@@ -75,7 +89,7 @@ struct Config {
   using SmemLayoutW = decltype(cute::tile_to_shape(
       SmemLayoutAtom{}, cute::Shape<cute::Int<kWRows>, cute::Int<kTileK>, cute::Int<kStages>>{}));
 
-  using MmaAtom = cute::SM90_64x128x32_F32E4M3E4M3_SS_TN<>;
+  using MmaAtom = typename Fp8MmaAtomFor<kMmaN>::type;
   using TiledMma = decltype(cute::make_tiled_mma(
       MmaAtom{}, cute::Layout<cute::Shape<cute::Int<kConsumerWGs>, cute::_1, cute::_1>>{}));
 
@@ -205,7 +219,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   if (warp >= Cfg::kConsumerWarps) {
     // ================= producer =================
-    cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
+    if constexpr (Cfg::kProducerThreads == 128) cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
     if (warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_act));
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
@@ -235,11 +249,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
   } else {
     // ================= consumers =================
-    cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
+    if constexpr (Cfg::kConsumerWGs == 2) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
     typename Cfg::TiledMma tiled_mma;
     auto thr_mma = tiled_mma.get_thread_slice(tid);
-    Tensor tCsA = thr_mma.partition_A(sAct);  // (MMA,MMA_M,MMA_K,PIPE)
-    Tensor tCsB = thr_mma.partition_B(sW);
+    auto operands = [&]() {
+      if constexpr (Cfg::kSwapAB) return cute::make_tuple(sW, sAct);
+      else return cute::make_tuple(sAct, sW);
+    }();
+    Tensor tCsA = thr_mma.partition_A(get<0>(operands));  // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCsB = thr_mma.partition_B(get<1>(operands));
     Tensor tCrA = thr_mma.make_fragment_A(tCsA);
     Tensor tCrB = thr_mma.make_fragment_B(tCsB);
     using TileMN = Shape<Int<Cfg::kMmaM>, Int<Cfg::kMmaN>>;
@@ -248,15 +266,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     Tensor tCcC = thr_mma.partition_C(make_identity_tensor(TileMN{}));  // (m, n) of each value
     constexpr int kKBlocks = decltype(size<2>(tCrA))::value;             // k32 WGMMAs per stage
     static_assert(kKBlocks == Cfg::kMmasPerStage);
-    static_assert(decltype(size(accum))::value == 64);
+    static_assert(decltype(size(accum))::value == Cfg::kMmaM * Cfg::kMmaN / Cfg::kConsumerThreads);
 
-    // accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: token row +8*v1, column 2*(lane%4)+v0+8*j.
-    // A thread's two token rows are the same in every weight tile: their activation scales once.
-    float sa_row[2];
-    CUTE_UNROLL
-    for (int v1 = 0; v1 < 2; ++v1) {
-      const int r = get<0>(tCcC(2 * v1));
-      sa_row[v1] = r < rows_valid ? __ldg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul) : 0.f;
+    // Normal: accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: token row +8*v1, column
+    // 2*(lane%4)+v0+8*j. A thread's two token rows are the same in every weight tile: their
+    // activation scales once. (Swap-AB reads its tokens' scales in the epilogue.)
+    float sa_row[2] = {0.f, 0.f};
+    if constexpr (!Cfg::kSwapAB) {
+      CUTE_UNROLL
+      for (int v1 = 0; v1 < 2; ++v1) {
+        const int r = get<0>(tCcC(2 * v1));
+        sa_row[v1] = r < rows_valid ? __ldg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul) : 0.f;
+      }
     }
     const float* bias_e = p.bias ? p.bias + int64_t(e) * p.bias_stride : nullptr;
     const float* sw_e = p.w_scale + int64_t(e) * p.w_scale_e_stride;
@@ -289,7 +310,61 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
 
       // ---------------- epilogue: y = (sa * sw) * acc [+ bias] -> act -> bf16 ----------------
-      if constexpr (kGated) {
+      if constexpr (Cfg::kSwapAB) {
+        // accum (64 weight rows x T tokens): index v0 + 2*v1 + 4*j: weight row warp*16 + lane/4 +
+        // 8*v1, token 2*(lane%4) + v0 + 8*j
+        static_assert(decltype(size(accum))::value == Cfg::kTokTile / 2);
+        auto sa_of = [&](int t) { return __ldg(p.a_scale + int64_t(row0 + t) * p.a_scale_row_mul); };
+        if constexpr (kGated) {
+          // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
+          const int r = get<0>(tCcC(0));
+          const int n = w * 32 + (r >> 4) * 8 + (r & 7);
+          if (n < p.out_cols) {
+            const int gr = n * p.bias_row_mul, ur = gr + p.bias_up_off;
+            const float swg = __ldg(sw_e + gr * p.w_scale_row_mul), swu = __ldg(sw_e + ur * p.w_scale_row_mul);
+            const float bg = bias_e ? __ldg(bias_e + gr) : 0.f, bu = bias_e ? __ldg(bias_e + ur) : 0.f;
+            with_activation<kGated>(p.act_kind, [&](auto kind) {
+              constexpr int kK = decltype(kind)::value;
+              CUTE_UNROLL
+              for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
+                CUTE_UNROLL
+                for (int v0 = 0; v0 < 2; ++v0) {
+                  const int i = v0 + 4 * j;
+                  const int t = get<1>(tCcC(i));
+                  if (t < rows_valid) {
+                    const float sa = sa_of(t);
+                    const float g = accum(i) * (sa * swg) + bg, u = accum(i + 2) * (sa * swu) + bu;
+                    out[(out_row0 + t) * ld + n] = __float2bfloat16_rn(activate_ct<kK>(g, u, p.alpha, p.limit));
+                  }
+                }
+              }
+            });
+          }
+        } else {
+          with_activation<kGated>(p.act_kind, [&](auto kind) {
+            constexpr int kK = decltype(kind)::value;
+            CUTE_UNROLL
+            for (int v1 = 0; v1 < 2; ++v1) {
+              const int n = w * 64 + get<0>(tCcC(2 * v1));
+              if (n < p.out_cols) {
+                const float sw = __ldg(sw_e + n * p.w_scale_row_mul);
+                const float b = bias_e ? __ldg(bias_e + n) : 0.f;
+                CUTE_UNROLL
+                for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
+                  CUTE_UNROLL
+                  for (int v0 = 0; v0 < 2; ++v0) {
+                    const int i = v0 + 2 * v1 + 4 * j;
+                    const int t = get<1>(tCcC(i));
+                    if (t < rows_valid)
+                      out[(out_row0 + t) * ld + n] =
+                          __float2bfloat16_rn(activate_ct<kK>(accum(i) * (sa_of(t) * sw) + b, 0.f, p.alpha, p.limit));
+                  }
+                }
+              }
+            }
+          });
+        }
+      } else if constexpr (kGated) {
         const int n_base = w * 64;
         with_activation<kGated>(p.act_kind, [&](auto kind) {
           constexpr int kK = decltype(kind)::value;
@@ -374,9 +449,11 @@ struct WeightView {
   int mw[3] = {0, 0, 0}, mh[3] = {0, 0, 0};
 };
 
+// Swap-AB, gated: only the preferred view (K, 8 columns, {g,u}, N/8 groups, G), one box = 4 x
+// [8 gate rows, 8 up rows] at group 4w; `simple` does not apply (no fallback: a refused view is an
+// error).
 template <class Cfg>
 WeightView make_weight_view(const GroupedGemmArgs& a, bool gemm2, bool simple) {
-  static_assert(!Cfg::kSwapAB, "normal family only");
   WeightView v;
   const uint64_t K = uint64_t(a.k), N = uint64_t(a.n), G = uint64_t(a.num_groups), B = 1;
   const uint32_t kBox = uint32_t(Cfg::kTileK);
@@ -399,6 +476,11 @@ WeightView make_weight_view(const GroupedGemmArgs& a, bool gemm2, bool simple) {
   const uint64_t se = 2 * N * K * B;
   const uint64_t s_row = (il ? 2 * K : K) * B;   // between consecutive columns' gate rows
   const uint64_t s_gu = (il ? K : N * K) * B;    // gate row -> up row of one column
+  if constexpr (Cfg::kSwapAB) {
+    set({K, 8, 2, N / 8, G}, {s_row, s_gu, 8 * s_row, se}, {kBox, 8, 2, 4, 1});
+    v.mw[2] = 4;
+    return v;
+  }
   if (!il || !simple) {  // [64 gate rows | 64 up rows] in one box
     set({K, N, 2, 1, G}, {s_row, s_gu, se, se}, {kBox, 64, 2, 1, 1});
     v.mw[0] = 64;
@@ -431,6 +513,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   }
   WeightView v = make_weight_view<Cfg>(a, gemm2, /*simple=*/false);
   if (!encode_u8_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) {
+    if (Cfg::kSwapAB) return cudaErrorInvalidValue;
     v = make_weight_view<Cfg>(a, gemm2, /*simple=*/true);
     if (!encode_u8_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) return cudaErrorInvalidValue;
   }
@@ -448,8 +531,17 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.m_tiles = int(m_tiles);
   p.w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile;
   p.k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
-  const int tpc = a.weight_tiles_per_cta > 0 ? (a.weight_tiles_per_cta < p.w_tiles ? a.weight_tiles_per_cta : p.w_tiles)
-                                             : 1;
+  int tpc = a.weight_tiles_per_cta > 0 ? (a.weight_tiles_per_cta < p.w_tiles ? a.weight_tiles_per_cta : p.w_tiles) : 1;
+  if (Cfg::kSwapAB && a.weight_tiles_per_cta == 0) {
+    // as the BF16 Swap-AB launch: chain weight tiles per CTA for short reductions, aiming at about
+    // one wave of CTA slots over the token-tile bound
+    int dev = 0, sms = 132;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const int64_t target = int64_t(sms) * Cfg::kMinBlocks * 3 / 4;
+    while (tpc * 2 <= p.w_tiles && p.k_tiles * tpc < 4 * Cfg::kStages &&
+           m_tiles * ((p.w_tiles + 2 * tpc - 1) / (2 * tpc)) >= target)
+      tpc *= 2;
+  }
   p.tiles_per_cta = tpc;
   p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
 
@@ -489,8 +581,10 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
 // The config's name without the gated suffix, e.g. "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row".
 template <class Cfg>
 std::string config_name() {
-  return "sm90_fp8e4m3_grouped_gemm_" + std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows) + "x" +
-         std::to_string(Cfg::kTileK) + "_s" + std::to_string(Cfg::kStages) + "_row";
+  const std::string tile = Cfg::kSwapAB ? "swapab_" + std::to_string(Cfg::kWRows) + "x" + std::to_string(Cfg::kTokTile)
+                                        : std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows);
+  return "sm90_fp8e4m3_grouped_gemm_" + tile + "x" + std::to_string(Cfg::kTileK) + "_s" + std::to_string(Cfg::kStages) +
+         "_row";
 }
 
 // The two kernels of a config for the registry (family "grouped_gemm_fp8"): gated (GEMM1 with a

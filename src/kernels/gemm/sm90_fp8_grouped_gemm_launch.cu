@@ -1,6 +1,7 @@
 // sm90_fp8_grouped_gemm_launch.cu — host entry points of the FP8 e4m3 grouped expert GEMMs:
 // argument checks (host only, before any CUDA call), the normal-family instances, their names.
-// STATUS: compiles, NOT yet validated on a GPU; not wired into forward() (docs/fp8_plan.md).
+// STATUS: the normal family is validated on the H200 and used by forward(); the Swap-AB family
+// (sm90_fp8_grouped_gemm_swapab.cu) is compiled but not yet run on a GPU.
 #include "kernels/gemm/sm90_fp8_grouped_gemm.h"
 
 #include "kernels/gemm/sm90_fp8_grouped_gemm.cuh"
@@ -10,8 +11,12 @@ namespace fusedmoe::kernels {
 namespace sm90_fp8_grouped {
 
 constexpr int kNormalStages = 5;  // 128x128x128: 32 KB per stage (the BF16 kernel's bytes in flight)
-using Normal = Config</*tokens=*/128, kNormalStages>;
+using Normal = Config</*swap=*/false, /*tokens=*/128, kNormalStages>;
 static_assert(smem_bytes<Normal>() <= 227 * 1024, "one CTA per SM must fit");
+
+// sm90_fp8_grouped_gemm_swapab.cu
+cudaError_t launch_swapab(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
+void append_swapab_instances(KernelList* out);
 
 }  // namespace sm90_fp8_grouped
 
@@ -21,25 +26,52 @@ namespace {
 constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated",
     "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x64x128_s6_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x64x128_s6_row",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 
 bool aligned(const void* p, uintptr_t n) { return (reinterpret_cast<uintptr_t>(p) & (n - 1)) == 0; }
 
+// Family and token tile of a launch: kNormal (tile 0 / 128), kSwapAB (8, 16, 32, 64; 0 = 16), kAuto
+// (from the tile: <= 64 Swap-AB). False when unsupported.
+bool resolve(TileFamily family, int tile, bool* swap, int* tile_out) {
+  if (family == TileFamily::kAuto) family = (tile > 0 && tile <= 64) ? TileFamily::kSwapAB : TileFamily::kNormal;
+  if (family == TileFamily::kNormal) {
+    *swap = false;
+    *tile_out = 128;
+    return tile == 0 || tile == 128;
+  }
+  if (family != TileFamily::kSwapAB) return false;
+  if (tile == 0) tile = 16;
+  *swap = true;
+  *tile_out = tile;
+  return tile == 8 || tile == 16 || tile == 32 || tile == 64;
+}
+
 cudaError_t launch(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_t stream) {
   const cudaError_t err = check_fp8_grouped_gemm_args(a, gemm2);
   if (err != cudaSuccess || a.max_rows == 0) return err;
+  bool swap = false;
+  int tile = 0;
+  (void)resolve(a.family, a.tokens_tile, &swap, &tile);  // checked above
+  if (swap) return sm90_fp8_grouped::launch_swapab(a, tile, gemm2, stream);
   return sm90_fp8_grouped::launch_instance<sm90_fp8_grouped::Normal>(a, gemm2, stream);
 }
 
 }  // namespace
 
 cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& a, bool gemm2) {
-  // family / tile: only the normal family (128-row token tile) exists so far
-  if (a.family == TileFamily::kSwapAB) return cudaErrorInvalidValue;
-  if (a.family == TileFamily::kAuto && a.tokens_tile > 0 && a.tokens_tile <= 64) return cudaErrorInvalidValue;
-  if (a.family != TileFamily::kNormal && a.family != TileFamily::kAuto) return cudaErrorInvalidValue;
-  if (a.tokens_tile != 0 && a.tokens_tile != 128) return cudaErrorInvalidValue;
+  // family / tile: normal (128-row token tile) or Swap-AB (8, 16, 32, 64)
+  bool swap = false;
+  int tile = 0;
+  if (!resolve(a.family, a.tokens_tile, &swap, &tile)) return cudaErrorInvalidValue;
   // shapes: 1-byte rows need K and N multiples of 16 (TMA global strides are multiples of 16 B)
   if (a.num_groups < 1 || a.num_groups > 65536) return cudaErrorInvalidValue;
   if (a.n <= 0 || a.k <= 0 || a.n % 16 != 0 || a.k % 16 != 0) return cudaErrorInvalidValue;
@@ -71,6 +103,7 @@ const char* const* fp8_grouped_gemm_instance_names(int* count) {
 
 void append_grouped_gemm_fp8_instances(KernelList* out) {
   sm90_fp8_grouped::append_config_instances<sm90_fp8_grouped::Normal>(out);
+  sm90_fp8_grouped::append_swapab_instances(out);
 }
 
 }  // namespace fusedmoe::kernels
