@@ -321,7 +321,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
         } else {
           const double pb = time_graph(s, [&] { flush_l2(); (void)fm::forward(pp, pio, pws.p, pws_bytes, s, v.options); }, 15);
           rows->push_back(measured_row(c.name, "layer from precomputed top-k (no router)", t, std::max(pb - flush_us, 0.01),
-                                       bytes, bw, flops, peak));
+                                       bytes, bw, flops, fp8 ? 2 * peak : peak));
         }
       }
       if (stages && &v == &variants.front()) {

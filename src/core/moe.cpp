@@ -27,13 +27,16 @@ Status workspace_size(const MoeProblem& p, size_t* bytes) {
   return Status::Ok();
 }
 
-ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
+namespace {
+// The switches as forward() resolves them; the reasons only when `why` is given (explain(): the
+// hot path builds no strings).
+ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostringstream* why) {
   ResolvedOptions r;
-  std::ostringstream why;
   auto pick = [&](const char* name, Toggle t, bool auto_value, const char* auto_reason) {
     const bool v = t == Toggle::kAuto ? auto_value : t == Toggle::kOn;
-    why << "  " << name << ": " << (v ? "on" : "off") << " ("
-        << (t == Toggle::kAuto ? auto_reason : "forced by ForwardOptions") << ")\n";
+    if (why)
+      *why << "  " << name << ": " << (v ? "on" : "off") << " ("
+           << (t == Toggle::kAuto ? auto_reason : "forced by ForwardOptions") << ")\n";
     return v;
   };
   const bool decode = p.num_tokens <= 256;
@@ -43,9 +46,17 @@ ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
   r.staged_epilogue = pick("staged_epilogue", o.staged_epilogue, true, "auto: measured faster at prefill");
   const bool gather_ok = p.quant.act == ActQuant::kNone && !p.router.weight_on_input;
   r.gather_rows = pick("gather_rows", o.gather_rows, false, "auto: off, mixed results on the H200") && gather_ok;
-  if (o.gather_rows == Toggle::kOn && !gather_ok) why << "    (not applicable: quantised input or weights on the input)\n";
+  if (why && o.gather_rows == Toggle::kOn && !gather_ok)
+    *why << "    (not applicable: quantised input or weights on the input)\n";
   r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
                    "auto: swap-ab tiles filling under half of the CTA slots split K over a cluster");
+  return r;
+}
+}  // namespace
+
+ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
+  std::ostringstream why;
+  ResolvedOptions r = resolve(p, o, &why);
   r.why = why.str();
   return r;
 }
@@ -62,7 +73,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
 #else
   // kGrouped: permute into expert-contiguous rows padded to the GEMMs' token tile, GEMM1 +
   // activation into the intermediate, GEMM2 into per-row expert outputs, weighted combine.
-  const ResolvedOptions ro = resolve_options(p, options);
+  const ResolvedOptions ro = resolve(p, options, nullptr);
   const kernels::ScopedOverlap overlap(ro.overlap_launches);  // every launch below (launch_mode.h)
   // Gathered rows (ForwardOptions::gather_rows): BF16 x stays in token order and GEMM1 reads its
   // rows through the plan; not with weights on the input (routed and shared rows would differ).

@@ -9,8 +9,9 @@
 // same bits every run.
 // Few tokens: the row is also split in column chunks over blockIdx.y (one block per token would
 // leave one SM streaming all of a token's k rows).
-// A row team (vec.cuh) owns one token (or its chunk): lane loads 16-byte units lane + j * TS of up to 4 slot
-// rows at a time (4 x VPT <= 8 loads) (independent loads in flight), then accumulates them in slot order.
+// A row team (vec.cuh) owns one token (or its chunk): lane loads 16-byte units lane + j * TS of kBatch slot
+// rows at a time (kBatch x VPT <= 8 loads in flight: 8 slots at once with one unit per thread),
+// then accumulates them in slot order.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -165,9 +165,11 @@ struct Params {
   int staged_epilogue;  // normal family: outputs staged in shared memory, written as 16-byte row chunks
   // Under PDL: trigger dependents at once and issue the weight loads of the first ring of stages
   // before griddepcontrol.wait (only the activation loads wait), so that weight streaming overlaps
-  // the predecessor's tail. Only when the plan (counts/offsets) was written two or more launches
-  // back: a kernel of the chain triggers its dependents after its own wait, so when this grid runs
-  // the grid before its predecessor has completed (not with gathered rows straight after the plan).
+  // the predecessor's tail; the expert lookup reads the plan before the wait. Safe only when some
+  // kernel strictly between the plan's writer and this grid waits before it triggers (pdl_enter):
+  // then, when this grid starts, that kernel has passed its wait, so the plan has completed. In the
+  // layer the permute is that kernel for GEMM1 and for GEMM2 (plan -> permute -> GEMM1 -> GEMM2);
+  // not with gathered rows (GEMM1 straight after the plan).
   int early_weights;
   // GEMM1 reading its A rows straight from x in token order (no permuted copy): row i of expert e
   // is x[row_token[offsets[e] + i]]; the producer threads gather them with cp.async (null: TMA of a).
@@ -300,10 +302,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   // One pass, every load independent (a single memory round trip for G <= threads).
 #pragma unroll 2
   for (int i = tid; i < p.num_groups; i += Cfg::kThreads) {
-    const int lo = __ldg(p.padded_offsets + i);
-    const int hi = __ldg(p.padded_offsets + i + 1);
-    const int cnt = __ldg(p.counts + i);
-    const int off = (p.out_unpadded || p.gather_x != nullptr) ? __ldg(p.offsets + i) : 0;
+    // (L2 loads: with early_weights they run before griddepcontrol.wait, see Params)
+    const int lo = __ldcg(p.padded_offsets + i);
+    const int hi = __ldcg(p.padded_offsets + i + 1);
+    const int cnt = __ldcg(p.counts + i);
+    const int off = (p.out_unpadded || p.gather_x != nullptr) ? __ldcg(p.offsets + i) : 0;
     if (lo <= row0 && row0 < hi) {
       ss.info[0] = i;
       ss.info[1] = cnt;
@@ -621,6 +624,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           constexpr int kChunks = kVals / 4;
           static_assert(kChunks * 4 * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
           float* red = reinterpret_cast<float*>(ss.w.begin());
+          // every consumer warp's last WGMMAs have read the ring (wgmma.wait_group covers only the
+          // executing warp, and the float4 slots below span other warps' weight rows)
+          cutlass::arch::NamedBarrier::sync(Cfg::kConsumerThreads, 1);
           if (split != 0) {
             CUTE_UNROLL
             for (int c = 0; c < kChunks; ++c)
