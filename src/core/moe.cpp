@@ -128,8 +128,12 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.k_splits = 1;
     f.a_scale = r.act_scales;
     f.a_scale_per_token = p.quant.act == ActQuant::kPerToken;
-    f.w_scale = static_cast<const float*>(t.w1_scale);
+    f.w_scale = static_cast<const float*>(t.w1_scale);  // (UE8M0 block scales: bytes)
     f.w_scale_per_channel = p.quant.weight.granularity == ScaleGranularity::kPerChannel;
+    // block scales: [K/128 (N/128 for H), rows_pad4] activation scales, rows fastest
+    f.block_scales = p.quant.weight.granularity == ScaleGranularity::kBlock;
+    f.a_scale_stride = (r.act_rows + 3) / 4 * 4;
+    f.w_scale_ue8m0 = p.quant.weight.scale_format == ScaleFormat::kUE8M0;
   }
   cudaError_t e = fp8 ? kernels::launch_fp8_grouped_gemm1(f, stream) : kernels::launch_grouped_gemm1(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));

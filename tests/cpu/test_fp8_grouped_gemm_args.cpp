@@ -58,9 +58,9 @@ TEST(Fp8GroupedGemmArgs, ValidArgumentsPassTheHostCheck) {
     a.w_scale_per_channel = true;
     EXPECT_EQ(fusedmoe::kernels::check_fp8_grouped_gemm_args(a, gemm2), cudaSuccess);
   }
-  // the Swap-AB family: token tiles 8, 16, 32, 64 (auto with a tile <= 64 means Swap-AB)
+  // the Swap-AB family: token tiles 8, 16, 32 (auto with a tile <= 64 means Swap-AB)
   for (bool gemm2 : {false, true})
-    for (int tile : {8, 16, 32, 64}) {
+    for (int tile : {8, 16, 32}) {
       Fp8GroupedGemmArgs a = valid_args();
       a.family = TileFamily::kSwapAB;
       a.tokens_tile = tile;
@@ -82,6 +82,7 @@ TEST(Fp8GroupedGemmArgs, BadArgumentsAreRejectedBeforeAnyCudaCall) {
       {"negative max_rows", [](auto& a) { a.max_rows = -1; }},
       {"huge max_rows", [](auto& a) { a.max_rows = int64_t(1) << 40; }},
       {"Swap-AB with tile 24", [](auto& a) { a.family = TileFamily::kSwapAB; a.tokens_tile = 24; }},
+      {"Swap-AB with tile 64 (not built for FP8)", [](auto& a) { a.family = TileFamily::kSwapAB; a.tokens_tile = 64; }},
       {"Swap-AB with tile 128", [](auto& a) { a.family = TileFamily::kSwapAB; a.tokens_tile = 128; }},
       {"auto with tile 48", [](auto& a) { a.family = TileFamily::kAuto; a.tokens_tile = 48; }},
       {"normal with tile 64", [](auto& a) { a.tokens_tile = 64; }},
@@ -134,11 +135,11 @@ TEST(Fp8GroupedGemmArgs, NoRowsIsANoOpWithoutTouchingTheDevice) {
 TEST(Fp8GroupedGemmArgs, InstanceNamesSpellTheConfig) {
   int n = 0;
   const char* const* names = fusedmoe::kernels::fp8_grouped_gemm_instance_names(&n);
-  ASSERT_EQ(n, 10);  // normal + Swap-AB 8/16/32/64, gated + plain each
+  ASSERT_EQ(n, 8);  // normal + Swap-AB 8/16/32, gated + plain each
   EXPECT_STREQ(names[0], "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated");
   EXPECT_STREQ(names[1], "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row");
   EXPECT_STREQ(names[2], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gated");
-  EXPECT_STREQ(names[9], "sm90_fp8e4m3_grouped_gemm_swapab_64x64x128_s6_row");
+  EXPECT_STREQ(names[7], "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row");
 }
 
 }  // namespace

@@ -420,6 +420,26 @@ TEST(Forward, Fp8RowScaledLayers) {
   EXPECT_NE(fm::explain(dyn).find("dynamic per-tensor"), std::string::npos) << fm::explain(dyn);
 }
 
+// DeepSeek-style FP8 (128x128 weight blocks, 1x128 activation groups, f32 and UE8M0 scales) through
+// forward(), both families. Skipped while the oracle still refuses block scales (they run only
+// after Fp8GroupedGemm.BlockScales has passed on a GPU; oracle.cpp kFp8BlockScalesValidated).
+TEST(Forward, Fp8BlockScaledLayers) {
+  constexpr double kFp8Tol = 2e-2;
+  fm::MoeProblem p = small_problem(16, 4, 256, 512);
+  p.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  p.num_tokens = p.max_tokens = 4;
+  if (fm::explain(p).find("not yet validated") != std::string::npos)
+    GTEST_SKIP() << "fp8 block scales not enabled in the oracle yet (awaiting GPU validation)";
+  for (const fm::ScaleFormat f : {fm::ScaleFormat::kFloat32, fm::ScaleFormat::kUE8M0}) {
+    p.quant = fm::QuantScheme::fp8_block128(f);
+    const std::string label = f == fm::ScaleFormat::kUE8M0 ? "fp8 block ue8m0" : "fp8 block f32";
+    for (int64_t t : {1, 65, 1000}) check_forward(p, t, {}, label, fm::testing::Skew::kUniform, kFp8Tol);
+    check_forward(p, 5, tiles(fm::TileFamily::kSwapAB, 8), label + " swap-ab", fm::testing::Skew::kUniform, kFp8Tol);
+  }
+  fm::MoeProblem d = fm::find_preset("tiny-dsv3")->problem;  // grouped router, shared expert, block FP8
+  check_forward(d, 37, {}, "tiny-dsv3", fm::testing::Skew::kZipf, kFp8Tol);
+}
+
 // The FP8 Swap-AB tiles (forced; auto keeps normal tiles until they are validated), per-channel
 // and static per-tensor, ragged counts, a shared expert with biases.
 TEST(Forward, Fp8SwapAbTiles) {
@@ -428,7 +448,7 @@ TEST(Forward, Fp8SwapAbTiles) {
     fm::MoeProblem p = small_problem(16, 4, 192, 512);
     p.quant = per_channel ? fm::QuantScheme::fp8_per_channel() : fm::QuantScheme::fp8_per_tensor(false);
     const std::string label = per_channel ? "fp8 swap-ab per-channel" : "fp8 swap-ab per-tensor";
-    for (int tile : {8, 16, 32, 64})
+    for (int tile : {8, 16, 32})
       for (int64_t t : {1, 5, 64}) check_forward(p, t, tiles(fm::TileFamily::kSwapAB, tile), label, fm::testing::Skew::kUniform, kFp8Tol);
     fm::MoeProblem q = p;
     q.num_shared_experts = 1;

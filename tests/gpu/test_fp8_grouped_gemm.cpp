@@ -202,14 +202,17 @@ struct Case {
   bool exact = false;        // integer sweep with power-of-two scales: bit-exact output
   int tpc = 0;               // forced weight tiles per CTA
   int swap_tile = 0;         // > 0: the Swap-AB family with this token tile (layout still padded to 128)
+  bool block = false;        // 128x128 weight-block scales x 1x128 activation groups (a_per_token /
+                             // w_per_channel ignored); sw_lo/hi bound the block scales
+  bool ue8m0 = false;        // block: weight scales as UE8M0 bytes (powers of two)
 };
 
 std::string describe(const Case& c, const Layout& l) {
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "%s G=%d N=%d K=%d rows=%lld a:%s w:%s sw=[%.0e,%.0e]%s%s", c.gemm2 ? "gemm2" : "gemm1",
-                c.G, c.N, c.K, static_cast<long long>(l.rows), c.a_per_token ? "token" : "tensor",
-                c.w_per_channel ? "channel" : "tensor", c.sw_lo, c.sw_hi, c.bias ? " bias" : "",
-                c.exact ? " exact" : "");
+  std::snprintf(buf, sizeof(buf), "%s G=%d N=%d K=%d rows=%lld a:%s w:%s sw=[%.0e,%.0e]%s%s%s", c.gemm2 ? "gemm2" : "gemm1",
+                c.G, c.N, c.K, static_cast<long long>(l.rows), c.block ? "1x128" : c.a_per_token ? "token" : "tensor",
+                c.block ? (c.ue8m0 ? "block-ue8m0" : "block") : c.w_per_channel ? "channel" : "tensor", c.sw_lo, c.sw_hi,
+                c.bias ? " bias" : "", c.exact ? " exact" : "", c.swap_tile ? " swap-ab" : "");
   return buf;
 }
 
@@ -225,8 +228,11 @@ void run_case(const Case& c, uint64_t seed) {
   const int64_t max_rows = std::max<int64_t>(l.max_rows, 1);
 
   // ---- activations: float rows -> FP8 through the CPU quantisers; padding rows NaN ----
+  const int kblocks = (red + 127) / 128;
+  const int64_t a_stride = (max_rows + 3) / 4 * 4;  // block: [kblocks, a_stride] scales, rows fastest
   std::vector<uint8_t> qa(size_t(max_rows) * size_t(red), kE4m3NaN);
-  std::vector<float> sa(c.a_per_token ? size_t(max_rows) : size_t(1), std::nanf(""));
+  std::vector<float> sa(c.block ? size_t(kblocks) * size_t(a_stride) : c.a_per_token ? size_t(max_rows) : size_t(1),
+                        std::nanf(""));
   {
     std::vector<int64_t> valid;  // padded row index of each valid row
     for (int e = 0; e < G; ++e)
@@ -248,6 +254,14 @@ void run_case(const Case& c, uint64_t seed) {
         for (size_t v = 0; v < valid.size(); ++v) sa[size_t(valid[v])] = std::ldexp(1.f, -int(valid[v] % 4));
       } else {
         sa[0] = 0.25f;
+      }
+    } else if (c.block) {
+      // each valid row quantised on its own in 1x128 groups (as the dispatch quantiser does)
+      std::vector<float> sc(static_cast<size_t>(kblocks));
+      for (size_t v = 0; v < valid.size(); ++v) {
+        fusedmoe::ref::quantize_fp8_activations(fusedmoe::ActQuant::kGroup128, ScaleFormat::kFloat32, x.data() + v * size_t(red), 1,
+                                                red, 1, q.data() + v * size_t(red), sc.data());
+        for (int kb = 0; kb < kblocks; ++kb) sa[size_t(kb) * size_t(a_stride) + size_t(valid[v])] = sc[size_t(kb)];
       }
     } else if (c.a_per_token) {
       std::vector<float> sc(valid.size());
@@ -274,13 +288,28 @@ void run_case(const Case& c, uint64_t seed) {
     }
     fusedmoe::ref::quantize_fp8_per_tensor(wf.data(), int64_t(wf.size()), c.exact ? 1.f : 1.f / 448.f, qw.data());
   }
-  std::vector<float> sw(c.w_per_channel ? size_t(G) * size_t(w_rows) : size_t(G));
+  const int rblocks = (w_rows + 127) / 128;
+  std::vector<float> sw(c.block ? size_t(G) * size_t(rblocks) * size_t(kblocks)
+                                : c.w_per_channel ? size_t(G) * size_t(w_rows) : size_t(G));
+  std::vector<uint8_t> sw_ue8m0;  // block + ue8m0: the bytes the GPU reads (sw holds their values)
   for (size_t i = 0; i < sw.size(); ++i) {
     if (c.exact) sw[i] = std::ldexp(1.f, int(i % 7) - 3);
-    else if (c.w_per_channel) sw[i] = float(log_uniform(s, c.sw_lo, c.sw_hi));
+    else if (c.w_per_channel || c.block) sw[i] = float(log_uniform(s, c.sw_lo, c.sw_hi));
     else sw[i] = float(c.sw_lo == c.sw_hi ? c.sw_lo : log_uniform(s, c.sw_lo, c.sw_hi));
   }
-  auto sw_of = [&](int e, int j) { return double(c.w_per_channel ? sw[size_t(e) * w_rows + size_t(j)] : sw[size_t(e)]); };
+  if (c.block && c.ue8m0) {
+    sw_ue8m0.resize(sw.size());
+    for (size_t i = 0; i < sw.size(); ++i) {
+      sw_ue8m0[i] = fusedmoe::ref::float_to_ue8m0(sw[i]);
+      sw[i] = std::ldexp(1.f, int(sw_ue8m0[i]) - 127);
+    }
+  }
+  // the weight scale of (expert e, weight row j) in K block kb (kb ignored by the row schemes)
+  auto sw_at = [&](int e, int j, int kb) {
+    if (c.block) return double(sw[(size_t(e) * size_t(rblocks) + size_t(j / 128)) * size_t(kblocks) + size_t(kb)]);
+    return double(c.w_per_channel ? sw[size_t(e) * w_rows + size_t(j)] : sw[size_t(e)]);
+  };
+  auto sw_of = [&](int e, int j) { return sw_at(e, j, 0); };
   std::vector<float> bias;
   if (c.bias) {
     // comparable to a typical |y|: sa ~ amax/448, |qa| ~ 448/sqrt(3), |qw| ~ 448/sqrt(3)
@@ -291,7 +320,8 @@ void run_case(const Case& c, uint64_t seed) {
   }
 
   // ---- device ----
-  DeviceBuffer d_a = to_device(qa), d_w = to_device(qw), d_sa = to_device(sa), d_sw = to_device(sw), d_b = to_device(bias);
+  DeviceBuffer d_a = to_device(qa), d_w = to_device(qw), d_sa = to_device(sa), d_b = to_device(bias);
+  DeviceBuffer d_sw = c.block && c.ue8m0 ? to_device(sw_ue8m0) : to_device(sw);
   DeviceBuffer d_counts = to_device(l.counts), d_off = to_device(l.offsets), d_pad = to_device(l.padded);
   constexpr int64_t kGuardRows = 4;
   const int64_t out_rows = c.gemm2 ? std::max<int64_t>(l.rows, 1) : max_rows;
@@ -323,6 +353,9 @@ void run_case(const Case& c, uint64_t seed) {
   a.w_scale = d_sw.as<float>();
   a.a_scale_per_token = c.a_per_token;
   a.w_scale_per_channel = c.w_per_channel;
+  a.block_scales = c.block;
+  a.a_scale_stride = a_stride;
+  a.w_scale_ue8m0 = c.block && c.ue8m0;
   FM_CUDA_CHECK(c.gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
                         : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr));
   FM_CUDA_CHECK(cudaDeviceSynchronize());
@@ -331,15 +364,20 @@ void run_case(const Case& c, uint64_t seed) {
   // ---- float64 reference of the quantised math, on the very bytes and scales the GPU read ----
   fusedmoe::WeightQuant wq;
   wq.format = fusedmoe::WeightFormat::kFP8E4M3;
-  wq.granularity = c.w_per_channel ? fusedmoe::ScaleGranularity::kPerChannel : fusedmoe::ScaleGranularity::kPerTensor;
+  wq.granularity = c.block           ? fusedmoe::ScaleGranularity::kBlock
+                   : c.w_per_channel ? fusedmoe::ScaleGranularity::kPerChannel
+                                     : fusedmoe::ScaleGranularity::kPerTensor;
+  // (block + UE8M0: the reference reads the same float values the bytes encode, as f32 scales)
   fusedmoe::ref::Fp8GroupedGemm rg;
   rg.num_groups = G;
   rg.counts = l.counts.data();
   rg.row_offsets = l.padded.data();  // a's rows (and per-token scales) are indexed by padded row
   rg.n = out_cols;
   rg.k = red;
-  rg.a = {qa.data(), sa.data(), c.a_per_token ? fusedmoe::ActQuant::kPerToken : fusedmoe::ActQuant::kPerTensorStatic,
-          max_rows};
+  rg.a = {qa.data(), sa.data(),
+          c.block ? fusedmoe::ActQuant::kGroup128
+                  : c.a_per_token ? fusedmoe::ActQuant::kPerToken : fusedmoe::ActQuant::kPerTensorStatic,
+          c.block ? a_stride : max_rows};
   rg.w = {qw.data(), sw.data(), wq};
   rg.bias = c.bias ? bias.data() : nullptr;
   rg.apply_activation = !c.gemm2;
@@ -375,22 +413,26 @@ void run_case(const Case& c, uint64_t seed) {
     for (int64_t r = b; r < e_; ++r) {
       const int e = rows[size_t(r)].first;
       const int64_t prow = l.padded[size_t(e)] + rows[size_t(r)].second;
-      const double sa_r = c.a_per_token ? double(sa[size_t(prow)]) : double(sa[0]);
+      // the activation scale of this row in K block kb (one value for the row schemes)
+      auto sa_at = [&](int kb) {
+        if (c.block) return double(sa[size_t(kb) * size_t(a_stride) + size_t(prow)]);
+        return c.a_per_token ? double(sa[size_t(prow)]) : double(sa[0]);
+      };
       const float* ar = qa_f.data() + size_t(prow) * size_t(red);
       for (int j = 0; j < w_rows; ++j) {
         const float* wr = qw_f.data() + (size_t(e) * size_t(w_rows) + size_t(j)) * size_t(red);
-        double steps = 0, total = 0;
+        double bound = 0;  // sum over k32 steps of (the step's scale) x (its two error terms)
         for (int k0 = 0; k0 < red; k0 += 32) {
-          double mx = 0;
+          double mx = 0, sum = 0;
           for (int k = k0; k < std::min(red, k0 + 32); ++k) {
             const double pk = std::fabs(double(ar[k]) * double(wr[k]));
             mx = std::max(mx, pk);
-            total += pk;
+            sum += pk;
           }
-          steps += mx;
+          const int kb = k0 / 128;
+          bound += sa_at(kb) * std::fabs(sw_at(e, j, kb)) * (std::ldexp(mx, -7) + std::ldexp(sum, -11));
         }
-        tc_bound[size_t(r) * size_t(w_rows) + size_t(j)] =
-            sa_r * std::fabs(sw_of(e, j)) * (std::ldexp(steps, -7) + std::ldexp(total, -11));
+        tc_bound[size_t(r) * size_t(w_rows) + size_t(j)] = bound;
       }
     }
     if (!c.gemm2) fusedmoe::ref::fp8_grouped_gemm(rpre, b, e_, pre.data() + size_t(b) * size_t(w_rows));
@@ -596,7 +638,7 @@ TEST(Fp8GroupedGemm, SwapAbTiles) {
   const uint64_t seed = fusedmoe::gputest::test_seed();
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   int idx = 0;
-  for (int tile : {8, 16, 32, 64}) {
+  for (int tile : {8, 16, 32}) {
     for (int variant = 0; variant < 4; ++variant) {
       Case c;
       c.name = "swapab" + std::to_string(tile) + "_v" + std::to_string(variant);
@@ -627,6 +669,50 @@ TEST(Fp8GroupedGemm, SwapAbTiles) {
         c.N = 384;
         c.K = 640;
         c.tpc = 3;
+      }
+      run_case(c, seed + uint64_t(idx++));
+    }
+  }
+}
+
+// 128x128 weight-block scales x 1x128 activation groups (DeepSeek), applied per K block at the
+// promotion: both families, GEMM1 gated / interleaved / plain and GEMM2, f32 and UE8M0 weight scales
+// from 1e-8 to 1e4, N and K multiples of 128 (the scheme's requirement), ragged counts.
+TEST(Fp8GroupedGemm, BlockScales) {
+  const uint64_t seed = fusedmoe::gputest::test_seed();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  int idx = 0;
+  for (int tile : {0, 8, 16, 32}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      Case c;
+      c.name = std::string("block_") + (tile ? "swapab" + std::to_string(tile) : std::string("normal")) + "_v" +
+               std::to_string(variant);
+      c.swap_tile = tile;
+      c.block = true;
+      c.ue8m0 = (variant & 1) != 0;
+      c.G = 8;
+      c.rows = tile ? 3 * tile + 5 : 300;
+      c.sw_lo = variant == 2 ? 1e-8 : 1e-3;
+      c.sw_hi = variant == 2 ? 1e4 : 1e1;
+      c.bias = variant != 1;
+      if (variant == 0) {  // GEMM1 gated, dsv3-tp8's shape
+        c.gemm2 = false;
+        c.N = 256;
+        c.K = 7168;
+      } else if (variant == 1) {  // GEMM1 interleaved gate/up
+        c.gemm2 = false;
+        c.N = 384;
+        c.K = 1024;
+        c.act = Activation::swiglu_oai(1.702f, 7.f, true);
+      } else if (variant == 2) {  // GEMM1 plain activation
+        c.gemm2 = false;
+        c.N = 256;
+        c.K = 512;
+        c.act = Activation::squared_relu();
+      } else {  // GEMM2 (reduction N = 512 = 4 K blocks, 7168 outputs = 56 row blocks)
+        c.gemm2 = true;
+        c.N = 512;
+        c.K = 7168;
       }
       run_case(c, seed + uint64_t(idx++));
     }

@@ -143,7 +143,21 @@ struct Params {
   int act_kind;       // ActivationKind, or -1: identity (GEMM2)
   float alpha, limit;
   int out_unpadded;   // 1: out row = offsets[e] + i (GEMM2); 0: padded_offsets[e] + i (GEMM1)
+  // Block scales (DeepSeek: 128x128 weight blocks, 1x128 activation groups; reduction and weight
+  // rows multiples of 128): the scales are applied per K block at the promotion,
+  //   acc += P * sa(r, kb) * sw(e, row block, kb),   sa(r, kb) = a_scale[kb * a_scale_stride + r],
+  //   sw(e, rb, kb) = w_scale[(e * w_row_blocks + rb) * k_tiles + kb]  (f32, or UE8M0 bytes),
+  // and the epilogue applies none (the "row" scale fields above are unused).
+  int block_scales;
+  int64_t a_scale_stride;
+  int w_row_blocks;
+  int w_scale_ue8m0;
 };
+
+// A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
+__device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
+  return __uint_as_float(b == 0 ? 0x00400000u : (b << 23));
+}
 
 template <class Cfg, bool kGated>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
@@ -268,6 +282,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     static_assert(kKBlocks == Cfg::kMmasPerStage);
     static_assert(decltype(size(accum))::value == Cfg::kMmaM * Cfg::kMmaN / Cfg::kConsumerThreads);
 
+    const float* bias_e = p.bias ? p.bias + int64_t(e) * p.bias_stride : nullptr;
+    const float* sw_e = p.w_scale + int64_t(e) * p.w_scale_e_stride;
+    // the epilogue's "row" scales (block scales were applied in the main loop: 1)
+    auto sw_at = [&](int j) { return p.block_scales ? 1.f : __ldg(sw_e + j * p.w_scale_row_mul); };
+    auto sa_at = [&](int r) { return p.block_scales ? 1.f : __ldg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul); };
     // Normal: accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: token row +8*v1, column
     // 2*(lane%4)+v0+8*j. A thread's two token rows are the same in every weight tile: their
     // activation scales once. (Swap-AB reads its tokens' scales in the epilogue.)
@@ -276,20 +295,65 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       CUTE_UNROLL
       for (int v1 = 0; v1 < 2; ++v1) {
         const int r = get<0>(tCcC(2 * v1));
-        sa_row[v1] = r < rows_valid ? __ldg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul) : 0.f;
+        sa_row[v1] = r < rows_valid ? sa_at(r) : 0.f;
       }
     }
-    const float* bias_e = p.bias ? p.bias + int64_t(e) * p.bias_stride : nullptr;
-    const float* sw_e = p.w_scale + int64_t(e) * p.w_scale_e_stride;
     __nv_bfloat16* out = p.out;
     const int64_t ld = p.out_cols;
+
+    // Block scales: the token rows (normal) / token columns (Swap-AB) this thread's values belong
+    // to, and the weight row blocks of its gate / up values (one each: N % 128 == 0, and a tile's
+    // gate or up rows never straddle a 128-row block), see Params.
+    constexpr int kTokVals = Cfg::kSwapAB ? Cfg::kTokTile / 4 : 2;  // distinct tokens per thread
+    // token q of this thread: Swap-AB column 2*(lane%4) + (q&1) + 8*(q>>1) (computed, not held in
+    // registers); normal: its two rows
+    const int row_a = get<0>(tCcC(0)), row_b = get<0>(tCcC(2));
+    auto tok_of = [&](int q) {
+      if constexpr (Cfg::kSwapAB) return 2 * (lane & 3) + (q & 1) + 8 * (q >> 1);
+      else return q == 0 ? row_a : row_b;
+    };
+    // the thread's token slot of value i, and whether value i is an up row (gated)
+    auto tok_slot = [&](int i) { return Cfg::kSwapAB ? 2 * (i >> 2) + (i & 1) : (i >> 1) & 1; };
+    auto is_up = [&](int i) {
+      if constexpr (!kGated) return false;
+      else if constexpr (Cfg::kSwapAB) return ((i >> 1) & 1) != 0;
+      else return get<1>(tCcC(i)) >= 64;
+    };
 
     int stage = 0;
     uint32_t phase = 0;
     for (int w = w_begin; w < w_end; ++w) {
       CUTE_UNROLL
       for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
+      // weight row blocks of this tile's gate (or only) rows and up rows
+      int rb_g = 0, rb_u = 0;
+      if (p.block_scales) {
+        if constexpr (kGated) {
+          const int n0 = w * (Cfg::kWRows / 2);  // first output column of the tile
+          rb_g = (n0 * p.bias_row_mul) >> 7;
+          rb_u = (n0 * p.bias_row_mul + p.bias_up_off) >> 7;
+        } else {
+          rb_g = rb_u = (w * Cfg::kWRows) >> 7;
+        }
+      }
+      const int64_t swb_g = (int64_t(e) * p.w_row_blocks + rb_g) * p.k_tiles;
+      const int64_t swb_u = (int64_t(e) * p.w_row_blocks + rb_u) * p.k_tiles;
       for (int kt = 0; kt < p.k_tiles; ++kt) {
+        // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
+        float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
+        if (p.block_scales) {
+          CUTE_UNROLL
+          for (int q = 0; q < kTokVals; ++q)
+            sa_k[q] = tok_of(q) < rows_valid ? __ldg(p.a_scale + int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)) : 0.f;
+          if (p.w_scale_ue8m0) {
+            const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
+            sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
+            sw_u = ue8m0_to_float(__ldg(ws + swb_u + kt));
+          } else {
+            sw_g = __ldg(p.w_scale + swb_g + kt);
+            sw_u = __ldg(p.w_scale + swb_u + kt);
+          }
+        }
         Barrier::wait(&ss.full[stage], phase);
         warpgroup_fence_operand(part);
         warpgroup_arrive();
@@ -304,8 +368,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         warpgroup_fence_operand(part);
         // P is in registers: the stage can be refilled while we promote
         if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[stage]);
-        CUTE_UNROLL
-        for (int i = 0; i < size(accum); ++i) accum(i) += part(i);  // promotion (FADD)
+        if (p.block_scales) {
+          CUTE_UNROLL
+          for (int i = 0; i < size(accum); ++i)  // promotion with this K block's scales
+            accum(i) = fmaf(part(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u : sw_g), accum(i));
+        } else {
+          CUTE_UNROLL
+          for (int i = 0; i < size(accum); ++i) accum(i) += part(i);  // promotion (FADD)
+        }
         if (++stage == kStages) { stage = 0; phase ^= 1u; }
       }
 
@@ -314,14 +384,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         // accum (64 weight rows x T tokens): index v0 + 2*v1 + 4*j: weight row warp*16 + lane/4 +
         // 8*v1, token 2*(lane%4) + v0 + 8*j
         static_assert(decltype(size(accum))::value == Cfg::kTokTile / 2);
-        auto sa_of = [&](int t) { return __ldg(p.a_scale + int64_t(row0 + t) * p.a_scale_row_mul); };
+        auto sa_of = [&](int t) { return sa_at(t); };
         if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
           const int r = get<0>(tCcC(0));
           const int n = w * 32 + (r >> 4) * 8 + (r & 7);
           if (n < p.out_cols) {
             const int gr = n * p.bias_row_mul, ur = gr + p.bias_up_off;
-            const float swg = __ldg(sw_e + gr * p.w_scale_row_mul), swu = __ldg(sw_e + ur * p.w_scale_row_mul);
+            const float swg = sw_at(gr), swu = sw_at(ur);
             const float bg = bias_e ? __ldg(bias_e + gr) : 0.f, bu = bias_e ? __ldg(bias_e + ur) : 0.f;
             with_activation<kGated>(p.act_kind, [&](auto kind) {
               constexpr int kK = decltype(kind)::value;
@@ -347,7 +417,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             for (int v1 = 0; v1 < 2; ++v1) {
               const int n = w * 64 + get<0>(tCcC(2 * v1));
               if (n < p.out_cols) {
-                const float sw = __ldg(sw_e + n * p.w_scale_row_mul);
+                const float sw = sw_at(n);
                 const float b = bias_e ? __ldg(bias_e + n) : 0.f;
                 CUTE_UNROLL
                 for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
@@ -379,10 +449,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                 const float sa = sa_row[v1];
                 const int g0r = n * p.bias_row_mul, g1r = (n + 1) * p.bias_row_mul;
                 const int u0r = g0r + p.bias_up_off, u1r = g1r + p.bias_up_off;
-                float g0 = accum(i) * (sa * __ldg(sw_e + g0r * p.w_scale_row_mul));
-                float g1 = accum(i + 1) * (sa * __ldg(sw_e + g1r * p.w_scale_row_mul));
-                float u0 = accum(i + 32) * (sa * __ldg(sw_e + u0r * p.w_scale_row_mul));
-                float u1 = accum(i + 33) * (sa * __ldg(sw_e + u1r * p.w_scale_row_mul));
+                float g0 = accum(i) * (sa * sw_at(g0r));
+                float g1 = accum(i + 1) * (sa * sw_at(g1r));
+                float u0 = accum(i + 32) * (sa * sw_at(u0r));
+                float u1 = accum(i + 33) * (sa * sw_at(u1r));
                 if (bias_e) {
                   g0 += __ldg(bias_e + g0r);
                   g1 += __ldg(bias_e + g1r);
@@ -405,8 +475,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             const int n = n_base + get<1>(tCcC(i));
             if (r < rows_valid && n < p.out_cols) {
               const float sa = sa_row[(i >> 1) & 1];
-              float v0 = accum(i) * (sa * __ldg(sw_e + n * p.w_scale_row_mul));
-              float v1 = accum(i + 1) * (sa * __ldg(sw_e + (n + 1) * p.w_scale_row_mul));
+              float v0 = accum(i) * (sa * sw_at(n));
+              float v1 = accum(i + 1) * (sa * sw_at(n + 1));
               if (bias_e) {
                 v0 += __ldg(bias_e + n);
                 v1 += __ldg(bias_e + n + 1);
@@ -560,6 +630,15 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.a_scale_row_mul = a.a_scale_per_token ? 1 : 0;
   p.w_scale_e_stride = a.w_scale_per_channel ? w_rows : 1;
   p.w_scale_row_mul = a.w_scale_per_channel ? 1 : 0;
+  p.block_scales = a.block_scales ? 1 : 0;
+  p.a_scale_stride = a.a_scale_stride;
+  p.w_row_blocks = (w_rows + 127) / 128;
+  p.w_scale_ue8m0 = a.w_scale_ue8m0 ? 1 : 0;
+  if (a.block_scales) {  // (the row-scale fields are not read; keep their pointers in range)
+    p.a_scale_row_mul = 0;
+    p.w_scale_e_stride = 0;
+    p.w_scale_row_mul = 0;
+  }
   p.act_kind = gemm2 ? -1 : int(a.activation.kind);
   p.alpha = a.activation.alpha;
   p.limit = a.activation.limit;

@@ -42,13 +42,24 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
   const float* w_scale = nullptr;   // weight scale(s), see above (device, 4-B aligned, non-null)
   bool a_scale_per_token = false;
   bool w_scale_per_channel = false;
+  // Block scales instead (DeepSeek; compiled, NOT yet run on a GPU): 128x128 weight blocks and 1x128
+  // activation groups, applied per 128-wide K block in fp32 at each promotion (so the sum never
+  // mixes blocks at reduced precision); needs N and K multiples of 128. Then
+  //   sa(r, kb)     = a_scale[kb * a_scale_stride + r]        (r: row of `a`; a_scale_stride >= max_rows)
+  //   sw(e, rb, kb) = w_scale[(e * R/128 + rb) * (red/128) + kb]  (f32, or UE8M0 bytes with w_scale_ue8m0)
+  // with R the weight rows per expert (2N gated GEMM1, N plain GEMM1, K GEMM2) and red the reduction;
+  // a_scale_per_token / w_scale_per_channel are ignored.
+  bool block_scales = false;
+  int64_t a_scale_stride = 0;
+  bool w_scale_ue8m0 = false;
 };
 
 // Host-only argument checks (no CUDA call): cudaErrorInvalidValue for N or K not a positive
 // multiple of 16 (TMA global strides of 1-byte rows must be multiples of 16 B), G outside
 // [1, 65536], max_rows < 0 or too large, an unsupported family/tile; and when max_rows > 0: null
 // a / w / out / counts / padded_offsets (offsets for GEMM2) / a_scale / w_scale, a / w / out not
-// 16-byte aligned, scales or bias not 4-byte aligned. cudaSuccess otherwise.
+// 16-byte aligned, scales or bias not 4-byte aligned (UE8M0 weight scales: any alignment); block
+// scales with N or K not a multiple of 128 or a_scale_stride < max_rows. cudaSuccess otherwise.
 cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& args, bool gemm2);
 
 // Enqueue on `stream`; allocate nothing, never synchronise. Arguments are checked (above) before

@@ -32,14 +32,12 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_gated",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x64x128_s6_row_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x64x128_s6_row",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 
 bool aligned(const void* p, uintptr_t n) { return (reinterpret_cast<uintptr_t>(p) & (n - 1)) == 0; }
 
-// Family and token tile of a launch: kNormal (tile 0 / 128), kSwapAB (8, 16, 32, 64; 0 = 16), kAuto
+// Family and token tile of a launch: kNormal (tile 0 / 128), kSwapAB (8, 16, 32; 0 = 16), kAuto
 // (from the tile: <= 64 Swap-AB). False when unsupported.
 bool resolve(TileFamily family, int tile, bool* swap, int* tile_out) {
   if (family == TileFamily::kAuto) family = (tile > 0 && tile <= 64) ? TileFamily::kSwapAB : TileFamily::kNormal;
@@ -52,7 +50,7 @@ bool resolve(TileFamily family, int tile, bool* swap, int* tile_out) {
   if (tile == 0) tile = 16;
   *swap = true;
   *tile_out = tile;
-  return tile == 8 || tile == 16 || tile == 32 || tile == 64;
+  return tile == 8 || tile == 16 || tile == 32;
 }
 
 cudaError_t launch(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_t stream) {
@@ -68,7 +66,7 @@ cudaError_t launch(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_t stream)
 }  // namespace
 
 cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& a, bool gemm2) {
-  // family / tile: normal (128-row token tile) or Swap-AB (8, 16, 32, 64)
+  // family / tile: normal (128-row token tile) or Swap-AB (8, 16, 32)
   bool swap = false;
   int tile = 0;
   if (!resolve(a.family, a.tokens_tile, &swap, &tile)) return cudaErrorInvalidValue;
@@ -77,13 +75,15 @@ cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& a, bool gemm2)
   if (a.n <= 0 || a.k <= 0 || a.n % 16 != 0 || a.k % 16 != 0) return cudaErrorInvalidValue;
   if (a.max_rows < 0 || a.max_rows > int64_t(INT_MAX) - 256) return cudaErrorInvalidValue;
   if (a.weight_tiles_per_cta < 0) return cudaErrorInvalidValue;
+  if (a.block_scales && (a.n % 128 != 0 || a.k % 128 != 0 || a.a_scale_stride < a.max_rows)) return cudaErrorInvalidValue;
   if (a.max_rows == 0) return cudaSuccess;
   // pointers
   if (!a.a || !a.w || !a.out || !a.counts || !a.padded_offsets) return cudaErrorInvalidValue;
   if (gemm2 && !a.offsets) return cudaErrorInvalidValue;
   if (!a.a_scale || !a.w_scale) return cudaErrorInvalidValue;
   if (!aligned(a.a, 16) || !aligned(a.w, 16) || !aligned(a.out, 16)) return cudaErrorInvalidValue;
-  if (!aligned(a.a_scale, 4) || !aligned(a.w_scale, 4)) return cudaErrorInvalidValue;
+  if (!aligned(a.a_scale, 4) || (!(a.block_scales && a.w_scale_ue8m0) && !aligned(a.w_scale, 4)))
+    return cudaErrorInvalidValue;
   if (a.bias && !aligned(a.bias, 4)) return cudaErrorInvalidValue;
   return cudaSuccess;
 }

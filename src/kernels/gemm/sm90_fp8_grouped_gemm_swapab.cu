@@ -1,5 +1,6 @@
-// sm90_fp8_grouped_gemm_swapab.cu — the FP8 e4m3 Swap-AB instances (token tiles 8, 16, 32, 64;
-// GEMM1 gated + plain kernels each), in their own translation unit to keep each compile short.
+// sm90_fp8_grouped_gemm_swapab.cu — the FP8 e4m3 Swap-AB instances (token tiles 8, 16, 32; GEMM1
+// gated + plain kernels each), in their own translation unit to keep each compile short. (No tile
+// 64: its epilogue spilled registers at 2 CTAs per SM, and decode picks tiles <= 32.)
 // STATUS: compiled, NOT yet run on a GPU (forward() uses them only when Swap-AB tiles are forced).
 #include "kernels/gemm/sm90_fp8_grouped_gemm.cuh"
 #include "kernels/gemm/sm90_bf16_grouped_gemm_internal.h"  // the BF16 Swap-AB stage counts
@@ -12,8 +13,7 @@ namespace fusedmoe::kernels::sm90_fp8_grouped {
 using SwapAB8 = Config<true, 8, sm90_grouped::kSwapStages8>;
 using SwapAB16 = Config<true, 16, sm90_grouped::kSwapStages16>;
 using SwapAB32 = Config<true, 32, sm90_grouped::kSwapStages32>;
-using SwapAB64 = Config<true, 64, sm90_grouped::kSwapStages64>;
-static_assert(2 * (smem_bytes<SwapAB64>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
+static_assert(2 * (smem_bytes<SwapAB32>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
 static_assert(2 * (smem_bytes<SwapAB8>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
 
 cudaError_t launch_swapab(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream) {
@@ -21,7 +21,6 @@ cudaError_t launch_swapab(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cud
     case 8: return launch_instance<SwapAB8>(a, gemm2, stream);
     case 16: return launch_instance<SwapAB16>(a, gemm2, stream);
     case 32: return launch_instance<SwapAB32>(a, gemm2, stream);
-    case 64: return launch_instance<SwapAB64>(a, gemm2, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -30,7 +29,6 @@ void append_swapab_instances(KernelList* out) {
   append_config_instances<SwapAB8>(out);
   append_config_instances<SwapAB16>(out);
   append_config_instances<SwapAB32>(out);
-  append_config_instances<SwapAB64>(out);
 }
 
 }  // namespace fusedmoe::kernels::sm90_fp8_grouped
