@@ -201,9 +201,12 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
       const char* g2 = kernels::grouped_gemm2_name(d.family, d.tokens_tile);
       const bool fused = kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token());
       os << "kernels: " << (fused ? "fused route + plan (one cooperative launch, <= 256 tokens)" : "router, dispatch plan");
-      if (p.quant.weight.format == WeightFormat::kFP8E4M3)
-        os << ", permute + e4m3 quantise, sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row (GEMM1), quantise the "
-              "intermediate, sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row (GEMM2), combine\n";
+      if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
+        const std::string tile = d.family == TileFamily::kSwapAB ? "swapab_64x" + std::to_string(d.tokens_tile)
+                                                                 : std::string("128x128");
+        os << ", permute + e4m3 quantise, sm90_fp8e4m3_grouped_gemm_" << tile << "x128 (GEMM1, "
+           << to_string(p.quant.weight.granularity) << " scales), quantise the intermediate, the same (GEMM2), combine\n";
+      }
       else
         os << ", permute, " << (g1 ? g1 : "?") << ", " << (g2 ? g2 : "?") << ", combine\n";
     }

@@ -1,6 +1,6 @@
 // GPU tests of the FP8 e4m3 W8A8 grouped expert GEMMs (kernels/gemm/sm90_fp8_grouped_gemm.h,
-// issue #5; normal tile family, "row" scale mode). WRITTEN WITHOUT A GPU: these tests have not run
-// yet; the first session with an H200 runs them (docs/fp8_plan.md §4 items 1-2, reduced).
+// issue #5). The normal tile family with "row" scales passed on the H200 (session 4); SwapAbTiles
+// and BlockScales were written after that run and have not run on a GPU yet.
 //
 // Inputs are FP8 bytes produced on the host by the library's CPU quantisers (fusedmoe/reference.h:
 // quantize_fp8_per_tensor / quantize_fp8_per_token, bit-exact with the GPU's); the reference is the
@@ -783,7 +783,7 @@ TEST(Fp8GroupedGemm, RejectsBadArguments) {
   EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm1(b, nullptr), cudaErrorInvalidValue);
   b = a;
   b.family = TileFamily::kSwapAB;
-  b.tokens_tile = 24;  // Swap-AB tiles are 8, 16, 32, 64
+  b.tokens_tile = 24;  // FP8 Swap-AB tiles are 8, 16, 32
   EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm2(b, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // nothing was launched, no sticky error
 }

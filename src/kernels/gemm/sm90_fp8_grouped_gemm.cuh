@@ -1,7 +1,8 @@
 // sm90_fp8_grouped_gemm.cuh — FP8 e4m3 W8A8 expert GEMMs of a MoE layer on the contiguous layout
 // (device kernel + host launch template; included by sm90_fp8_grouped_gemm_launch.cu only).
-// STATUS: the normal family passes its GPU tests on the H200 and runs in forward(); the Swap-AB
-// family (below) is compiled but NOT yet run on a GPU (forward() uses it only when forced).
+// STATUS: the normal family with "row" scales passes its GPU tests on the H200 and runs in
+// forward(); the Swap-AB family and the block scales (Params::block_scales) are compiled but NOT
+// yet run on a GPU (forward() uses Swap-AB only when forced, block scales not until validated).
 //
 // A clone of the BF16 kernel (sm90_bf16_grouped_gemm.cuh: same warp specialisation,
 // mbarrier ring, TMA views, padded-offset expert lookup, grouped raster, gate/up pairing) with the
@@ -21,7 +22,7 @@
 // Tiles:
 //   normal : 128 token rows x 128 weight rows x 128 K, 5 stages (32 KB each), 2 consumer warpgroups
 //            (64 token rows each, setmaxnreg 232) + 1 producer warpgroup (one elected thread issues TMA).
-//   Swap-AB: C^T = W . X^T, 64 weight rows x T tokens x 128 K (T in {8,16,32,64}, WGMMA m64nTk32),
+//   Swap-AB: C^T = W . X^T, 64 weight rows x T tokens x 128 K (T in {8,16,32}, WGMMA m64nTk32),
 //            1 consumer warpgroup + 1 producer warp, stages sized for 2 CTAs per SM (the BF16
 //            Swap-AB kernel's bytes per stage); gated weight tiles are 4 x [8 gate rows, 8 up rows]
 //            (one 5D TMA box) so that a thread holds gate and up of one output column. Decode.
@@ -156,7 +157,7 @@ struct Params {
 
 // A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
 __device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
-  return __uint_as_float(b == 0 ? 0x00400000u : (b << 23));
+  return __uint_as_float(b == 0 ? 0x00400000u : b == 255 ? 0x7fffffffu : (b << 23));  // 0xFF: NaN
 }
 
 template <class Cfg, bool kGated>

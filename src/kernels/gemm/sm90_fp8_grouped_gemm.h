@@ -1,12 +1,12 @@
 // sm90_fp8_grouped_gemm.h — host entry points of the FP8 e4m3 W8A8 expert GEMMs (sm_90a, TMA +
 // WGMMA e4m3, warp-specialised), issue #5, docs/fp8_plan.md steps 2-3. Plain C++ header.
 //
-// STATUS: validated on the H200 (tests/gpu/test_fp8_grouped_gemm.cpp, 6/6, every element within
-// the accumulator model's bound) and run by forward() for per-tensor / per-channel FP8 layers.
-// Normal tile family only (128 token rows x 128 weight rows x 128 K); scale mode "row" only
+// STATUS: the normal tile family (128 token rows x 128 weight rows x 128 K) with "row" scales
 // (per-tensor / per-channel weight scales, per-tensor / per-token activation scales, applied in
-// fp32 in the epilogue). No 128x128 block scales, no Swap-AB, no FP8 output (GEMM1 writes bf16 H,
-// forward() quantises it in a separate pass) yet: steps 4-6 of docs/fp8_plan.md.
+// fp32 in the epilogue) is validated on the H200 (every element within the accumulator model's
+// bound) and run by forward(). Compiled but NOT yet run on a GPU: the Swap-AB family (token tiles
+// 8, 16, 32) and block scales (below). No FP8 output yet (GEMM1 writes bf16 H; forward() quantises
+// it in a separate pass).
 //
 // Layouts are those of the BF16 kernels (sm90_bf16_grouped_gemm.h: contiguous expert order,
 // padded_offsets multiples of 128, padding rows are garbage and never affect a valid output) with
