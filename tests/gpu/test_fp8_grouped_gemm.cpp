@@ -205,6 +205,7 @@ struct Case {
   bool block = false;        // 128x128 weight-block scales x 1x128 activation groups (a_per_token /
                              // w_per_channel ignored); sw_lo/hi bound the block scales
   bool ue8m0 = false;        // block: weight scales as UE8M0 bytes (powers of two)
+  int k_splits = 1;          // Swap-AB split-K over a cluster (1 off, 0 heuristic, n forced)
 };
 
 std::string describe(const Case& c, const Layout& l) {
@@ -354,6 +355,7 @@ void run_case(const Case& c, uint64_t seed) {
   a.a_scale_per_token = c.a_per_token;
   a.w_scale_per_channel = c.w_per_channel;
   a.block_scales = c.block;
+  a.k_splits = c.k_splits;
   a.a_scale_stride = a_stride;
   a.w_scale_ue8m0 = c.block && c.ue8m0;
   FM_CUDA_CHECK(c.gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
@@ -673,6 +675,25 @@ TEST(Fp8GroupedGemm, SwapAbTiles) {
       run_case(c, seed + uint64_t(idx++));
     }
   }
+  // split-K over a cluster: a gated GEMM1 (K = 4096: 32 K blocks over 5 ranks, the last short) and
+  // a GEMM2 with the heuristic's choice (8 experts x 2 tiles: it splits)
+  for (int v = 0; v < 2; ++v) {
+    Case c;
+    c.name = v == 0 ? "swapab8_split5" : "swapab16_split_auto";
+    c.swap_tile = v == 0 ? 8 : 16;
+    c.k_splits = v == 0 ? 5 : 0;
+    c.G = 8;
+    c.rows = 12;
+    c.a_per_token = true;
+    c.w_per_channel = true;
+    c.sw_lo = 1e-3;
+    c.sw_hi = 1e1;
+    c.bias = true;
+    c.gemm2 = v == 1;
+    c.N = v == 0 ? 192 : 2048;
+    c.K = v == 0 ? 4096 : 128;
+    run_case(c, seed + uint64_t(idx++));
+  }
 }
 
 // 128x128 weight-block scales x 1x128 activation groups (DeepSeek), applied per K block at the
@@ -717,6 +738,21 @@ TEST(Fp8GroupedGemm, BlockScales) {
       run_case(c, seed + uint64_t(idx++));
     }
   }
+  // block scales with split-K: the ranks' partial sums are already block-scaled
+  Case c;
+  c.name = "block_swapab8_split3_ue8m0";
+  c.swap_tile = 8;
+  c.k_splits = 3;
+  c.block = true;
+  c.ue8m0 = true;
+  c.G = 4;
+  c.rows = 9;
+  c.sw_lo = 1e-3;
+  c.sw_hi = 1e1;
+  c.gemm2 = false;
+  c.N = 256;
+  c.K = 7168;
+  run_case(c, seed + uint64_t(idx++));
 }
 
 TEST(Fp8GroupedGemm, AllExpertsEmptyWritesNothing) {

@@ -153,6 +153,11 @@ struct Params {
   int64_t a_scale_stride;
   int w_row_blocks;
   int w_scale_ue8m0;
+  // Split-K over a cluster and early weights under PDL: as the BF16 kernel's Params
+  // (sm90_bf16_grouped_gemm.cuh; Swap-AB only for split-K).
+  int k_splits;
+  int k_tiles_per_split;
+  int early_weights;
 };
 
 // A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
@@ -189,7 +194,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   // ---- which (token tile, weight chunk): grouped raster, 8 token tiles x all weight chunks ----
   constexpr int kGroupM = 8;
-  const int pid = int(blockIdx.x);
+  const bool splitting = Cfg::kSwapAB && p.k_splits > 1;
+  const int split = splitting ? int(blockIdx.x) % p.k_splits : 0;  // == rank in the cluster
+  const int pid = splitting ? int(blockIdx.x) / p.k_splits : int(blockIdx.x);
+  const int kt_begin = splitting ? split * p.k_tiles_per_split : 0;
+  const int kt_end = splitting ? min(p.k_tiles, kt_begin + p.k_tiles_per_split) : p.k_tiles;
   const int per_group = kGroupM * p.w_chunks;
   const int group = pid / per_group;
   const int first_m = group * kGroupM;
@@ -200,14 +209,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int row0 = m_tile * Cfg::kTokTile;  // padded row of the tile's first token row
   __syncthreads();
 
-  pdl_enter();  // kernels/common/pdl.cuh: the set-up above touched only shared memory
+  // kernels/common/pdl.cuh: the set-up above touched only shared memory; early_weights: the wait
+  // moves into the producer (after the first ring of weight loads) and the consumers
+  if (p.early_weights) pdl_launch_dependents();
+  else pdl_enter();
   // ---- which expert: the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1] ----
 #pragma unroll 2
   for (int i = tid; i < p.num_groups; i += Cfg::kThreads) {
-    const int lo = __ldg(p.padded_offsets + i);
-    const int hi = __ldg(p.padded_offsets + i + 1);
-    const int cnt = __ldg(p.counts + i);
-    const int off = p.out_unpadded ? __ldg(p.offsets + i) : 0;
+    const int lo = __ldcg(p.padded_offsets + i);  // (L2 loads: may run before the PDL wait)
+    const int hi = __ldcg(p.padded_offsets + i + 1);
+    const int cnt = __ldcg(p.counts + i);
+    const int off = p.out_unpadded ? __ldcg(p.offsets + i) : 0;
     if (lo <= row0 && row0 < hi) {
       ss.info[0] = i;
       ss.info[1] = cnt;
@@ -241,30 +253,58 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       int stage = 0;
       uint32_t phase = 0;
       const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(p.n_sub) * p.sub_bytes;
+      auto load_weights = [&](int st, int w, int k0) {
+        Element* w_dst = ss.w.begin() + st * (Cfg::kWRows * Cfg::kTileK);
+        for (int s = 0; s < p.n_sub; ++s) {
+          const int h = s & 1;
+          SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[st], kHintW, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
+                                 w * p.mw[0] + h * p.mh[0], w * p.mw[1] + h * p.mh[1], w * p.mw[2] + h * p.mh[2], e);
+        }
+      };
+      // stage bases by plain arithmetic: every stage starts on a 1024-byte swizzle boundary
+      auto act_dst = [&](int st) { return ss.act.begin() + st * (Cfg::kTokTile * Cfg::kTileK); };
+      int skip = 0;  // leading (tile, K step) iterations issued before the PDL wait
+      if (p.early_weights) {
+        // the ring starts empty: the first tile's first stages take their weights now (the whole
+        // stage's bytes expected), their activations once the predecessor is done
+        skip = min(kStages, kt_end - kt_begin);
+        for (int i = 0; i < skip; ++i) {
+          Barrier::arrive_and_expect_tx(&ss.full[i], stage_bytes);
+          load_weights(i, w_begin, (kt_begin + i) * Cfg::kTileK);
+        }
+        pdl_wait();
+        for (int i = 0; i < skip; ++i)
+          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[i], kHintAct, act_dst(i), (kt_begin + i) * Cfg::kTileK, row0);
+      }
       for (int w = w_begin; w < w_end; ++w) {
-        for (int kt = 0; kt < p.k_tiles; ++kt) {
+        for (int kt = kt_begin; kt < kt_end; ++kt) {
+          if (skip > 0) {
+            --skip;
+            if (++stage == kStages) { stage = 0; phase ^= 1u; }
+            continue;
+          }
           // K beyond the reduction length (ragged last step) is zero-filled by TMA in both
           // operands (e4m3 0x00 = +0), so it adds nothing to P.
           const int k0 = kt * Cfg::kTileK;
           Barrier::wait(&ss.empty[stage], phase ^ 1u);
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
-          // stage bases by plain arithmetic: every stage starts on a 1024-byte swizzle boundary
-          Element* act_dst = ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK);
-          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst, k0, row0);
-          Element* w_dst = ss.w.begin() + stage * (Cfg::kWRows * Cfg::kTileK);
-          for (int s = 0; s < p.n_sub; ++s) {
-            const int h = s & 1;
-            SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[stage], kHintW, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
-                                   w * p.mw[0] + h * p.mh[0], w * p.mw[1] + h * p.mh[1],
-                                   w * p.mw[2] + h * p.mh[2], e);
-          }
+          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst(stage), k0, row0);
+          load_weights(stage, w, k0);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
+      }
+    }
+    if constexpr (Cfg::kSwapAB) {
+      if (p.k_splits > 1) {  // the two cluster barriers of the consumers' split-K reduction
+        __syncwarp();
+        cute::cluster_sync();
+        cute::cluster_sync();
       }
     }
   } else {
     // ================= consumers =================
     if constexpr (Cfg::kConsumerWGs == 2) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
+    if (p.early_weights) pdl_wait();  // (their outputs are written after the predecessor is done)
     typename Cfg::TiledMma tiled_mma;
     auto thr_mma = tiled_mma.get_thread_slice(tid);
     auto operands = [&]() {
@@ -339,7 +379,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
       const int64_t swb_g = (int64_t(e) * p.w_row_blocks + rb_g) * p.k_tiles;
       const int64_t swb_u = (int64_t(e) * p.w_row_blocks + rb_u) * p.k_tiles;
-      for (int kt = 0; kt < p.k_tiles; ++kt) {
+      for (int kt = kt_begin; kt < kt_end; ++kt) {
         // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
         float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
         if (p.block_scales) {
@@ -384,7 +424,46 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       if constexpr (Cfg::kSwapAB) {
         // accum (64 weight rows x T tokens): index v0 + 2*v1 + 4*j: weight row warp*16 + lane/4 +
         // 8*v1, token 2*(lane%4) + v0 + 8*j
-        static_assert(decltype(size(accum))::value == Cfg::kTokTile / 2);
+        constexpr int kVals = decltype(size(accum))::value;
+        static_assert(kVals == Cfg::kTokTile / 2 && kVals % 4 == 0);
+        if (p.k_splits > 1) {
+          // Split-K (as the BF16 kernel): every consumer warp's last WGMMAs have read the ring;
+          // ranks 1.. leave their (already block-scaled, in block mode) partial sums in their own
+          // idle weight ring as float4 chunks [chunk][thread]; rank 0 adds them in rank order
+          // through distributed shared memory and runs the epilogue alone.
+          constexpr int kChunks = kVals / 4;
+          static_assert(kChunks * 4 * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
+          float* red = reinterpret_cast<float*>(ss.w.begin());
+          cutlass::arch::NamedBarrier::sync(Cfg::kConsumerThreads, 1);
+          if (split != 0) {
+            CUTE_UNROLL
+            for (int c = 0; c < kChunks; ++c)
+              *reinterpret_cast<float4*>(red + (c * 128 + tid) * 4) =
+                  make_float4(accum(4 * c), accum(4 * c + 1), accum(4 * c + 2), accum(4 * c + 3));
+          }
+          cute::cluster_sync();
+          if (split == 0) {
+            const uint32_t local = cute::cast_smem_ptr_to_uint(red);
+            for (int r = 1; r < p.k_splits; ++r) {
+              uint32_t remote;
+              asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(r));
+              CUTE_UNROLL
+              for (int c = 0; c < kChunks; ++c) {
+                float v0, v1, v2, v3;
+                asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                             : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                             : "r"(remote + uint32_t((c * 128 + tid) * 16))
+                             : "memory");
+                accum(4 * c) += v0;
+                accum(4 * c + 1) += v1;
+                accum(4 * c + 2) += v2;
+                accum(4 * c + 3) += v3;
+              }
+            }
+          }
+          cute::cluster_sync();
+          if (split != 0) continue;  // (one weight tile per CTA: leaves the tile loop)
+        }
         auto sa_of = [&](int t) { return sa_at(t); };
         if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
@@ -602,13 +681,32 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.m_tiles = int(m_tiles);
   p.w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile;
   p.k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
+  int dev = 0, sms = 132;
+  if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  const int64_t slots = int64_t(sms) * Cfg::kMinBlocks;
+  // Split-K (Swap-AB), as the BF16 launch: when the weight tiles fill under half of the CTA slots
+  // (decode), each tile's K blocks are split over a cluster of up to 8 CTAs of >= 4 blocks each
+  // (an FP8 K block is 128 wide: the BF16 rule's 8 steps of 64).
+  int splits = 1;
+  if (Cfg::kSwapAB) {
+    if (a.k_splits > 0) {
+      splits = a.k_splits;
+    } else if (a.k_splits == 0) {
+      const int64_t tiles = m_tiles * int64_t(p.w_tiles);
+      if (2 * tiles <= slots && p.k_tiles >= 8)
+        splits = int(std::min<int64_t>(8, std::min<int64_t>(slots / tiles, p.k_tiles / 4)));
+    }
+    splits = std::max(1, std::min(std::min(splits, 8), p.k_tiles));
+  }
+  p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
+  p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K blocks
   int tpc = a.weight_tiles_per_cta > 0 ? (a.weight_tiles_per_cta < p.w_tiles ? a.weight_tiles_per_cta : p.w_tiles) : 1;
-  if (Cfg::kSwapAB && a.weight_tiles_per_cta == 0) {
+  if (p.k_splits > 1) {
+    tpc = 1;  // the split reduction reuses the weight ring: one tile per CTA
+  } else if (Cfg::kSwapAB && a.weight_tiles_per_cta == 0) {
     // as the BF16 Swap-AB launch: chain weight tiles per CTA for short reductions, aiming at about
     // one wave of CTA slots over the token-tile bound
-    int dev = 0, sms = 132;
-    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    const int64_t target = int64_t(sms) * Cfg::kMinBlocks * 3 / 4;
+    const int64_t target = slots * 3 / 4;
     while (tpc * 2 <= p.w_tiles && p.k_tiles * tpc < 4 * Cfg::kStages &&
            m_tiles * ((p.w_tiles + 2 * tpc - 1) / (2 * tpc)) >= target)
       tpc *= 2;
@@ -645,7 +743,8 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.limit = a.activation.limit;
   p.out_unpadded = gemm2 ? 1 : 0;
 
-  const int64_t grid = m_tiles * int64_t(p.w_chunks);
+  p.early_weights = a.early_weights ? 1 : 0;
+  const int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
 
   constexpr int kSmem = smem_bytes<Cfg>();
@@ -653,7 +752,8 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   auto launch = [&](auto kernel) -> cudaError_t {
     const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[gated ? 1 : 0]);
     if (err != cudaSuccess) return err;
-    return launch_chain(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream, tm_act, tm_w, p);
+    return launch_chain_clustered(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream,
+                                  unsigned(p.k_splits), tm_act, tm_w, p);
   };
   return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true>) : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false>);
 }
