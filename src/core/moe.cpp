@@ -124,9 +124,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   kernels::Fp8GroupedGemmArgs f;
   if (fp8) {
     static_cast<kernels::GroupedGemmArgs&>(f) = g;
-    // (split-K and early weights as the BF16 GEMMs: the permute + quantise sits between the plan and
-    // GEMM1, and between the plan and GEMM2; split-K only in the Swap-AB family)
-    f.early_weights = true;
+    // Split-K as the BF16 GEMMs (Swap-AB only: forced tiles for now). Early weights are safe here too
+    // (the permute + quantise sits between the plan and either GEMM) but stay off until the FP8
+    // kernel's early-weights path has run on a GPU: the row-scaled normal path stays as validated.
+    f.early_weights = false;
     f.a_scale = r.act_scales;
     f.a_scale_per_token = p.quant.act == ActQuant::kPerToken;
     f.w_scale = static_cast<const float*>(t.w1_scale);  // (UE8M0 block scales: bytes)
