@@ -188,6 +188,10 @@ std::vector<Case> layer_cases() {
   v.push_back({"qwen235-tp8-fp8c", q});
   q.quant = fm::QuantScheme::fp8_per_tensor(false);
   v.push_back({"qwen235-tp8-fp8t", q});
+  // DeepSeek-style 128x128 block FP8, as the presets define them (reported as skipped while the
+  // library refuses block scales, see `fusedmoe explain`)
+  for (const char* name : {"dsv3-tp8", "dsv3-ep8", "dsv4f-tp4", "qwen235-tp4"})
+    v.push_back({std::string(name) + "-fp8b", fm::find_preset(name)->problem});
   return v;
 }
 
@@ -220,12 +224,23 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
     Buf w1(w1_bytes), w2(w2_bytes), b1(size_t{4} * ge * r1), b2(size_t{4} * ge * p.hidden);
     // FP8: random bytes as e4m3 weights (timing only), scales 1/448 per channel (or per expert),
     // static activation scales 6/448 and 4/448
+    // (block scales: [G, rows/128, cols/128], f32 1/448 or the UE8M0 byte of 2^-9)
     const bool per_channel = p.quant.weight.granularity == fm::ScaleGranularity::kPerChannel;
-    const std::vector<float> s1(per_channel ? size_t(ge) * r1 : size_t(ge), 1.f / 448.f),
-        s2(per_channel ? size_t(ge) * p.hidden : size_t(ge), 1.f / 448.f), sact = {6.f / 448.f, 4.f / 448.f};
-    Buf w1s(s1.size() * 4), w2s(s2.size() * 4), acts(16);
-    upload(w1s.p, s1);
-    upload(w2s.p, s2);
+    const bool block = p.quant.weight.granularity == fm::ScaleGranularity::kBlock;
+    const bool ue8m0 = block && p.quant.weight.scale_format == fm::ScaleFormat::kUE8M0;
+    auto blocks = [](int64_t v) { return size_t((v + 127) / 128); };
+    const size_t n1 = block ? size_t(ge) * blocks(r1) * blocks(p.hidden) : per_channel ? size_t(ge) * r1 : size_t(ge);
+    const size_t n2 = block ? size_t(ge) * blocks(p.hidden) * blocks(p.intermediate)
+                            : per_channel ? size_t(ge) * p.hidden : size_t(ge);
+    const std::vector<float> s1(n1, 1.f / 448.f), s2(n2, 1.f / 448.f), sact = {6.f / 448.f, 4.f / 448.f};
+    Buf w1s(n1 * 4), w2s(n2 * 4), acts(16);
+    if (ue8m0) {
+      upload(w1s.p, std::vector<uint8_t>(n1, uint8_t(127 - 9)));
+      upload(w2s.p, std::vector<uint8_t>(n2, uint8_t(127 - 9)));
+    } else {
+      upload(w1s.p, s1);
+      upload(w2s.p, s2);
+    }
     upload(acts.p, sact);
     fill_random_bf16(w1.p, w1_bytes, 1);
     fill_random_bf16(w2.p, w2_bytes, 2);
@@ -283,6 +298,11 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
       for (const TileVariant& v : variants) {
       fm::Status st = fm::forward(p, io, ws.p, ws_bytes, s, v.options);
       BENCH_CUDA(cudaStreamSynchronize(s));
+      if (st.code() == fm::StatusCode::kUnsupported) {  // a scheme the library does not run (yet): say so
+        std::printf("%-14s skipped T=%lld%s: %s\n", c.name.c_str(), static_cast<long long>(t),
+                    v.label.empty() ? "" : (" [" + v.label + "]").c_str(), st.message().c_str());
+        continue;
+      }
       if (!st.ok()) {
         std::fprintf(stderr, "bench: %s T=%lld %s: %s\n", c.name.c_str(), static_cast<long long>(t), v.label.c_str(),
                      st.to_string().c_str());
