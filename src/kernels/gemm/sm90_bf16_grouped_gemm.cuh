@@ -243,6 +243,59 @@ __device__ __forceinline__ void with_activation(int kind, F&& f) {
   }
 }
 
+// Split-K over a thread-block cluster (Swap-AB, one weight tile per CTA; both the BF16 and FP8
+// kernels): after the main loop, rank `split` of `splits` holds a partial sum in `accum` (kVals
+// fp32 per consumer thread, kThreads consumer threads). Ranks 1.. leave theirs in their own idle
+// weight ring `red` as float4 chunks [chunk][thread] (conflict-free); rank 0 reads them through
+// distributed shared memory (mapa + ld.shared::cluster) and adds them in rank order, the same bits
+// every run. The named barrier first: wgmma.wait_group covers only the executing warp, and the
+// chunks span other warps' weight rows. The second cluster barrier keeps the other ranks' shared
+// memory alive until rank 0 has read it. Every thread of every CTA of the cluster must call the
+// two cluster barriers: the producer warp calls splitk_producer_barriers(). Returns true on rank 0
+// (which then runs the epilogue).
+template <int kThreads, class Accum>
+__device__ __forceinline__ bool splitk_cluster_reduce(Accum& accum, float* red, int split, int splits, int tid) {
+  constexpr int kVals = decltype(cute::size(accum))::value;
+  static_assert(kVals % 4 == 0);
+  constexpr int kChunks = kVals / 4;
+  cutlass::arch::NamedBarrier::sync(kThreads, 1);
+  if (split != 0) {
+    CUTE_UNROLL
+    for (int c = 0; c < kChunks; ++c)
+      *reinterpret_cast<float4*>(red + (c * kThreads + tid) * 4) =
+          make_float4(accum(4 * c), accum(4 * c + 1), accum(4 * c + 2), accum(4 * c + 3));
+  }
+  cute::cluster_sync();
+  if (split == 0) {
+    const uint32_t local = cute::cast_smem_ptr_to_uint(red);
+    for (int r = 1; r < splits; ++r) {
+      uint32_t remote;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(r));
+      CUTE_UNROLL
+      for (int c = 0; c < kChunks; ++c) {
+        float v0, v1, v2, v3;
+        asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                     : "r"(remote + uint32_t((c * kThreads + tid) * 16))
+                     : "memory");
+        accum(4 * c) += v0;
+        accum(4 * c + 1) += v1;
+        accum(4 * c + 2) += v2;
+        accum(4 * c + 3) += v3;
+      }
+    }
+  }
+  cute::cluster_sync();
+  return split == 0;
+}
+
+// The producer warp's share of splitk_cluster_reduce's two cluster barriers.
+__device__ __forceinline__ void splitk_producer_barriers() {
+  __syncwarp();
+  cute::cluster_sync();
+  cute::cluster_sync();
+}
+
 // L2 hints: activations are re-read by every weight tile of the token tile; weights stream.
 constexpr uint64_t kHintAct = uint64_t(cute::TMA::CacheHintSm90::EVICT_LAST);
 constexpr uint64_t kHintW = uint64_t(cute::TMA::CacheHintSm90::EVICT_NORMAL);
@@ -450,11 +503,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
     }
     if constexpr (Cfg::kSwapAB) {
-      if (p.k_splits > 1) {  // the two cluster barriers of the consumers' split-K reduction
-        __syncwarp();
-        cute::cluster_sync();
-        cute::cluster_sync();
-      }
+      if (p.k_splits > 1) splitk_producer_barriers();  // the consumers' split-K reduction
     }
   } else {
     // ================= consumers =================
@@ -616,45 +665,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         constexpr int kVals = decltype(size(accum))::value;
         static_assert(kVals == Cfg::kTokTile / 2 && kVals % 4 == 0);
         if (p.k_splits > 1) {
-          // Split-K: ranks 1.. leave their partial sums in their own (now idle) weight ring, as
-          // float4 chunks [chunk][thread] (conflict-free); rank 0 reads them through distributed
-          // shared memory and adds them in rank order (the same bits every run), then runs the
-          // epilogue alone. The second barrier keeps the other ranks' shared memory alive until
-          // rank 0 has read it. (One weight tile per CTA: every stage of the ring was consumed.)
-          constexpr int kChunks = kVals / 4;
-          static_assert(kChunks * 4 * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
-          float* red = reinterpret_cast<float*>(ss.w.begin());
-          // every consumer warp's last WGMMAs have read the ring (wgmma.wait_group covers only the
-          // executing warp, and the float4 slots below span other warps' weight rows)
-          cutlass::arch::NamedBarrier::sync(Cfg::kConsumerThreads, 1);
-          if (split != 0) {
-            CUTE_UNROLL
-            for (int c = 0; c < kChunks; ++c)
-              *reinterpret_cast<float4*>(red + (c * 128 + tid) * 4) =
-                  make_float4(accum(4 * c), accum(4 * c + 1), accum(4 * c + 2), accum(4 * c + 3));
-          }
-          cute::cluster_sync();
-          if (split == 0) {
-            const uint32_t local = cute::cast_smem_ptr_to_uint(red);
-            for (int r = 1; r < p.k_splits; ++r) {
-              uint32_t remote;
-              asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(r));
-              CUTE_UNROLL
-              for (int c = 0; c < kChunks; ++c) {
-                float v0, v1, v2, v3;
-                asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                             : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
-                             : "r"(remote + uint32_t((c * 128 + tid) * 16))
-                             : "memory");
-                accum(4 * c) += v0;
-                accum(4 * c + 1) += v1;
-                accum(4 * c + 2) += v2;
-                accum(4 * c + 3) += v3;
-              }
-            }
-          }
-          cute::cluster_sync();
-          if (split != 0) continue;  // (one weight tile per CTA: leaves the tile loop)
+          // split-K: the ranks' partial sums meet on rank 0 (the weight ring is idle: one tile per CTA)
+          static_assert(kVals * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
+          if (!splitk_cluster_reduce<Cfg::kConsumerThreads>(accum, reinterpret_cast<float*>(ss.w.begin()), split,
+                                                            p.k_splits, tid))
+            continue;  // (one weight tile per CTA: leaves the tile loop)
         }
         if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
@@ -810,6 +825,21 @@ WeightView make_weight_view(const GroupedGemmArgs& a, bool gemm2, bool simple) {
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+// Split-K of a Swap-AB launch (both the BF16 and FP8 kernels): `forced` > 0 asks for that many,
+// < 0 for none; 0 = when the weight tiles alone would fill under half of the CTA slots (decode: a
+// few experts x a few 64-row tiles, e.g. qwen235-tp8 GEMM1 at 1 token = 48 tiles on 264 slots),
+// split each tile's reduction over a cluster of up to 8 CTAs, each streaming at least
+// `min_steps` K steps, so that the whole GPU streams weights. Capped to 8 and to the K steps.
+inline int choose_k_splits(int forced, int64_t tiles, int64_t slots, int k_tiles, int min_steps) {
+  int splits = 1;
+  if (forced > 0) {
+    splits = forced;
+  } else if (forced == 0 && tiles > 0 && 2 * tiles <= slots && k_tiles >= 2 * min_steps) {
+    splits = int(std::min<int64_t>(8, std::min<int64_t>(slots / tiles, k_tiles / min_steps)));
+  }
+  return std::max(1, std::min(std::min(splits, 8), k_tiles));
+}
+
 // Shared argument checks of both GEMMs (family/tile checked by the caller).
 inline cudaError_t check_args(const GroupedGemmArgs& a, bool gemm2) {
   if (a.num_groups < 1 || a.num_groups > 65536) return cudaErrorInvalidValue;
@@ -875,23 +905,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   const int64_t slots = int64_t(sms) * Cfg::kMinBlocks;  // resident CTAs in one wave
 
-  // Split-K (Swap-AB only): when the weight tiles alone would fill under half of the CTA slots
-  // (decode: a few experts x a few 64-row tiles, e.g. qwen235-tp8 GEMM1 at 1 token = 48 tiles on
-  // 264 slots), split each tile's reduction over a cluster of up to 8 CTAs, each streaming at
-  // least 8 K steps, so that the whole GPU streams weights.
-  int splits = 1;
-  if (Cfg::kSwapAB) {
-    if (a.k_splits > 0) {
-      splits = a.k_splits;
-    } else if (a.k_splits == 0) {
-      const int64_t tiles = m_tiles * int64_t(p.w_tiles);
-      if (2 * tiles <= slots && p.k_tiles >= 16) {
-        const int64_t by_slots = slots / tiles, by_k = p.k_tiles / 8;
-        splits = int(std::min<int64_t>(8, std::min(by_slots, by_k)));
-      }
-    }
-    splits = std::max(1, std::min(std::min(splits, 8), p.k_tiles));
-  }
+  const int splits = Cfg::kSwapAB ? choose_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots, p.k_tiles, 8) : 1;
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K steps
 

@@ -295,11 +295,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
     }
     if constexpr (Cfg::kSwapAB) {
-      if (p.k_splits > 1) {  // the two cluster barriers of the consumers' split-K reduction
-        __syncwarp();
-        cute::cluster_sync();
-        cute::cluster_sync();
-      }
+      if (p.k_splits > 1) sm90_grouped::splitk_producer_barriers();  // the consumers' split-K reduction
     }
   } else {
     // ================= consumers =================
@@ -427,42 +423,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         constexpr int kVals = decltype(size(accum))::value;
         static_assert(kVals == Cfg::kTokTile / 2 && kVals % 4 == 0);
         if (p.k_splits > 1) {
-          // Split-K (as the BF16 kernel): every consumer warp's last WGMMAs have read the ring;
-          // ranks 1.. leave their (already block-scaled, in block mode) partial sums in their own
-          // idle weight ring as float4 chunks [chunk][thread]; rank 0 adds them in rank order
-          // through distributed shared memory and runs the epilogue alone.
-          constexpr int kChunks = kVals / 4;
-          static_assert(kChunks * 4 * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
-          float* red = reinterpret_cast<float*>(ss.w.begin());
-          cutlass::arch::NamedBarrier::sync(Cfg::kConsumerThreads, 1);
-          if (split != 0) {
-            CUTE_UNROLL
-            for (int c = 0; c < kChunks; ++c)
-              *reinterpret_cast<float4*>(red + (c * 128 + tid) * 4) =
-                  make_float4(accum(4 * c), accum(4 * c + 1), accum(4 * c + 2), accum(4 * c + 3));
-          }
-          cute::cluster_sync();
-          if (split == 0) {
-            const uint32_t local = cute::cast_smem_ptr_to_uint(red);
-            for (int r = 1; r < p.k_splits; ++r) {
-              uint32_t remote;
-              asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(r));
-              CUTE_UNROLL
-              for (int c = 0; c < kChunks; ++c) {
-                float v0, v1, v2, v3;
-                asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                             : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
-                             : "r"(remote + uint32_t((c * 128 + tid) * 16))
-                             : "memory");
-                accum(4 * c) += v0;
-                accum(4 * c + 1) += v1;
-                accum(4 * c + 2) += v2;
-                accum(4 * c + 3) += v3;
-              }
-            }
-          }
-          cute::cluster_sync();
-          if (split != 0) continue;  // (one weight tile per CTA: leaves the tile loop)
+          // split-K (sm90_grouped::splitk_cluster_reduce): the ranks' partial sums, already
+          // block-scaled in block mode, meet on rank 0 (the weight ring is idle: one tile per CTA)
+          static_assert(kVals * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
+          if (!sm90_grouped::splitk_cluster_reduce<Cfg::kConsumerThreads>(accum, reinterpret_cast<float*>(ss.w.begin()),
+                                                                          split, p.k_splits, tid))
+            continue;  // (one weight tile per CTA: leaves the tile loop)
         }
         auto sa_of = [&](int t) { return sa_at(t); };
         if constexpr (kGated) {
@@ -684,20 +650,10 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   int dev = 0, sms = 132;
   if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   const int64_t slots = int64_t(sms) * Cfg::kMinBlocks;
-  // Split-K (Swap-AB), as the BF16 launch: when the weight tiles fill under half of the CTA slots
-  // (decode), each tile's K blocks are split over a cluster of up to 8 CTAs of >= 4 blocks each
-  // (an FP8 K block is 128 wide: the BF16 rule's 8 steps of 64).
-  int splits = 1;
-  if (Cfg::kSwapAB) {
-    if (a.k_splits > 0) {
-      splits = a.k_splits;
-    } else if (a.k_splits == 0) {
-      const int64_t tiles = m_tiles * int64_t(p.w_tiles);
-      if (2 * tiles <= slots && p.k_tiles >= 8)
-        splits = int(std::min<int64_t>(8, std::min<int64_t>(slots / tiles, p.k_tiles / 4)));
-    }
-    splits = std::max(1, std::min(std::min(splits, 8), p.k_tiles));
-  }
+  // split-K (Swap-AB) as the BF16 launch, with K blocks of 128 (>= 4 per split: the BF16 rule's 8
+  // steps of 64)
+  const int splits =
+      Cfg::kSwapAB ? sm90_grouped::choose_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots, p.k_tiles, 4) : 1;
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K blocks
   int tpc = a.weight_tiles_per_cta > 0 ? (a.weight_tiles_per_cta < p.w_tiles ? a.weight_tiles_per_cta : p.w_tiles) : 1;
