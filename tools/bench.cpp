@@ -352,10 +352,13 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
         // expert rows out); combine the expert rows in and the output.
         const double rows_k = double(local_rows);
         const double w1_touched = n_touched * double(w1_bytes) / ge, w2_touched = n_touched * double(w2_bytes) / ge;
+        // (FP8: the GEMMs read 1-byte rows; GEMM2's stage also holds the quantise pass over H:
+        // bf16 read + e4m3 write, then the e4m3 read)
+        const double qa = fp8 ? 1.0 : 2.0;
         const double stage_bytes[4] = {
-            2.0 * t * p.hidden + 2.0 * rows_k * p.hidden,
-            w1_touched + 2.0 * rows_k * p.hidden + 2.0 * rows_k * p.intermediate,
-            w2_touched + 2.0 * rows_k * p.intermediate + 2.0 * rows_k * p.hidden,
+            2.0 * t * p.hidden + qa * rows_k * p.hidden,
+            w1_touched + qa * rows_k * p.hidden + 2.0 * rows_k * p.intermediate,
+            w2_touched + (fp8 ? 4.0 : 2.0) * rows_k * p.intermediate + 2.0 * rows_k * p.hidden,
             2.0 * rows_k * p.hidden + 2.0 * t * p.hidden};
         const double stage_flops[4] = {0, 2.0 * rows_k * p.gemm1_rows() * p.hidden, 2.0 * rows_k * p.hidden * p.intermediate, 0};
         const char* names[4] = {"stage dispatch (route+plan+permute)", "stage gemm1", "stage gemm2", "stage combine"};

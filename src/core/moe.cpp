@@ -64,7 +64,7 @@ ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
 Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
                const ForwardOptions& options) {
   FM_TRY(detail::check_call(p, t, workspace, workspace_bytes));
-  const detail::Decision d = detail::decide(p, options);
+  const detail::Decision d = detail::decide(p, options, /*reasons=*/false);
   if (d.chosen == Backend::kAuto) return d.status;
   if (p.num_tokens == 0) return Status::Ok();
 #if !defined(FUSEDMOE_WITH_CUDA)

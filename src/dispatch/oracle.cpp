@@ -74,20 +74,22 @@ Status can_implement(Backend b, const MoeProblem& p) {
   return Status(StatusCode::kInternal, "kAuto is not a backend");
 }
 
-void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d) {
+// The tile family and token tile; their reason only with `reasons` (explain(): forward() builds no
+// strings).
+void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, bool reasons) {
   std::ostringstream why;
   if (p.quant.weight.format == WeightFormat::kFP8E4M3 && o.tiles != TileFamily::kSwapAB) {
     d->family = TileFamily::kNormal;
     d->tokens_tile = 128;
-    why << "fp8: normal tiles (the fp8 Swap-AB kernels run only when forced until validated on a GPU)";
+    if (reasons) why << "fp8: normal tiles (the fp8 Swap-AB kernels run only when forced until validated on a GPU)";
   } else if (o.tiles == TileFamily::kNormal) {
     d->family = TileFamily::kNormal;
     d->tokens_tile = 128;
-    why << "forced normal";
+    if (reasons) why << "forced normal";
   } else if (o.tiles == TileFamily::kSwapAB) {
     d->family = TileFamily::kSwapAB;
     d->tokens_tile = o.tokens_tile > 0 ? o.tokens_tile : 16;
-    why << "forced swap-ab";
+    if (reasons) why << "forced swap-ab";
   } else {
 #if defined(FUSEDMOE_WITH_CUDA)
     const kernels::TokensTileChoice c = kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts);
@@ -95,20 +97,33 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d) {
     d->tokens_tile = c.tokens_tile;
 #endif
     const double per_expert = static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts;
-    why << "expected rows per expert T*k/E = " << per_expert
+    if (reasons)
+      why << "expected rows per expert T*k/E = " << per_expert
         << (d->family == TileFamily::kSwapAB ? " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N)"
                                              : " > 16: normal (tokens fill WGMMA's M)");
   }
-  d->tile_reason = why.str();
+  if (reasons) d->tile_reason = why.str();
 }
 
 }  // namespace
 
-Decision decide(const MoeProblem& p, const ForwardOptions& options) {
+Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons) {
   Decision d;
+  if (!reasons && (options.backend == Backend::kAuto || options.backend == Backend::kGrouped)) {
+    // forward()'s hot path: the grouped backend, the only one built, decides alone and no text is
+    // made; anything else (a refusal, an error) takes the full path below for its message
+    choose_tiles(p, options, &d, false);
+    const bool fp8_tile_ok = p.quant.weight.format != WeightFormat::kFP8E4M3 || d.family != TileFamily::kSwapAB ||
+                             d.tokens_tile == 8 || d.tokens_tile == 16 || d.tokens_tile == 32;
+    if (fp8_tile_ok && can_implement(Backend::kGrouped, p).ok()) {
+      d.chosen = Backend::kGrouped;
+      return d;
+    }
+    d = Decision{};
+  }
   for (Backend b : {Backend::kGrouped, Backend::kFused, Backend::kCutlassGrouped})
     d.candidates.push_back({b, can_implement(b, p)});
-  choose_tiles(p, options, &d);
+  choose_tiles(p, options, &d, true);
   if (p.quant.weight.format == WeightFormat::kFP8E4M3 && d.family == TileFamily::kSwapAB && d.tokens_tile != 8 &&
       d.tokens_tile != 16 && d.tokens_tile != 32) {
     d.status = Status(StatusCode::kUnsupported, "fp8 swap-ab token tiles are 8, 16 and 32");

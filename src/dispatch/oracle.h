@@ -24,6 +24,8 @@ struct Decision {
   std::string tile_reason;
 };
 
-Decision decide(const MoeProblem& p, const ForwardOptions& options);
+// reasons = false (forward()): no candidate list or reason text when the grouped backend runs the
+// problem (the choice itself is the same).
+Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons = true);
 
 }  // namespace fusedmoe::detail

@@ -10,6 +10,8 @@
 #include <random>
 #include <vector>
 
+#include "kernels/gemm/sm90_bf16_grouped_gemm.h"  // grouped_gemm_max_padded_rows
+
 #define FM_CUDA_CHECK(expr)                                                              \
   do {                                                                                   \
     cudaError_t fm_e_ = (expr);                                                          \
@@ -148,6 +150,29 @@ float graph_us(F&& launch, int per_graph = 20, int reps = 10) {
   cudaStreamDestroy(s);
   cudaGetLastError();
   return result;
+}
+
+// The contiguous (expert-grouped) layout of one grouped-GEMM call: expert e's rows at
+// padded[e] .. padded[e] + counts[e] - 1, padded offsets multiples of `pad`.
+struct GroupedLayout {
+  std::vector<int32_t> counts, offsets, padded;
+  int64_t rows = 0;      // R
+  int64_t max_rows = 0;  // host bound on padded[G] (kernels::grouped_gemm_max_padded_rows)
+};
+
+inline GroupedLayout make_grouped_layout(const std::vector<int>& counts, int pad) {
+  GroupedLayout l;
+  const int g = int(counts.size());
+  l.counts.assign(counts.begin(), counts.end());
+  l.offsets.assign(size_t(g) + 1, 0);
+  l.padded.assign(size_t(g) + 1, 0);
+  for (int e = 0; e < g; ++e) {
+    l.offsets[size_t(e) + 1] = l.offsets[size_t(e)] + counts[size_t(e)];
+    l.padded[size_t(e) + 1] = l.padded[size_t(e)] + (counts[size_t(e)] + pad - 1) / pad * pad;
+  }
+  l.rows = l.offsets.back();
+  l.max_rows = fusedmoe::kernels::grouped_gemm_max_padded_rows(l.rows, g, pad);
+  return l;
 }
 
 }  // namespace fusedmoe::gputest

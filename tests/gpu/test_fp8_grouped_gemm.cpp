@@ -92,26 +92,8 @@ void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
 }
 
 // The contiguous layout of one call (padded to the 128-row tile).
-struct Layout {
-  std::vector<int32_t> counts, offsets, padded;
-  int64_t rows = 0;      // R
-  int64_t max_rows = 0;  // host bound on padded[G]
-};
-
-Layout make_layout(const std::vector<int>& counts) {
-  Layout l;
-  const int g = int(counts.size());
-  l.counts.assign(counts.begin(), counts.end());
-  l.offsets.assign(size_t(g) + 1, 0);
-  l.padded.assign(size_t(g) + 1, 0);
-  for (int e = 0; e < g; ++e) {
-    l.offsets[size_t(e) + 1] = l.offsets[size_t(e)] + counts[size_t(e)];
-    l.padded[size_t(e) + 1] = l.padded[size_t(e)] + (counts[size_t(e)] + kTile - 1) / kTile * kTile;
-  }
-  l.rows = l.offsets.back();
-  l.max_rows = fusedmoe::kernels::grouped_gemm_max_padded_rows(l.rows, g, kTile);
-  return l;
-}
+using Layout = fusedmoe::gputest::GroupedLayout;
+Layout make_layout(const std::vector<int>& counts) { return fusedmoe::gputest::make_grouped_layout(counts, kTile); }
 
 // `rows` rows over g experts: one hot expert takes about half (when hot), about a quarter of the
 // experts stay empty (at least one when g >= 2), the rest share the remainder at random.

@@ -106,27 +106,9 @@ inline double dot(const float* a, const float* b, int n) {
   return (s0 + s1) + (s2 + s3);
 }
 
-// The contiguous layout of one call.
-struct Layout {
-  std::vector<int32_t> counts, offsets, padded;
-  int64_t rows = 0;      // R
-  int64_t max_rows = 0;  // host bound on padded[G]
-};
-
-Layout make_layout(const std::vector<int>& counts, int pad) {
-  Layout l;
-  const int g = int(counts.size());
-  l.counts.assign(counts.begin(), counts.end());
-  l.offsets.assign(size_t(g) + 1, 0);
-  l.padded.assign(size_t(g) + 1, 0);
-  for (int e = 0; e < g; ++e) {
-    l.offsets[size_t(e) + 1] = l.offsets[size_t(e)] + counts[size_t(e)];
-    l.padded[size_t(e) + 1] = l.padded[size_t(e)] + (counts[size_t(e)] + pad - 1) / pad * pad;
-  }
-  l.rows = l.offsets.back();
-  l.max_rows = fusedmoe::kernels::grouped_gemm_max_padded_rows(l.rows, g, pad);
-  return l;
-}
+// The contiguous layout of one call (gpu_test_util.h).
+using Layout = fusedmoe::gputest::GroupedLayout;
+Layout make_layout(const std::vector<int>& counts, int pad) { return fusedmoe::gputest::make_grouped_layout(counts, pad); }
 
 // Random counts: ~1/4 of the experts empty, one hot expert.
 std::vector<int> random_counts(uint64_t& s, int g, int max_count, int hot) {

@@ -13,6 +13,22 @@
 
 namespace fusedmoe::kernels {
 
+// Streaming multiprocessors of the current device, cached per device: launch shapes read it on
+// every call, so after the first only cudaGetDevice remains.
+inline int device_sm_count() {
+  static std::atomic<int> cache[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 132;
+  if (dev >= 0 && dev < 64) {
+    const int c = cache[dev].load(std::memory_order_relaxed);
+    if (c > 0) return c;
+  }
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
+  if (dev >= 0 && dev < 64) cache[dev].store(n, std::memory_order_relaxed);
+  return n;
+}
+
 // Opts `kernel` in to `bytes` of dynamic shared memory (beyond the 48 KB default) once per device:
 // `done` is the caller's per-kernel bitmask of devices already set (a function-local static at the
 // launch site). A host attribute call, not a stream operation: fine during graph capture, and

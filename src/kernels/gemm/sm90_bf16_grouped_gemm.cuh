@@ -901,8 +901,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile;
   p.k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
 
-  int dev = 0, sms = 132;
-  if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  const int sms = device_sm_count();
   const int64_t slots = int64_t(sms) * Cfg::kMinBlocks;  // resident CTAs in one wave
 
   const int splits = Cfg::kSwapAB ? choose_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots, p.k_tiles, 8) : 1;

@@ -647,8 +647,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.m_tiles = int(m_tiles);
   p.w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile;
   p.k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
-  int dev = 0, sms = 132;
-  if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  const int sms = device_sm_count();
   const int64_t slots = int64_t(sms) * Cfg::kMinBlocks;
   // split-K (Swap-AB) as the BF16 launch, with K blocks of 128 (>= 4 per split: the BF16 rule's 8
   // steps of 64)

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "kernels/common/launch.cuh"  // device_sm_count
+
 namespace fusedmoe::kernels::vec {
 
 // ---- bf16 / f16 <-> float, 8 elements in a uint4 ------------------------------------------------
@@ -86,20 +88,8 @@ inline bool pick_team_shape(int64_t units, int max_ts, TeamShape* s) {
   return true;
 }
 
-// Streaming multiprocessors of the current device (cached per device; a cheap attribute query).
-inline int sm_count() {
-  static std::atomic<int> cache[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 132;
-  if (dev >= 0 && dev < 64) {
-    const int c = cache[dev].load(std::memory_order_relaxed);
-    if (c > 0) return c;
-  }
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
-  if (dev >= 0 && dev < 64) cache[dev].store(n, std::memory_order_relaxed);
-  return n;
-}
+// Streaming multiprocessors of the current device (kernels/common/launch.cuh, cached per device).
+inline int sm_count() { return device_sm_count(); }
 
 // Blocks of `kernel` resident per SM at this block size and dynamic shared memory (the occupancy
 // calculator), remembered per thread for the last 8 queries so that launches on the hot path do

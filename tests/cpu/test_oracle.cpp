@@ -1,0 +1,40 @@
+// The oracle's two modes (src/dispatch/oracle.h): forward() asks without reasons (no text on the hot
+// path), explain() with them; the decision itself must be the same.
+#include <gtest/gtest.h>
+
+#include "dispatch/oracle.h"
+#include "fusedmoe/fusedmoe.h"
+
+namespace fm = fusedmoe;
+
+TEST(Oracle, DecisionWithoutReasonsIsTheSame) {
+  int checked = 0;
+  for (const fm::Preset& pr : fm::presets()) {
+    for (int64_t t : {int64_t{1}, int64_t{16}, int64_t{300}, int64_t{8192}}) {
+      for (int variant = 0; variant < 5; ++variant) {
+        fm::MoeProblem p = pr.problem;
+        if (variant == 1) p.quant = fm::QuantScheme::bf16();
+        if (variant == 2) p.quant = fm::QuantScheme::fp8_per_channel();
+        p.num_tokens = p.max_tokens = t;
+        fm::ForwardOptions o;
+        if (variant == 3) o.tiles = fm::TileFamily::kSwapAB;
+        if (variant == 4) {
+          o.tiles = fm::TileFamily::kSwapAB;
+          o.tokens_tile = 64;  // no fp8 swap-ab tile 64: refused in both modes
+        }
+        const fm::detail::Decision full = fm::detail::decide(p, o, true);
+        const fm::detail::Decision fast = fm::detail::decide(p, o, false);
+        SCOPED_TRACE(pr.name + " T=" + std::to_string(t) + " variant " + std::to_string(variant));
+        EXPECT_EQ(fast.chosen, full.chosen);
+        EXPECT_EQ(fast.status.code(), full.status.code());
+        if (full.chosen != fm::Backend::kAuto) {
+          EXPECT_EQ(fast.family, full.family);
+          EXPECT_EQ(fast.tokens_tile, full.tokens_tile);
+          EXPECT_FALSE(full.tile_reason.empty());
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
