@@ -153,7 +153,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     kernels::PermuteQuantArgs hq;
     hq.x = inter;
     hq.act_dtype = p.act_dtype;
-    hq.num_tokens = r.act_rows;
+    hq.num_tokens = r.act_rows;                          // the bound; the rows that exist:
+    hq.num_tokens_dev = r.padded_offsets + r.num_groups;  // padded_offsets[G], read on the device
     hq.hidden = p.intermediate;
     hq.quant = p.quant.act;
     hq.scale_format = p.quant.act_scale_format;
