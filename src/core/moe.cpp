@@ -124,10 +124,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   kernels::Fp8GroupedGemmArgs f;
   if (fp8) {
     static_cast<kernels::GroupedGemmArgs&>(f) = g;
-    // Split-K as the BF16 GEMMs (Swap-AB only: forced tiles for now). Early weights are safe here too
-    // (the permute + quantise sits between the plan and either GEMM) but stay off until the FP8
-    // kernel's early-weights path has run on a GPU: the row-scaled normal path stays as validated.
-    f.early_weights = false;
+    // Split-K as the BF16 GEMMs (Swap-AB only). Early weights are safe here too (the permute +
+    // quantise sits between the plan and GEMM1, the quantise of H between it and GEMM2); they run
+    // once the oracle's flag for them is on (dispatch/oracle.cpp).
+    f.early_weights = g.early_weights && detail::fp8_early_weights_enabled();
     f.a_scale = r.act_scales;
     f.a_scale_per_token = p.quant.act == ActQuant::kPerToken;
     f.w_scale = static_cast<const float*>(t.w1_scale);  // (UE8M0 block scales: bytes)
@@ -168,6 +168,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
     f.a = inter_q;
     f.a_scale = inter_scales;
+    f.early_weights = detail::fp8_early_weights_enabled();
     f.w = t.w2;
     f.w_scale = static_cast<const float*>(t.w2_scale);
     f.bias = g.bias;
@@ -198,6 +199,8 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
     os << "chosen: " << to_string(d.chosen) << " (" << d.reason << ")\n";
     os << "tiles: " << to_string(d.family) << ", token tile " << d.tokens_tile << " (" << d.tile_reason << ")\n";
     os << "switches:\n" << resolve_options(p, options).why;
+    if (detail::unvalidated_kernels_allowed())
+      os << "FUSEDMOE_UNVALIDATED_KERNELS=1: fp8 paths awaiting GPU validation are enabled (developers' switch)\n";
 #if defined(FUSEDMOE_WITH_CUDA)
     if (d.chosen == Backend::kGrouped) {
       const char* g1 = kernels::grouped_gemm1_name(d.family, d.tokens_tile);

@@ -1,5 +1,7 @@
 #include "dispatch/oracle.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #if defined(FUSEDMOE_WITH_CUDA)
@@ -15,11 +17,36 @@ namespace {
 // only once its GEMM tests have passed on a GPU: flip this then, together with the test
 // Forward.Fp8BlockScalesAreReportedAsNotBuiltYet, and run Forward.Fp8BlockScaledLayers.
 constexpr bool kFp8BlockScalesValidated = false;
+// The FP8 Swap-AB tiles (8/16/32) chosen automatically at decode, as for BF16 (forced, they run
+// either way).
+constexpr bool kFp8SwapAbValidated = false;
+// The FP8 GEMMs' early weights under PDL (the first ring of weight loads before the wait), as the
+// BF16 GEMMs do; off, the FP8 path waits first.
+constexpr bool kFp8EarlyWeightsValidated = false;
+
+}  // namespace
+
+// Developers' switch: FUSEDMOE_UNVALIDATED_KERNELS=1 in the environment (read once) lets the oracle
+// and forward() take the paths above before their flag is flipped, so one GPU session can test
+// and time them. Not for production; `fusedmoe explain` says when it is set.
+bool unvalidated_kernels_allowed() {
+  static const bool on = [] {
+    const char* v = std::getenv("FUSEDMOE_UNVALIDATED_KERNELS");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+bool fp8_block_scales_enabled() { return kFp8BlockScalesValidated || unvalidated_kernels_allowed(); }
+bool fp8_swapab_auto_enabled() { return kFp8SwapAbValidated || unvalidated_kernels_allowed(); }
+bool fp8_early_weights_enabled() { return kFp8EarlyWeightsValidated || unvalidated_kernels_allowed(); }
+
+namespace {
 
 [[maybe_unused]] Status fp8_supported(const MoeProblem& p) {
   const WeightQuant& w = p.quant.weight;
   if (w.granularity == ScaleGranularity::kBlock) {
-    if (!kFp8BlockScalesValidated)
+    if (!fp8_block_scales_enabled())
       return Status(StatusCode::kUnsupported,
                     "fp8 128x128 block scales are built but not yet validated on a GPU (issue #5)");
     if (w.block_n != 128 || w.block_k != 128)
@@ -78,10 +105,12 @@ Status can_implement(Backend b, const MoeProblem& p) {
 // strings).
 void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, bool reasons) {
   std::ostringstream why;
-  if (p.quant.weight.format == WeightFormat::kFP8E4M3 && o.tiles != TileFamily::kSwapAB) {
+  if (p.quant.weight.format == WeightFormat::kFP8E4M3 && o.tiles == TileFamily::kAuto && !fp8_swapab_auto_enabled()) {
     d->family = TileFamily::kNormal;
     d->tokens_tile = 128;
-    if (reasons) why << "fp8: normal tiles (the fp8 Swap-AB kernels run only when forced until validated on a GPU)";
+    if (reasons)
+      why << "fp8: normal tiles (the fp8 Swap-AB kernels run only when forced until validated on a GPU; "
+             "FUSEDMOE_UNVALIDATED_KERNELS=1 lets the heuristic pick them)";
   } else if (o.tiles == TileFamily::kNormal) {
     d->family = TileFamily::kNormal;
     d->tokens_tile = 128;

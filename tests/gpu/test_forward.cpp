@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -278,6 +279,14 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
     cases.push_back({sh, 3, tiles(fm::TileFamily::kSwapAB, 16)});
     cases.push_back({small_problem(8, 2, 136, 264, fm::Activation::swiglu_oai(1.702f, 7.f, true)), 50,
                      tiles(fm::TileFamily::kNormal)});  // K = 264: a ragged last K step
+    // FP8 (per-channel / per-token and static per-tensor): the GEMMs' early weights under PDL
+    fm::MoeProblem f8 = small_problem(16, 4, 192, 512);
+    f8.quant = fm::QuantScheme::fp8_per_channel();
+    cases.push_back({f8, 65, {}});
+    cases.push_back({f8, 5, tiles(fm::TileFamily::kSwapAB, 8)});
+    f8.quant = fm::QuantScheme::fp8_per_tensor(false);
+    cases.push_back({f8, 300, {}});
+    cases.push_back({f8, 2, tiles(fm::TileFamily::kSwapAB, 16)});
   }
   for (C& c : cases) {
     fm::MoeProblem p = c.p;
@@ -385,6 +394,8 @@ TEST(Forward, DeviceTokenCountOneGraph) {
 }
 
 TEST(Forward, Fp8BlockScalesAreReportedAsNotBuiltYet) {
+  if (const char* v = std::getenv("FUSEDMOE_UNVALIDATED_KERNELS"); v && std::string(v) == "1")
+    GTEST_SKIP() << "FUSEDMOE_UNVALIDATED_KERNELS=1 enables them";
   fm::MoeProblem p = fm::find_preset("dsv3-tp8")->problem;
   p.num_tokens = p.max_tokens = 4;
   EXPECT_NE(fm::explain(p).find("issue #5"), std::string::npos);
@@ -455,5 +466,12 @@ TEST(Forward, Fp8SwapAbTiles) {
     q.has_expert_bias = true;
     q.activation = fm::Activation::swiglu_oai(1.702f, 7.f, true);
     check_forward(q, 33, tiles(fm::TileFamily::kSwapAB, 16), label + " shared+bias+il", fm::testing::Skew::kZipf, kFp8Tol);
+    // the oracle's own choice at decode (Swap-AB once enabled, with split-K where it pays)
+    for (int64_t t : {1, 2, 16}) check_forward(p, t, {}, label + " auto", fm::testing::Skew::kUniform, kFp8Tol);
   }
+  // qwen235-tp8's expert shape over 32 experts, auto tiles at 1 and 8 tokens (K = 4096: split-K)
+  fm::MoeProblem qw = fm::find_preset("qwen235-tp8")->problem;
+  qw.num_experts = 32;
+  qw.quant = fm::QuantScheme::fp8_per_channel();
+  for (int64_t t : {1, 8}) check_forward(qw, t, {}, "qwen235-like E32 fp8 auto", fm::testing::Skew::kUniform, kFp8Tol);
 }

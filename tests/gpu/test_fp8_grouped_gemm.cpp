@@ -188,14 +188,16 @@ struct Case {
                              // w_per_channel ignored); sw_lo/hi bound the block scales
   bool ue8m0 = false;        // block: weight scales as UE8M0 bytes (powers of two)
   int k_splits = 1;          // Swap-AB split-K over a cluster (1 off, 0 heuristic, n forced)
+  bool early_weights = false;  // the producer's first ring of weight loads before the PDL wait
 };
 
 std::string describe(const Case& c, const Layout& l) {
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "%s G=%d N=%d K=%d rows=%lld a:%s w:%s sw=[%.0e,%.0e]%s%s%s", c.gemm2 ? "gemm2" : "gemm1",
+  std::snprintf(buf, sizeof(buf), "%s G=%d N=%d K=%d rows=%lld a:%s w:%s sw=[%.0e,%.0e]%s%s%s%s", c.gemm2 ? "gemm2" : "gemm1",
                 c.G, c.N, c.K, static_cast<long long>(l.rows), c.block ? "1x128" : c.a_per_token ? "token" : "tensor",
                 c.block ? (c.ue8m0 ? "block-ue8m0" : "block") : c.w_per_channel ? "channel" : "tensor", c.sw_lo, c.sw_hi,
-                c.bias ? " bias" : "", c.exact ? " exact" : "", c.swap_tile ? " swap-ab" : "");
+                c.bias ? " bias" : "", c.exact ? " exact" : "", c.swap_tile ? " swap-ab" : "",
+                c.early_weights ? " early-weights" : "");
   return buf;
 }
 
@@ -338,6 +340,7 @@ void run_case(const Case& c, uint64_t seed) {
   a.w_scale_per_channel = c.w_per_channel;
   a.block_scales = c.block;
   a.k_splits = c.k_splits;
+  a.early_weights = c.early_weights;
   a.a_scale_stride = a_stride;
   a.w_scale_ue8m0 = c.block && c.ue8m0;
   FM_CUDA_CHECK(c.gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
@@ -528,6 +531,7 @@ TEST(Fp8GroupedGemm, Gemm2RandomSweep) {
         c.sw_lo = c.sw_hi = kTensorScales[idx % 3];
       }
       c.bias = (idx % 3) == 1;
+      c.early_weights = (idx % 2) == 1;
       run_case(c, seed + uint64_t(idx++));
     }
   }
@@ -634,6 +638,7 @@ TEST(Fp8GroupedGemm, SwapAbTiles) {
       c.sw_lo = variant == 2 ? 1e-8 : 1e-3;
       c.sw_hi = variant == 2 ? 1e4 : 1e1;
       c.bias = variant != 1;
+      c.early_weights = variant >= 2;
       if (variant == 0) {  // GEMM1, gated, ragged N
         c.gemm2 = false;
         c.N = 360;
@@ -664,6 +669,7 @@ TEST(Fp8GroupedGemm, SwapAbTiles) {
     c.name = v == 0 ? "swapab8_split5" : "swapab16_split_auto";
     c.swap_tile = v == 0 ? 8 : 16;
     c.k_splits = v == 0 ? 5 : 0;
+    c.early_weights = v == 1;
     c.G = 8;
     c.rows = 12;
     c.a_per_token = true;
@@ -698,6 +704,7 @@ TEST(Fp8GroupedGemm, BlockScales) {
       c.sw_lo = variant == 2 ? 1e-8 : 1e-3;
       c.sw_hi = variant == 2 ? 1e4 : 1e1;
       c.bias = variant != 1;
+      c.early_weights = variant == 1 || variant == 3;
       if (variant == 0) {  // GEMM1 gated, dsv3-tp8's shape
         c.gemm2 = false;
         c.N = 256;
@@ -725,6 +732,7 @@ TEST(Fp8GroupedGemm, BlockScales) {
   c.name = "block_swapab8_split3_ue8m0";
   c.swap_tile = 8;
   c.k_splits = 3;
+  c.early_weights = true;
   c.block = true;
   c.ue8m0 = true;
   c.G = 4;
