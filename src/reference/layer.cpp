@@ -145,6 +145,16 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out) {
   for (int64_t row = 0; row < rows; ++row) {
     fake_quantize_row(p.quant, &gemm1_in[row * k_dim], k_dim, act1_scale, quantised_in.data());
     gemm1_activation_row(p, t, row_group[row], quantised_in.data(), &h[row * n_dim]);
+    if (p.quant.act != ActQuant::kNone) {
+      // Quantised activations: H is stored in act_dtype between the GEMMs and quantised from
+      // there (the GPU's GEMM1 writes bf16 H; its quantiser reads it), so the reference rounds too
+      // (from float, as the GPU's epilogue converts its float result).
+      for (int64_t c = 0; c < n_dim; ++c) {
+        const float v = static_cast<float>(h[row * n_dim + c]);
+        h[row * n_dim + c] = p.act_dtype == DType::kFloat16 ? fp16_to_float(float_to_fp16(v))
+                                                             : bf16_to_float(float_to_bf16(v));
+      }
+    }
   }
   const float act2_scale = per_tensor_act_scale(p.quant, h.data(), rows * n_dim, t.act2_scale);
 

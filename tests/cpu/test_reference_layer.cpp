@@ -261,6 +261,12 @@ std::vector<double> naive_forward(const LayerInputs& in, const ref::Routing& rou
       } else {
         it.h[j] = ref::activate(p.activation, gemm1(j), gemm1(n_dim + j));
       }
+      // quantised activations: H lives in act_dtype between the GEMMs (bf16 or fp16)
+      if (p.quant.act != fm::ActQuant::kNone) {
+        const float hf = static_cast<float>(it.h[j]);
+        it.h[j] = p.act_dtype == fm::DType::kFloat16 ? ref::fp16_to_float(ref::float_to_fp16(hf))
+                                                      : ref::bf16_to_float(ref::float_to_bf16(hf));
+      }
     }
   }
 

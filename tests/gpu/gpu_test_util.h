@@ -55,7 +55,12 @@ class DeviceBuffer {
   template <class T> T* as() const { return static_cast<T*>(ptr_); }
   size_t bytes() const { return bytes_; }
   // Fill every byte with `byte` (0xFF: NaN for float/bf16, -1 for ints).
-  void poison(uint8_t byte = 0xFF) const { if (ptr_) cudaMemset(ptr_, byte, bytes_); }
+  // Synchronous: the legacy-stream memset is not ordered before work on non-blocking streams.
+  void poison(uint8_t byte = 0xFF) const {
+    if (!ptr_) return;
+    EXPECT_EQ(cudaMemset(ptr_, byte, bytes_), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
 
  private:
   void* ptr_ = nullptr;

@@ -70,8 +70,8 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
 #pragma unroll
       for (int q = 0; q < kBatch; ++q) {
         const int s = s0 + q;
-        r[q] = s < p.slots ? __ldg(p.slot_row + t * p.slots + s) : -1;
-        w[q] = s < p.top_k ? (p.weights != nullptr ? __ldg(p.weights + t * p.top_k + s) : 1.f) : p.shared_scale;
+        r[q] = s < p.slots ? __ldcg(p.slot_row + t * p.slots + s) : -1;
+        w[q] = s < p.top_k ? (p.weights != nullptr ? __ldcg(p.weights + t * p.top_k + s) : 1.f) : p.shared_scale;
       }
       uint4 v[kBatch][VPT];
 #pragma unroll
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
 #pragma unroll
         for (int j = 0; j < VPT; ++j) {
           const int u = u0 + lane + j * p.ts;
-          v[q][j] = (r[q] >= 0 && u < u_end) ? __ldg(src + static_cast<int64_t>(r[q]) * p.units + u)
+          v[q][j] = (r[q] >= 0 && u < u_end) ? __ldcg(src + static_cast<int64_t>(r[q]) * p.units + u)
                                                : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll

@@ -5,6 +5,12 @@
 // (barrier init, descriptor prefetch, block placement) in the predecessor's tail; griddepcontrol.wait
 // returns once the predecessor grid has completed and its memory is visible. Launched without the
 // attribute, both instructions are no-ops.
+//
+// Data written by an earlier kernel of the chain (the plan, permuted rows, activation scales, H,
+// expert outputs) is read with coherent loads (__ldcg or plain), never __ldg: the compiler treats
+// ld.global.nc as reading memory that is constant for the whole kernel and may hoist it above
+// griddepcontrol.wait (measured: FP8 GEMMs under PDL read poisoned per-token scales). __ldg is for
+// the caller's inputs (x, weights, scales, biases), complete before the layer's first kernel.
 #pragma once
 
 namespace fusedmoe::kernels {

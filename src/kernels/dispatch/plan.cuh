@@ -220,7 +220,7 @@ __device__ __forceinline__ void plan_rank_scatter_body(const PlanParams& p, int 
       base[g] = 0;
     } else {
       // Global row of this chunk's first row of g: offsets[g] + rows of g in earlier chunks.
-      base[g] = __ldg(p.offsets + g) + p.chunk_hist[static_cast<int64_t>(chunk) * G + g] - static_cast<int32_t>(start);
+      base[g] = __ldcg(p.offsets + g) + p.chunk_hist[static_cast<int64_t>(chunk) * G + g] - static_cast<int32_t>(start);
     }
   }
   if (kSingle && tid == 0) {

@@ -423,7 +423,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       const int ptid = tid - Cfg::kConsumerThreads;
       const int64_t urow0 = int64_t(__shfl_sync(0xffffffff, ss.info[2], 0)) + local0;  // first unpadded row
       for (int i = ptid; i < Cfg::kTokTile; i += P)
-        ss.gather_tok[i] = i < rows_valid ? __ldg(p.row_token + urow0 + i) : -1;
+        ss.gather_tok[i] = i < rows_valid ? __ldcg(p.row_token + urow0 + i) : -1;
       cutlass::arch::NamedBarrier::sync(P, 3);
       const int c = ptid & 7, r_first = ptid >> 3;
       // (tokens are re-read from shared memory per stage: the normal family's producer warpgroup
@@ -840,6 +840,26 @@ inline int choose_k_splits(int forced, int64_t tiles, int64_t slots, int k_tiles
   return std::max(1, std::min(std::min(splits, 8), k_tiles));
 }
 
+// Weight tiles per CTA. Forced (> 0) as given; with split-K one (the split reduction reuses the
+// weight ring). Otherwise, for short reductions (e.g. GEMM2 with a small N): several weight tiles
+// per CTA so that it streams a few ring lengths (amortising CTA start-up, the expert lookup and
+// pipeline fill; the producer loads tile w+1 while the consumers run tile w's epilogue), keeping
+// about two waves of CTA slots over the token-tile bound (an over-estimate of the active tiles).
+// Both families, both GEMMs (BF16 and FP8): with one tile per CTA, GEMM2 of qwen235-tp8 at 8192
+// tokens (K = 192, three K steps) ran 20448 CTAs at 8 % tensor-pipe activity (H200, ncu). Swap-AB
+// (memory-bound decode) aims at about one wave with the most bytes in flight per CTA: qwen235-tp8
+// GEMM2 at 1 token has 512 tiles of 3 K steps for 264 slots.
+inline int choose_tiles_per_cta(int forced, int k_splits, int w_tiles, int k_tiles, int64_t m_tiles, int64_t slots,
+                                int stages, bool swap_ab) {
+  if (k_splits > 1) return 1;
+  if (forced > 0) return forced < w_tiles ? forced : w_tiles;
+  const int64_t target = swap_ab ? slots * 3 / 4 : 2 * slots;
+  int tpc = 1;
+  while (tpc * 2 <= w_tiles && k_tiles * tpc < 4 * stages && m_tiles * ((w_tiles + 2 * tpc - 1) / (2 * tpc)) >= target)
+    tpc *= 2;
+  return tpc;
+}
+
 // Shared argument checks of both GEMMs (family/tile checked by the caller).
 inline cudaError_t check_args(const GroupedGemmArgs& a, bool gemm2) {
   if (a.num_groups < 1 || a.num_groups > 65536) return cudaErrorInvalidValue;
@@ -908,25 +928,8 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K steps
 
-  int tpc = 1;
-  if (p.k_splits > 1) {
-    tpc = 1;  // the split reduction reuses the weight ring: one tile per CTA
-  } else if (a.weight_tiles_per_cta > 0) {
-    tpc = a.weight_tiles_per_cta < p.w_tiles ? a.weight_tiles_per_cta : p.w_tiles;
-  } else {
-    // Short reductions (e.g. GEMM2 with a small N): give each CTA several weight tiles so that it
-    // streams a few ring lengths (amortising CTA start-up, the expert lookup and pipeline fill;
-    // the producer loads tile w+1 while the consumers run tile w's epilogue), while keeping about
-    // two waves of CTA slots over the token-tile bound (an over-estimate of the active tiles).
-    // Both families: with one tile per CTA, GEMM2 of qwen235-tp8 at 8192 tokens (K = 192, three
-    // K steps) ran 20448 CTAs at 8 % tensor-pipe activity (H200, ncu). Swap-AB (memory-bound
-    // decode) aims at about one wave with the most bytes in flight per CTA: qwen235-tp8 GEMM2 at
-    // 1 token has 512 tiles of 3 K steps for 264 slots.
-    const int64_t target = Cfg::kSwapAB ? slots * 3 / 4 : 2 * slots;
-    while (tpc * 2 <= p.w_tiles && p.k_tiles * tpc < 4 * Cfg::kStages &&
-           m_tiles * ((p.w_tiles + 2 * tpc - 1) / (2 * tpc)) >= target)
-      tpc *= 2;
-  }
+  const int tpc = choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles, slots,
+                                       Cfg::kStages, Cfg::kSwapAB);
   p.tiles_per_cta = tpc;
   p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
 

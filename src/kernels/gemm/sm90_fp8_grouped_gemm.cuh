@@ -323,7 +323,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     const float* sw_e = p.w_scale + int64_t(e) * p.w_scale_e_stride;
     // the epilogue's "row" scales (block scales were applied in the main loop: 1)
     auto sw_at = [&](int j) { return p.block_scales ? 1.f : __ldg(sw_e + j * p.w_scale_row_mul); };
-    auto sa_at = [&](int r) { return p.block_scales ? 1.f : __ldg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul); };
+    auto sa_at = [&](int r) { return p.block_scales ? 1.f : __ldcg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul); };
     // Normal: accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: token row +8*v1, column
     // 2*(lane%4)+v0+8*j. A thread's two token rows are the same in every weight tile: their
     // activation scales once. (Swap-AB reads its tokens' scales in the epilogue.)
@@ -381,7 +381,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         if (p.block_scales) {
           CUTE_UNROLL
           for (int q = 0; q < kTokVals; ++q)
-            sa_k[q] = tok_of(q) < rows_valid ? __ldg(p.a_scale + int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)) : 0.f;
+            sa_k[q] = tok_of(q) < rows_valid ? __ldcg(p.a_scale + int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)) : 0.f;
           if (p.w_scale_ue8m0) {
             const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
             sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
@@ -655,17 +655,9 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
       Cfg::kSwapAB ? sm90_grouped::choose_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots, p.k_tiles, 4) : 1;
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K blocks
-  int tpc = a.weight_tiles_per_cta > 0 ? (a.weight_tiles_per_cta < p.w_tiles ? a.weight_tiles_per_cta : p.w_tiles) : 1;
-  if (p.k_splits > 1) {
-    tpc = 1;  // the split reduction reuses the weight ring: one tile per CTA
-  } else if (Cfg::kSwapAB && a.weight_tiles_per_cta == 0) {
-    // as the BF16 Swap-AB launch: chain weight tiles per CTA for short reductions, aiming at about
-    // one wave of CTA slots over the token-tile bound
-    const int64_t target = slots * 3 / 4;
-    while (tpc * 2 <= p.w_tiles && p.k_tiles * tpc < 4 * Cfg::kStages &&
-           m_tiles * ((p.w_tiles + 2 * tpc - 1) / (2 * tpc)) >= target)
-      tpc *= 2;
-  }
+  // weight tiles per CTA: the BF16 launch's rule (sm90_grouped::choose_tiles_per_cta), both families
+  const int tpc = sm90_grouped::choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
+                                                     slots, Cfg::kStages, Cfg::kSwapAB);
   p.tiles_per_cta = tpc;
   p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
 

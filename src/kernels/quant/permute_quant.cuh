@@ -212,7 +212,7 @@ __device__ __forceinline__ int group_of_row(const int32_t* offsets, int G, int32
   int lo = 0, hi = G - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
-    const int32_t o = kShared ? offsets[mid] : __ldg(offsets + mid);
+    const int32_t o = kShared ? offsets[mid] : __ldcg(offsets + mid);
     if (o <= r) lo = mid; else hi = mid - 1;
   }
   return lo;
@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(256) absmax_partials_kernel(const TIn* __restr
     const int64_t step_rows = step / units8;
     const int step_u = static_cast<int>(step - step_rows * units8);
     for (; idx < total; idx += step) {
-      const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + row * stride) + u);
+      const uint4 v = __ldcg(reinterpret_cast<const uint4*>(x + row * stride) + u);
       float f[8];
       vec::unpack8<TIn>(v, f);
 #pragma unroll
@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
       t_scale = __ldg(p.static_scale);
     } else {
       float m = 0.f;
-      for (int i = tid; i < p.num_partials; i += blockDim.x) m = fmaxf(m, __ldg(p.partials + i));
+      for (int i = tid; i < p.num_partials; i += blockDim.x) m = fmaxf(m, __ldcg(p.partials + i));
       m = block_max(m, red);
       t_scale = fp8_scale_from_amax(m, p.ue8m0);
     }
@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
       if (active && u < p.units) {
         const uint4* src = reinterpret_cast<const uint4*>(xrow) + static_cast<int64_t>(u) * kLoads;
 #pragma unroll
-        for (int l = 0; l < kLoads; ++l) dst[j][l] = __ldg(src + l);
+        for (int l = 0; l < kLoads; ++l) dst[j][l] = __ldcg(src + l);
       } else {
 #pragma unroll
         for (int l = 0; l < kLoads; ++l) dst[j][l] = make_uint4(0, 0, 0, 0);
@@ -331,8 +331,8 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
   if (row0 < num_tokens) load_row(row0, raw);
   if (smem_groups)
     for (int g = tid; g < G; g += blockDim.x) {
-      s_off[g] = __ldg(p.offsets + g);
-      s_poff[g] = __ldg(p.padded_offsets + g);
+      s_off[g] = __ldcg(p.offsets + g);
+      s_poff[g] = __ldcg(p.padded_offsets + g);
     }
   // Bulk path: the team's row (units of 16 bytes, v[j] = unit lane + j * ts) to every destination.
   int iter = 0;
@@ -371,7 +371,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
       float w = 1.f;
       if (tok < num_tokens) {
         if (p.permute) {
-          const int32_t r = __ldg(p.slot_row + tok * p.slots + s);
+          const int32_t r = __ldcg(p.slot_row + tok * p.slots + s);
           if (r >= 0) {
             int64_t dd;
             if (smem_groups) {
@@ -379,14 +379,14 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
               dd = static_cast<int64_t>(s_poff[g]) + (r - s_off[g]);
             } else {
               const int g = group_of_row<false>(p.offsets, G, r);
-              dd = static_cast<int64_t>(__ldg(p.padded_offsets + g)) + (r - __ldg(p.offsets + g));
+              dd = static_cast<int64_t>(__ldcg(p.padded_offsets + g)) + (r - __ldcg(p.offsets + g));
             }
             d = dd < p.rows_out ? static_cast<int32_t>(dd) : -1;
           }
-          if (p.row_weight != nullptr && s < p.top_k) w = __ldg(p.row_weight + tok * p.top_k + s);
+          if (p.row_weight != nullptr && s < p.top_k) w = __ldcg(p.row_weight + tok * p.top_k + s);
         } else {
           d = static_cast<int32_t>(tok);
-          if (p.row_weight != nullptr) w = __ldg(p.row_weight + tok);
+          if (p.row_weight != nullptr) w = __ldcg(p.row_weight + tok);
         }
       }
       s_dest[q] = d;
