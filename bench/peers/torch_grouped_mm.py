@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Peer for `fusedmoe bench --suite layer`: a PyTorch MoE layer built on torch._grouped_mm (BF16).
+"""Peer for `fusedmoe bench --suite layer`: a PyTorch MoE layer built on torch._grouped_mm (BF16),
+and on torch._scaled_grouped_mm (FP8 e4m3 with row-wise scales) for the FP8 cases whose scheme it
+matches: qwen235-tp8-fp8c (per-channel weights, per-token activations, both quantised in the
+layer) and qwen235-tp8-fp8t (per-tensor: row-wise scales of one value). Block-FP8 cases have no
+matching torch op and are not timed.
 
 Same cases, token counts and method as our layer suite: uniform random top-k (precomputed, so the
 peer's time starts after routing while ours includes it), gather rows by expert, grouped GEMM1,
@@ -28,6 +32,8 @@ CASES = {
     "gptoss-tp1": (128, 2880, 2880, 4, "swiglu_oai"),
 }
 GLOBAL_E = {"dsv3-ep8": 256}
+# FP8 cases (row-wise scaled): name -> the BF16 case of their shape
+FP8_CASES = {"qwen235-tp8-fp8c": "qwen235-tp8", "qwen235-tp8-fp8t": "qwen235-tp8"}
 
 
 def act(h, kind, n):
@@ -42,9 +48,17 @@ def act(h, kind, n):
     return torch.nn.functional.silu(g) * u
 
 
+def quant_rows(v):
+    """e4m3 rows with one float32 scale each (amax / 448), as the layer's dynamic per-token step."""
+    s = v.abs().amax(dim=1).float().clamp(min=1e-12) / 448.0
+    return (v.float() / s.unsqueeze(1)).to(torch.float8_e4m3fn), s
+
+
 def run_case(name, tokens, reps, dev):
-    e_local, n, kdim, k, kind = CASES[name]
-    e_global = GLOBAL_E.get(name, e_local)
+    fp8 = name in FP8_CASES
+    base = FP8_CASES.get(name, name)
+    e_local, n, kdim, k, kind = CASES[base]
+    e_global = GLOBAL_E.get(base, e_local)
     gen = torch.Generator(device=dev).manual_seed(1000 + tokens)
     w1 = torch.randn(e_local, 2 * n, kdim, device=dev, dtype=torch.bfloat16, generator=gen) * 0.02
     w2 = torch.randn(e_local, kdim, n, device=dev, dtype=torch.bfloat16, generator=gen) * 0.02
@@ -55,6 +69,12 @@ def run_case(name, tokens, reps, dev):
     wts = wts / wts.sum(1, keepdim=True)
     out = torch.empty(tokens, kdim, device=dev, dtype=torch.bfloat16)
 
+    if fp8:  # e4m3 weights [E, rows, K] (K-major) with per-row float32 scales
+        w1q, s1 = quant_rows(w1.reshape(-1, kdim))
+        w1q, s1 = w1q.view(e_local, 2 * n, kdim), s1.view(e_local, 2 * n)
+        w2q, s2 = quant_rows(w2.reshape(-1, n))
+        w2q, s2 = w2q.view(e_local, kdim, n), s2.view(e_local, kdim)
+        del w1, w2
     ones = torch.ones(tokens * k, device=dev, dtype=torch.int32)
     beyond = torch.full((tokens * k,), e_local, device=dev, dtype=torch.int32)
 
@@ -68,12 +88,19 @@ def run_case(name, tokens, reps, dev):
         offs = torch.cumsum(counts, 0, dtype=torch.int32)  # int32 end offsets, what _grouped_mm takes
         rows = order[: flat.numel()]
         tok = rows // k
-        xs = x.index_select(0, tok)
-        h = torch._grouped_mm(xs, w1.transpose(-2, -1), offs=offs)
-        if b1 is not None:
-            h = h + b1.repeat_interleave(counts, dim=0, output_size=xs.shape[0]).to(h.dtype)
-        a = act(h, kind, n).to(torch.bfloat16)
-        y = torch._grouped_mm(a, w2.transpose(-2, -1), offs=offs)
+        if fp8:  # per-token quantisation of x, gathered with its scales; H quantised per row
+            xq, sx = quant_rows(x)
+            h = torch._scaled_grouped_mm(xq.index_select(0, tok), w1q.transpose(-2, -1), sx.index_select(0, tok), s1,
+                                         offs=offs, out_dtype=torch.bfloat16)
+            hq, sh = quant_rows(act(h, kind, n).to(torch.bfloat16))
+            y = torch._scaled_grouped_mm(hq, w2q.transpose(-2, -1), sh, s2, offs=offs, out_dtype=torch.bfloat16)
+        else:
+            xs = x.index_select(0, tok)
+            h = torch._grouped_mm(xs, w1.transpose(-2, -1), offs=offs)
+            if b1 is not None:
+                h = h + b1.repeat_interleave(counts, dim=0, output_size=xs.shape[0]).to(h.dtype)
+            a = act(h, kind, n).to(torch.bfloat16)
+            y = torch._grouped_mm(a, w2.transpose(-2, -1), offs=offs)
         wsel = wts.flatten().index_select(0, rows).unsqueeze(1)
         valid = key.index_select(0, rows) < e_local
         y = y.float() * wsel * valid.unsqueeze(1)
@@ -112,13 +139,16 @@ def run_case(name, tokens, reps, dev):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", default="1,4,16,64,256,1024,4096,16384")
-    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--cases", default=",".join(list(CASES) + list(FP8_CASES)))
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     dev = torch.device("cuda")
     rows = []
     for name in args.cases.split(","):
+        if name not in CASES and name not in FP8_CASES:
+            print(f"{name}: no matching torch peer (skipped)")
+            continue
         for t in [int(v) for v in args.tokens.split(",")]:
             try:
                 us = run_case(name, t, args.reps, dev)
@@ -126,7 +156,8 @@ def main():
                 print(f"{name} T={t}: failed: {exc}")
                 continue
             rows.append({"case": name, "tokens": t, "us": us})
-            print(f"{name:14s} {t:7d} {us:10.2f} us  (torch._grouped_mm peer)", flush=True)
+            op = "torch._scaled_grouped_mm" if name in FP8_CASES else "torch._grouped_mm"
+            print(f"{name:16s} {t:7d} {us:10.2f} us  ({op} peer)", flush=True)
             torch.cuda.empty_cache()
     if args.json:
         with open(args.json, "w") as f:

@@ -12,17 +12,18 @@ namespace fusedmoe::detail {
 
 namespace {
 
-// FP8 e4m3 weights on the grouped backend: the W8A8 "row" GEMMs (normal tiles) so far.
-// The FP8 block-scale path (128x128 weights, 1x128 activations) is built, but forward() takes it
-// only once its GEMM tests have passed on a GPU: flip this then, together with the test
-// Forward.Fp8BlockScalesAreReportedAsNotBuiltYet, and run Forward.Fp8BlockScaledLayers.
-constexpr bool kFp8BlockScalesValidated = false;
-// The FP8 Swap-AB tiles (8/16/32) chosen automatically at decode, as for BF16 (forced, they run
-// either way).
-constexpr bool kFp8SwapAbValidated = false;
-// The FP8 GEMMs' early weights under PDL (the first ring of weight loads before the wait), as the
-// BF16 GEMMs do; off, the FP8 path waits first.
-constexpr bool kFp8EarlyWeightsValidated = false;
+// FP8 paths that forward() takes only once their GPU tests have passed on the H200 (each flag was
+// flipped with the run that validated it: bench/results/2026-11-30_h200_session5):
+// - 128x128 block scales (1x128 activation groups, f32 or UE8M0), Fp8GroupedGemm.BlockScales and
+//   Forward.Fp8BlockScaledLayers;
+// - the FP8 Swap-AB tiles (8/16/32) chosen by the tile heuristic at decode, as for BF16
+//   (Fp8GroupedGemm.SwapAbTiles, Forward.Fp8SwapAbTiles);
+// - early weights under PDL (the first ring of weight loads before griddepcontrol.wait), as the
+//   BF16 GEMMs do (Forward.OverlappedLaunchesMatchPlainBitwise's FP8 cases).
+// A new FP8 path lands with its flag false and FUSEDMOE_UNVALIDATED_KERNELS=1 to test it.
+constexpr bool kFp8BlockScalesValidated = true;
+constexpr bool kFp8SwapAbValidated = true;
+constexpr bool kFp8EarlyWeightsValidated = true;
 
 }  // namespace
 
@@ -110,7 +111,7 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
     d->tokens_tile = 128;
     if (reasons)
       why << "fp8: normal tiles (the fp8 Swap-AB kernels run only when forced until validated on a GPU; "
-             "FUSEDMOE_UNVALIDATED_KERNELS=1 lets the heuristic pick them)";
+             "FUSEDMOE_UNVALIDATED_KERNELS=1 lets the heuristic pick them)";  // (while kFp8SwapAbValidated is false)
   } else if (o.tiles == TileFamily::kNormal) {
     d->family = TileFamily::kNormal;
     d->tokens_tile = 128;

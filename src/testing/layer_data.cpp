@@ -179,9 +179,11 @@ bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* d
     }
   }
 
-  // Static per-tensor activation scales: inputs are ~N(0,1) (|x| < 6) -> 6/448.
+  // Static per-tensor activation scales, calibrated to this data: inputs are ~N(0,1) (|x| < 6) ->
+  // 6/448; H = act(gate) * up of ~N(0,1) GEMM1 outputs reaches ~12 over large batches (4/448
+  // clipped those: 11-13 % off the unquantised layer at >= 65 tokens) -> 16/448.
   d->act_scale = 6.f / 448.f;
-  d->act2_scale = 4.f / 448.f;
+  d->act2_scale = 16.f / 448.f;
   if (!with_weights) return true;
   // Expert weights for local + shared experts.
   const int ge = p.weight_experts(), r1 = p.gemm1_rows();

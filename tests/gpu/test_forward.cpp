@@ -23,8 +23,12 @@ using fm::gputest::to_host;
 namespace {
 
 constexpr double kTolerance = 1e-2;  // bf16 inputs/weights, bf16 intermediate and output
-// FP8 layers against the float64 layer with unquantised activations (issue #5)
-constexpr double kFp8LayerTol = 4e-2;
+// FP8 layers against the float64 layer with unquantised activations (the same FP8 weights; x and H
+// in float64). Issue #5 asks 4e-2, but on this data (N(0,1) inputs) the float64 layer of the
+// quantised math is itself 4.2-5.6e-2 away from it (two e4m3 roundings of 3 mantissa bits: the
+// measured GPU error against the quantised math is 2.5e-3..7.7e-3 on the same cases, H200 session
+// 5), so no kernel can meet 4e-2 here: the bound is 6e-2 and each case prints its value.
+constexpr double kFp8LayerTol = 6e-2;
 
 struct Layer {
   fm::testing::LayerData data;
@@ -409,12 +413,17 @@ TEST(Forward, DeviceTokenCountOneGraph) {
   }
 }
 
-TEST(Forward, Fp8BlockScalesAreReportedAsNotBuiltYet) {
-  if (const char* v = std::getenv("FUSEDMOE_UNVALIDATED_KERNELS"); v && std::string(v) == "1")
-    GTEST_SKIP() << "FUSEDMOE_UNVALIDATED_KERNELS=1 enables them";
+// Block FP8 runs on the grouped backend; shapes the scheme cannot take are refused with the reason.
+TEST(Forward, Fp8BlockScalesChosenOrRefusedWithReason) {
   fm::MoeProblem p = fm::find_preset("dsv3-tp8")->problem;
   p.num_tokens = p.max_tokens = 4;
-  EXPECT_NE(fm::explain(p).find("issue #5"), std::string::npos);
+  const std::string ex = fm::explain(p);
+  EXPECT_NE(ex.find("chosen: grouped"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("swap-ab"), std::string::npos) << ex;  // 4 tokens x 8 / 256 experts: Swap-AB
+  fm::MoeProblem q = p;
+  q.intermediate = 192;  // not a multiple of 128
+  const std::string eq = fm::explain(q);
+  EXPECT_NE(eq.find("multiples of 128"), std::string::npos) << eq;
 }
 
 // W8A8 e4m3 through forward(): per-channel weights with per-token activations and per-tensor
@@ -448,15 +457,12 @@ TEST(Forward, Fp8RowScaledLayers) {
 }
 
 // DeepSeek-style FP8 (128x128 weight blocks, 1x128 activation groups, f32 and UE8M0 scales) through
-// forward(), both families. Skipped while the oracle still refuses block scales (they run only
-// after Fp8GroupedGemm.BlockScales has passed on a GPU; oracle.cpp kFp8BlockScalesValidated).
+// forward(), both families (validated on the H200 in session 5, oracle.cpp kFp8BlockScalesValidated).
 TEST(Forward, Fp8BlockScaledLayers) {
   constexpr double kFp8Tol = 2e-2;
   fm::MoeProblem p = small_problem(16, 4, 256, 512);
   p.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
   p.num_tokens = p.max_tokens = 4;
-  if (fm::explain(p).find("not yet validated") != std::string::npos)
-    GTEST_SKIP() << "fp8 block scales not enabled in the oracle yet (awaiting GPU validation)";
   for (const fm::ScaleFormat f : {fm::ScaleFormat::kFloat32, fm::ScaleFormat::kUE8M0}) {
     p.quant = fm::QuantScheme::fp8_block128(f);
     const std::string label = f == fm::ScaleFormat::kUE8M0 ? "fp8 block ue8m0" : "fp8 block f32";
@@ -467,7 +473,7 @@ TEST(Forward, Fp8BlockScaledLayers) {
   check_forward(d, 37, {}, "tiny-dsv3", fm::testing::Skew::kZipf, kFp8Tol);
 }
 
-// The FP8 Swap-AB tiles (forced; auto keeps normal tiles until they are validated), per-channel
+// The FP8 Swap-AB tiles (forced, and the oracle's own choice at decode), per-channel
 // and static per-tensor, ragged counts, a shared expert with biases.
 TEST(Forward, Fp8SwapAbTiles) {
   constexpr double kFp8Tol = 2e-2;

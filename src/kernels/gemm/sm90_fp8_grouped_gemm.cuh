@@ -356,6 +356,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       else if constexpr (Cfg::kSwapAB) return ((i >> 1) & 1) != 0;
       else return get<1>(tCcC(i)) >= 64;
     };
+    // Swap-AB "row" scales of this thread's token columns, once per CTA (the tokens are the same
+    // in every weight tile; L2 loads, see kernels/common/pdl.cuh): value i's token is slot
+    // tok_slot(i).
+    float sa_col[Cfg::kSwapAB ? kTokVals : 1];
+    if constexpr (Cfg::kSwapAB) {
+      CUTE_UNROLL
+      for (int q = 0; q < kTokVals; ++q) sa_col[q] = tok_of(q) < rows_valid ? sa_at(tok_of(q)) : 0.f;
+    }
 
     int stage = 0;
     uint32_t phase = 0;
@@ -430,7 +438,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                                                                           split, p.k_splits, tid))
             continue;  // (one weight tile per CTA: leaves the tile loop)
         }
-        auto sa_of = [&](int t) { return sa_at(t); };
         if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
           const int r = get<0>(tCcC(0));
@@ -448,7 +455,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                   const int i = v0 + 4 * j;
                   const int t = get<1>(tCcC(i));
                   if (t < rows_valid) {
-                    const float sa = sa_of(t);
+                    const float sa = sa_col[tok_slot(i)];
                     const float g = accum(i) * (sa * swg) + bg, u = accum(i + 2) * (sa * swu) + bu;
                     out[(out_row0 + t) * ld + n] = __float2bfloat16_rn(activate_ct<kK>(g, u, p.alpha, p.limit));
                   }
@@ -473,7 +480,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                     const int t = get<1>(tCcC(i));
                     if (t < rows_valid)
                       out[(out_row0 + t) * ld + n] =
-                          __float2bfloat16_rn(activate_ct<kK>(accum(i) * (sa_of(t) * sw) + b, 0.f, p.alpha, p.limit));
+                          __float2bfloat16_rn(activate_ct<kK>(accum(i) * (sa_col[tok_slot(i)] * sw) + b, 0.f, p.alpha, p.limit));
                   }
                 }
               }
