@@ -189,15 +189,16 @@ struct Case {
   bool ue8m0 = false;        // block: weight scales as UE8M0 bytes (powers of two)
   int k_splits = 1;          // Swap-AB split-K over a cluster (1 off, 0 heuristic, n forced)
   bool early_weights = false;  // the producer's first ring of weight loads before the PDL wait
+  bool staged = false;         // normal family: the staged epilogue (outputs through shared memory)
 };
 
 std::string describe(const Case& c, const Layout& l) {
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "%s G=%d N=%d K=%d rows=%lld a:%s w:%s sw=[%.0e,%.0e]%s%s%s%s", c.gemm2 ? "gemm2" : "gemm1",
+  std::snprintf(buf, sizeof(buf), "%s G=%d N=%d K=%d rows=%lld a:%s w:%s sw=[%.0e,%.0e]%s%s%s%s%s", c.gemm2 ? "gemm2" : "gemm1",
                 c.G, c.N, c.K, static_cast<long long>(l.rows), c.block ? "1x128" : c.a_per_token ? "token" : "tensor",
                 c.block ? (c.ue8m0 ? "block-ue8m0" : "block") : c.w_per_channel ? "channel" : "tensor", c.sw_lo, c.sw_hi,
                 c.bias ? " bias" : "", c.exact ? " exact" : "", c.swap_tile ? " swap-ab" : "",
-                c.early_weights ? " early-weights" : "");
+                c.early_weights ? " early-weights" : "", c.staged ? " staged" : "");
   return buf;
 }
 
@@ -341,6 +342,7 @@ void run_case(const Case& c, uint64_t seed) {
   a.block_scales = c.block;
   a.k_splits = c.k_splits;
   a.early_weights = c.early_weights;
+  a.staged_epilogue = c.staged;
   a.a_scale_stride = a_stride;
   a.w_scale_ue8m0 = c.block && c.ue8m0;
   FM_CUDA_CHECK(c.gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
@@ -532,6 +534,7 @@ TEST(Fp8GroupedGemm, Gemm2RandomSweep) {
       }
       c.bias = (idx % 3) == 1;
       c.early_weights = (idx % 2) == 1;
+      c.staged = (idx % 3) != 2;
       run_case(c, seed + uint64_t(idx++));
     }
   }
@@ -574,6 +577,7 @@ TEST(Fp8GroupedGemm, Gemm1ActivationSweep) {
         c.sw_lo = c.sw_hi = kTensorScales[idx % 3];
       }
       c.bias = (idx % 2) == 0;
+      c.staged = (idx % 3) != 0;
       run_case(c, seed + uint64_t(idx++));
     }
   }
@@ -596,6 +600,7 @@ TEST(Fp8GroupedGemm, LayoutEdgeCases) {
       c.K = gemm2 ? 256 : 512;
       c.counts = cn;
       c.a_per_token = (idx & 1) != 0;
+      c.staged = (idx & 2) != 0;
       c.w_per_channel = true;
       c.sw_lo = 1e-3;
       c.sw_hi = 1e1;
@@ -605,8 +610,9 @@ TEST(Fp8GroupedGemm, LayoutEdgeCases) {
   }
   // several weight tiles per CTA (the ring continues across tiles)
   Case c;
-  c.name = "tiles_per_cta_3";
+  c.name = "tiles_per_cta_3_staged";
   c.gemm2 = true;
+  c.staged = true;
   c.G = 4;
   c.N = 384;
   c.K = 640;
@@ -709,6 +715,7 @@ TEST(Fp8GroupedGemm, BlockScales) {
       if (variant == 1) c.sw_lo = 1e-8, c.sw_hi = 1e-2;  // clamped activation: moderate scales
       c.bias = variant != 1;
       c.early_weights = variant == 1 || variant == 3;
+      c.staged = tile == 0 && variant != 3;
       if (variant == 0) {  // GEMM1 gated, dsv3-tp8's shape
         c.gemm2 = false;
         c.N = 256;

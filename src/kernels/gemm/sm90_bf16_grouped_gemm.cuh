@@ -296,6 +296,119 @@ __device__ __forceinline__ void splitk_producer_barriers() {
   cute::cluster_sync();
 }
 
+// The normal family's epilogue, shared by the BF16 and FP8 kernels (the same 64 x 128 fp32
+// accumulator fragment per consumer warpgroup: value (v0, v1, j) at index v0 + 2*v1 + 4*j, token row
+// +8*v1, column 2*(lane%4)+v0+8*j). `accum` holds the pre-activation values (the FP8 kernel has
+// applied its scales); adds the expert bias, applies the activation (gated: gate columns 0..63 of
+// the tile, up columns 64..127), rounds to bf16 and writes weight tile w's columns of the tile's
+// valid rows. Staged (p.staged_epilogue): through `stage_out` (2 x 64 rows of kLd bf16), then whole
+// 16-byte row chunks; else bf16x2 stores straight from the fragment.
+template <bool kGated, int kLd, class P, class Accum, class Coord>
+__device__ __forceinline__ void normal_epilogue(const P& p, const Accum& accum, const Coord& tCcC, int tid, int w,
+                                                const float* bias_e, int rows_valid, int64_t out_row0,
+                                                __nv_bfloat16* stage_out) {
+  using cute::get;
+  __nv_bfloat16* out = p.out;
+  const int64_t ld = p.out_cols;
+  if (p.staged_epilogue) {
+    // Staged: this warpgroup's 64 rows go to shared memory as bf16 (bias and activation
+    // applied, as below), then every thread stores whole 16-byte chunks of rows, so a warp
+    // writes 2 rows x 256 B (gated: 4 rows x 128 B) per instruction instead of 8 x 16 B.
+    const int wg = tid / 128, t128 = tid % 128;
+    __nv_bfloat16* st = stage_out + wg * 64 * kLd;
+    const int tile_cols = kGated ? 64 : 128;
+    const int n_base = w * tile_cols;
+    cutlass::arch::NamedBarrier::sync(128, 1 + wg);  // the previous tile's chunks are all read
+    with_activation<kGated>(p.act_kind, [&](auto kind) {
+      constexpr int kK = decltype(kind)::value;
+      CUTE_UNROLL
+      // gated: i = 2*v1 + 4*j (j < 8) is the gate pair, i + 32 the up pair (columns + 64)
+      for (int ii = 0; ii < (kGated ? 32 : 64); ii += 2) {
+        const int r = get<0>(tCcC(ii)) - 64 * wg;  // row within this warpgroup
+        const int c = get<1>(tCcC(ii));            // column within the tile
+        const int n = n_base + c;
+        float a0, a1;
+        if constexpr (kGated) {
+          float g0 = accum(ii), g1 = accum(ii + 1), u0 = accum(ii + 32), u1 = accum(ii + 33);
+          if (bias_e && n < p.out_cols) {
+            g0 += __ldg(bias_e + n * p.bias_row_mul);
+            g1 += __ldg(bias_e + (n + 1) * p.bias_row_mul);
+            u0 += __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off);
+            u1 += __ldg(bias_e + (n + 1) * p.bias_row_mul + p.bias_up_off);
+          }
+          a0 = activate_ct<kK>(g0, u0, p.alpha, p.limit);
+          a1 = activate_ct<kK>(g1, u1, p.alpha, p.limit);
+        } else {
+          float v0 = accum(ii), v1 = accum(ii + 1);
+          if (bias_e && n < p.out_cols) {
+            v0 += __ldg(bias_e + n);
+            v1 += __ldg(bias_e + n + 1);
+          }
+          a0 = activate_ct<kK>(v0, 0.f, p.alpha, p.limit);
+          a1 = activate_ct<kK>(v1, 0.f, p.alpha, p.limit);
+        }
+        *reinterpret_cast<__nv_bfloat162*>(st + r * kLd + c) = __floats2bfloat162_rn(a0, a1);
+      }
+    });
+    cutlass::arch::NamedBarrier::sync(128, 1 + wg);  // the warpgroup's tile is in shared memory
+    constexpr int kChunksPerRow = (kGated ? 64 : 128) / 8;
+    const int row_base = 64 * wg;
+    CUTE_UNROLL
+    for (int q = 0; q < 64 * kChunksPerRow / 128; ++q) {
+      const int chunk = t128 + 128 * q;
+      const int r = chunk / kChunksPerRow, c8 = chunk % kChunksPerRow;
+      const int n = n_base + c8 * 8;
+      if (row_base + r < rows_valid && n < p.out_cols)  // out_cols % 8 == 0: whole chunks
+        *reinterpret_cast<uint4*>(out + (out_row0 + row_base + r) * ld + n) =
+            *reinterpret_cast<const uint4*>(st + r * kLd + c8 * 8);
+    }
+  } else if constexpr (kGated) {
+    const int n_base = w * 64;
+    with_activation<kGated>(p.act_kind, [&](auto kind) {
+      constexpr int kK = decltype(kind)::value;
+      CUTE_UNROLL
+      for (int j = 0; j < 8; ++j) {
+        CUTE_UNROLL
+        for (int v1 = 0; v1 < 2; ++v1) {
+          const int i = 2 * v1 + 4 * j;  // gate at i, i+1; up at i+32, i+33 (columns + 64)
+          const int r = get<0>(tCcC(i));
+          const int n = n_base + get<1>(tCcC(i));
+          if (r < rows_valid && n < p.out_cols) {  // N % 8 == 0 and n even: n + 1 < N too
+            float g0 = accum(i), g1 = accum(i + 1), u0 = accum(i + 32), u1 = accum(i + 33);
+            if (bias_e) {
+              g0 += __ldg(bias_e + n * p.bias_row_mul);
+              g1 += __ldg(bias_e + (n + 1) * p.bias_row_mul);
+              u0 += __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off);
+              u1 += __ldg(bias_e + (n + 1) * p.bias_row_mul + p.bias_up_off);
+            }
+            *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
+                activate_ct<kK>(g0, u0, p.alpha, p.limit), activate_ct<kK>(g1, u1, p.alpha, p.limit));
+          }
+        }
+      }
+    });
+  } else {
+    const int n_base = w * 128;
+    with_activation<kGated>(p.act_kind, [&](auto kind) {
+      constexpr int kK = decltype(kind)::value;
+      CUTE_UNROLL
+      for (int i = 0; i < 64; i += 2) {
+        const int r = get<0>(tCcC(i));
+        const int n = n_base + get<1>(tCcC(i));
+        if (r < rows_valid && n < p.out_cols) {
+          float v0 = accum(i), v1 = accum(i + 1);
+          if (bias_e) {
+            v0 += __ldg(bias_e + n);
+            v1 += __ldg(bias_e + n + 1);
+          }
+          *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
+              activate_ct<kK>(v0, 0.f, p.alpha, p.limit), activate_ct<kK>(v1, 0.f, p.alpha, p.limit));
+        }
+      }
+    });
+  }
+}
+
 // L2 hints: activations are re-read by every weight tile of the token tile; weights stream.
 constexpr uint64_t kHintAct = uint64_t(cute::TMA::CacheHintSm90::EVICT_LAST);
 constexpr uint64_t kHintW = uint64_t(cute::TMA::CacheHintSm90::EVICT_NORMAL);
@@ -561,104 +674,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       if constexpr (!Cfg::kSwapAB) {
         // accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: row (token) +8*v1, column 2*(lane%4)+v0+8*j
         static_assert(decltype(size(accum))::value == 64);
-        if (p.staged_epilogue) {
-          // Staged: this warpgroup's 64 rows go to shared memory as bf16 (bias and activation
-          // applied, as below), then every thread stores whole 16-byte chunks of rows, so a warp
-          // writes 2 rows x 256 B (gated: 4 rows x 128 B) per instruction instead of 8 x 16 B.
-          constexpr int kLd = Cfg::kStageRowElems;
-          const int wg = tid / 128, t128 = tid % 128;
-          __nv_bfloat16* st = reinterpret_cast<__nv_bfloat16*>(ss.stage_out.begin()) + wg * 64 * kLd;
-          const int tile_cols = kGated ? 64 : 128;
-          const int n_base = w * tile_cols;
-          cutlass::arch::NamedBarrier::sync(128, 1 + wg);  // the previous tile's chunks are all read
-          with_activation<kGated>(p.act_kind, [&](auto kind) {
-            constexpr int kK = decltype(kind)::value;
-            CUTE_UNROLL
-            // gated: i = 2*v1 + 4*j (j < 8) is the gate pair, i + 32 the up pair (columns + 64)
-            for (int ii = 0; ii < (kGated ? 32 : 64); ii += 2) {
-              const int r = get<0>(tCcC(ii)) - 64 * wg;  // row within this warpgroup
-              const int c = get<1>(tCcC(ii));            // column within the tile
-              const int n = n_base + c;
-              float a0, a1;
-              if constexpr (kGated) {
-                float g0 = accum(ii), g1 = accum(ii + 1), u0 = accum(ii + 32), u1 = accum(ii + 33);
-                if (bias_e && n < p.out_cols) {
-                  g0 += __ldg(bias_e + n * p.bias_row_mul);
-                  g1 += __ldg(bias_e + (n + 1) * p.bias_row_mul);
-                  u0 += __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off);
-                  u1 += __ldg(bias_e + (n + 1) * p.bias_row_mul + p.bias_up_off);
-                }
-                a0 = activate_ct<kK>(g0, u0, p.alpha, p.limit);
-                a1 = activate_ct<kK>(g1, u1, p.alpha, p.limit);
-              } else {
-                float v0 = accum(ii), v1 = accum(ii + 1);
-                if (bias_e && n < p.out_cols) {
-                  v0 += __ldg(bias_e + n);
-                  v1 += __ldg(bias_e + n + 1);
-                }
-                a0 = activate_ct<kK>(v0, 0.f, p.alpha, p.limit);
-                a1 = activate_ct<kK>(v1, 0.f, p.alpha, p.limit);
-              }
-              *reinterpret_cast<__nv_bfloat162*>(st + r * kLd + c) = __floats2bfloat162_rn(a0, a1);
-            }
-          });
-          cutlass::arch::NamedBarrier::sync(128, 1 + wg);  // the warpgroup's tile is in shared memory
-          constexpr int kChunksPerRow = (kGated ? 64 : 128) / 8;
-          const int row_base = 64 * wg;
-          CUTE_UNROLL
-          for (int q = 0; q < 64 * kChunksPerRow / 128; ++q) {
-            const int chunk = t128 + 128 * q;
-            const int r = chunk / kChunksPerRow, c8 = chunk % kChunksPerRow;
-            const int n = n_base + c8 * 8;
-            if (row_base + r < rows_valid && n < p.out_cols)  // out_cols % 8 == 0: whole chunks
-              *reinterpret_cast<uint4*>(out + (out_row0 + row_base + r) * ld + n) =
-                  *reinterpret_cast<const uint4*>(st + r * kLd + c8 * 8);
-          }
-        } else if constexpr (kGated) {
-          const int n_base = w * 64;
-          with_activation<kGated>(p.act_kind, [&](auto kind) {
-            constexpr int kK = decltype(kind)::value;
-            CUTE_UNROLL
-            for (int j = 0; j < 8; ++j) {
-              CUTE_UNROLL
-              for (int v1 = 0; v1 < 2; ++v1) {
-                const int i = 2 * v1 + 4 * j;  // gate at i, i+1; up at i+32, i+33 (columns + 64)
-                const int r = get<0>(tCcC(i));
-                const int n = n_base + get<1>(tCcC(i));
-                if (r < rows_valid && n < p.out_cols) {  // N % 8 == 0 and n even: n + 1 < N too
-                  float g0 = accum(i), g1 = accum(i + 1), u0 = accum(i + 32), u1 = accum(i + 33);
-                  if (bias_e) {
-                    g0 += __ldg(bias_e + n * p.bias_row_mul);
-                    g1 += __ldg(bias_e + (n + 1) * p.bias_row_mul);
-                    u0 += __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off);
-                    u1 += __ldg(bias_e + (n + 1) * p.bias_row_mul + p.bias_up_off);
-                  }
-                  *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
-                      activate_ct<kK>(g0, u0, p.alpha, p.limit), activate_ct<kK>(g1, u1, p.alpha, p.limit));
-                }
-              }
-            }
-          });
-        } else {
-          const int n_base = w * 128;
-          with_activation<kGated>(p.act_kind, [&](auto kind) {
-            constexpr int kK = decltype(kind)::value;
-            CUTE_UNROLL
-            for (int i = 0; i < 64; i += 2) {
-              const int r = get<0>(tCcC(i));
-              const int n = n_base + get<1>(tCcC(i));
-              if (r < rows_valid && n < p.out_cols) {
-                float v0 = accum(i), v1 = accum(i + 1);
-                if (bias_e) {
-                  v0 += __ldg(bias_e + n);
-                  v1 += __ldg(bias_e + n + 1);
-                }
-                *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
-                    activate_ct<kK>(v0, 0.f, p.alpha, p.limit), activate_ct<kK>(v1, 0.f, p.alpha, p.limit));
-              }
-            }
-          });
-        }
+        normal_epilogue<kGated, Cfg::kStageRowElems>(p, accum, tCcC, tid, w, bias_e, rows_valid, out_row0,
+                                                     reinterpret_cast<__nv_bfloat16*>(ss.stage_out.begin()));
       } else {
         // accum (64 weight rows x T tokens): index v0 + 2*v1 + 4*j: weight row warp*16 + lane/4 + 8*v1,
         // token 2*(lane%4) + v0 + 8*j

@@ -98,12 +98,18 @@ struct Config {
 
   static constexpr uint32_t kProducerRegs = 40;
   static constexpr uint32_t kConsumerRegs = 232;
+
+  // Staged epilogue (normal family, Params::staged_epilogue): the BF16 kernel's
+  // (sm90_grouped::normal_epilogue), 2 x 64 bf16 rows of 128 + 8.
+  static constexpr int kStageRowElems = 128 + 8;
+  static constexpr int kStageElems = kSwapAB ? 8 : kConsumerWGs * 64 * kStageRowElems;
 };
 
 template <class Cfg>
 struct SharedStorage {
   alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutAct>> act;
   alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutW>> w;
+  alignas(16) __nv_bfloat16 stage_out[Cfg::kStageElems];  // staged epilogue (normal family)
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
   int info[4];  // expert, count, unpadded offset, padded offset of this CTA's token tile
@@ -158,6 +164,7 @@ struct Params {
   int k_splits;
   int k_tiles_per_split;
   int early_weights;
+  int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
 };
 
 // A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
@@ -487,58 +494,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             }
           });
         }
-      } else if constexpr (kGated) {
-        const int n_base = w * 64;
-        with_activation<kGated>(p.act_kind, [&](auto kind) {
-          constexpr int kK = decltype(kind)::value;
-          CUTE_UNROLL
-          for (int j = 0; j < 8; ++j) {
-            CUTE_UNROLL
-            for (int v1 = 0; v1 < 2; ++v1) {
-              const int i = 2 * v1 + 4 * j;  // gate at i, i+1; up at i+32, i+33 (columns + 64)
-              const int r = get<0>(tCcC(i));
-              const int n = n_base + get<1>(tCcC(i));
-              if (r < rows_valid && n < p.out_cols) {  // N % 16 == 0 and n even: n + 1 < N too
-                const float sa = sa_row[v1];
-                const int g0r = n * p.bias_row_mul, g1r = (n + 1) * p.bias_row_mul;
-                const int u0r = g0r + p.bias_up_off, u1r = g1r + p.bias_up_off;
-                float g0 = accum(i) * (sa * sw_at(g0r));
-                float g1 = accum(i + 1) * (sa * sw_at(g1r));
-                float u0 = accum(i + 32) * (sa * sw_at(u0r));
-                float u1 = accum(i + 33) * (sa * sw_at(u1r));
-                if (bias_e) {
-                  g0 += __ldg(bias_e + g0r);
-                  g1 += __ldg(bias_e + g1r);
-                  u0 += __ldg(bias_e + u0r);
-                  u1 += __ldg(bias_e + u1r);
-                }
-                *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
-                    activate_ct<kK>(g0, u0, p.alpha, p.limit), activate_ct<kK>(g1, u1, p.alpha, p.limit));
-              }
-            }
-          }
-        });
       } else {
-        const int n_base = w * 128;
-        with_activation<kGated>(p.act_kind, [&](auto kind) {
-          constexpr int kK = decltype(kind)::value;
+        // the "row" scales (block scales were applied per K block), then the BF16 kernel's epilogue
+        // (bias, activation, bf16, direct or staged stores)
+        static_assert(decltype(size(accum))::value == 64);
+        if (!p.block_scales) {
+          const int tile_cols = kGated ? 64 : 128;
           CUTE_UNROLL
-          for (int i = 0; i < 64; i += 2) {
-            const int r = get<0>(tCcC(i));
-            const int n = n_base + get<1>(tCcC(i));
-            if (r < rows_valid && n < p.out_cols) {
-              const float sa = sa_row[(i >> 1) & 1];
-              float v0 = accum(i) * (sa * sw_at(n));
-              float v1 = accum(i + 1) * (sa * sw_at(n + 1));
-              if (bias_e) {
-                v0 += __ldg(bias_e + n);
-                v1 += __ldg(bias_e + n + 1);
-              }
-              *reinterpret_cast<__nv_bfloat162*>(out + (out_row0 + r) * ld + n) = __floats2bfloat162_rn(
-                  activate_ct<kK>(v0, 0.f, p.alpha, p.limit), activate_ct<kK>(v1, 0.f, p.alpha, p.limit));
-            }
+          for (int i = 0; i < 64; ++i) {
+            const int c = get<1>(tCcC(i));
+            const int n = w * tile_cols + (kGated ? (c & 63) : c);
+            // weight row of value i: gate n*mul, up n*mul + up_off (gated), else n
+            const int j = kGated ? n * p.bias_row_mul + (c >= 64 ? p.bias_up_off : 0) : n;
+            accum(i) *= n < p.out_cols ? sa_row[(i >> 1) & 1] * sw_at(j) : 0.f;
           }
-        });
+        }
+        sm90_grouped::normal_epilogue<kGated, Cfg::kStageRowElems>(p, accum, tCcC, tid, w, bias_e, rows_valid, out_row0,
+                                                                   ss.stage_out);
       }
     }
   }
@@ -698,6 +670,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.out_unpadded = gemm2 ? 1 : 0;
 
   p.early_weights = a.early_weights ? 1 : 0;
+  p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   const int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
 
