@@ -103,13 +103,6 @@ struct Config {
   // (sm90_grouped::normal_epilogue), 2 x 64 bf16 rows of 128 + 8.
   static constexpr int kStageRowElems = 128 + 8;
   static constexpr int kStageElems = kSwapAB ? 8 : kConsumerWGs * 64 * kStageRowElems;
-
-  // Block scales staged in shared memory per chunk of K blocks (activation scales of the tile's
-  // token rows, then the gate and up weight scales): one round of parallel loads per chunk instead
-  // of a dependent load latency in every K step.
-  static constexpr int kScaleChunk = kSwapAB ? 32 : 8;
-  static constexpr int kScaleFloats = kScaleChunk * (kTokTile + 2);
-  static constexpr int kScaleBarrier = kSwapAB ? 2 : 3;  // named barrier id (1: split-K / epilogue)
 };
 
 template <class Cfg>
@@ -117,7 +110,6 @@ struct SharedStorage {
   alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutAct>> act;
   alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutW>> w;
   alignas(16) __nv_bfloat16 stage_out[Cfg::kStageElems];  // staged epilogue (normal family)
-  alignas(16) float scales[Cfg::kScaleFloats];            // block scales of one chunk of K blocks
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
   int info[4];  // expert, count, unpadded offset, padded offset of this CTA's token tile
@@ -399,31 +391,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       const int64_t swb_g = (int64_t(e) * p.w_row_blocks + rb_g) * p.k_tiles;
       const int64_t swb_u = (int64_t(e) * p.w_row_blocks + rb_u) * p.k_tiles;
       for (int kt = kt_begin; kt < kt_end; ++kt) {
-        // block scales of this K block (from the chunk staged in shared memory), before the stage's wait
+        // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
         float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
         if (p.block_scales) {
-          const int c = (kt - kt_begin) % Cfg::kScaleChunk;
-          float* s_sa = ss.scales;                                    // [chunk][kTokTile]
-          float* s_sw = ss.scales + Cfg::kScaleChunk * Cfg::kTokTile;  // [chunk][gate, up]
-          if (c == 0) {  // stage the next chunk's scales (Cfg::kScaleChunk)
-            const int n = min(Cfg::kScaleChunk, kt_end - kt);
-            cutlass::arch::NamedBarrier::sync(Cfg::kConsumerThreads, Cfg::kScaleBarrier);  // last chunk read
-            for (int i = tid; i < n * Cfg::kTokTile; i += Cfg::kConsumerThreads) {
-              const int kb = kt + i / Cfg::kTokTile, r = i % Cfg::kTokTile;
-              s_sa[i] = r < rows_valid ? __ldcg(p.a_scale + int64_t(kb) * p.a_scale_stride + row0 + r) : 0.f;
-            }
-            for (int i = tid; i < 2 * n; i += Cfg::kConsumerThreads) {
-              const int64_t at = ((i & 1) ? swb_u : swb_g) + kt + (i >> 1);
-              s_sw[i] = p.w_scale_ue8m0
-                            ? ue8m0_to_float(__ldg(static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale)) + at))
-                            : __ldg(p.w_scale + at);
-            }
-            cutlass::arch::NamedBarrier::sync(Cfg::kConsumerThreads, Cfg::kScaleBarrier);
-          }
           CUTE_UNROLL
-          for (int q = 0; q < kTokVals; ++q) sa_k[q] = s_sa[c * Cfg::kTokTile + tok_of(q)];
-          sw_g = s_sw[2 * c];
-          sw_u = s_sw[2 * c + 1];
+          for (int q = 0; q < kTokVals; ++q)
+            sa_k[q] = tok_of(q) < rows_valid ? __ldcg(p.a_scale + int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)) : 0.f;
+          if (p.w_scale_ue8m0) {
+            const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
+            sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
+            sw_u = ue8m0_to_float(__ldg(ws + swb_u + kt));
+          } else {
+            sw_g = __ldg(p.w_scale + swb_g + kt);
+            sw_u = __ldg(p.w_scale + swb_u + kt);
+          }
         }
         Barrier::wait(&ss.full[stage], phase);
         warpgroup_fence_operand(part);
