@@ -461,11 +461,17 @@ void add_peer_column(const std::string& path, std::vector<Row>* rows) {
     if (name.empty()) break;
     const int64_t tokens = std::atoll(field(at, "tokens", &at).c_str());
     const double us = std::atof(field(at, "us", &at).c_str());
+    // the torch op the row timed ("op", this row's own: before the next row's "case")
+    std::string op = "torch._grouped_mm";
+    size_t op_at = 0;
+    const std::string o = field(at, "op", &op_at);
+    const size_t next_case = text.find("\"case\"", at);
+    if (!o.empty() && (next_case == std::string::npos || op_at < next_case)) op = o, at = op_at;
     pos = at;
     for (Row& r : *rows)
       if (r.case_name == name && r.tokens == tokens && r.us > 0) {
-        char buf[96];
-        std::snprintf(buf, sizeof(buf), "x%.2f vs torch._grouped_mm (%.1f us)", us / r.us, us);
+        char buf[128];
+        std::snprintf(buf, sizeof(buf), "x%.2f vs %s (%.1f us)", us / r.us, op.c_str(), us);
         r.peer = buf;
       }
   }

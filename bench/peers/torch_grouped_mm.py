@@ -155,8 +155,8 @@ def main():
             except Exception as exc:  # report and go on: one failing case must not hide the others
                 print(f"{name} T={t}: failed: {exc}")
                 continue
-            rows.append({"case": name, "tokens": t, "us": us})
             op = "torch._scaled_grouped_mm" if name in FP8_CASES else "torch._grouped_mm"
+            rows.append({"case": name, "tokens": t, "us": us, "op": op})
             print(f"{name:16s} {t:7d} {us:10.2f} us  ({op} peer)", flush=True)
             torch.cuda.empty_cache()
     if args.json:

@@ -1,8 +1,7 @@
 // sm90_fp8_grouped_gemm.cuh — FP8 e4m3 W8A8 expert GEMMs of a MoE layer on the contiguous layout
 // (device kernel + host launch template; included by sm90_fp8_grouped_gemm_launch.cu only).
-// STATUS: the normal family with "row" scales passes its GPU tests on the H200 and runs in
-// forward(); the Swap-AB family and the block scales (Params::block_scales) are compiled but NOT
-// yet run on a GPU (forward() uses Swap-AB only when forced, block scales not until validated).
+// STATUS: both families, "row" and block scales, split-K and early weights pass their GPU tests on
+// the H200 (session 5) and run in forward().
 //
 // A clone of the BF16 kernel (sm90_bf16_grouped_gemm.cuh: same warp specialisation,
 // mbarrier ring, TMA views, padded-offset expert lookup, grouped raster, gate/up pairing) with the
@@ -17,7 +16,8 @@
 //      is in registers; the other consumer warpgroup's WGMMAs overlap this one's FADDs.
 //   3. Scales ("row" mode): activation scale per tensor or per token row, weight scale per expert
 //      or per weight row, applied in fp32 in the epilogue: y = (sa * sw) * acc, then + bias, then
-//      the activation (GEMM1), bf16 stores. Per-tensor vs per-row is a runtime stride (0 or 1) on
+//      the activation (GEMM1), bf16 stores (normal family: the BF16 kernel's epilogue,
+//      sm90_grouped::normal_epilogue, direct or staged). Per-tensor vs per-row is a runtime stride (0 or 1) on
 //      each scale pointer: no extra instances, and never a branch inside the WGMMA loop.
 // Tiles:
 //   normal : 128 token rows x 128 weight rows x 128 K, 5 stages (32 KB each), 2 consumer warpgroups
