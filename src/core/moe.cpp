@@ -162,6 +162,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     hq.out = inter_q;
     hq.out_scales = inter_scales;
     hq.rows_out = r.act_rows;
+    // (dynamic per-tensor: H's absmax over the rows that exist, not the stale padding rows)
+    hq.amax_group_counts = r.counts;
+    hq.amax_group_padded_offsets = r.padded_offsets;
+    hq.amax_groups = r.num_groups;
     hq.scratch = base + w.quant_scratch.offset;
     hq.scratch_bytes = w.quant_scratch.bytes;
     e = kernels::launch_permute_quant(hq, stream);

@@ -34,5 +34,6 @@ bool unvalidated_kernels_allowed();
 bool fp8_block_scales_enabled();
 bool fp8_swapab_auto_enabled();   // the oracle's tile heuristic picks FP8 Swap-AB at decode
 bool fp8_early_weights_enabled();  // FP8 GEMMs stream their first weights before the PDL wait
+bool fp8_dynamic_tensor_enabled();  // FP8 with dynamic per-tensor activation scales
 
 }  // namespace fusedmoe::detail

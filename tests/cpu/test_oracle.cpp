@@ -38,3 +38,27 @@ TEST(Oracle, DecisionWithoutReasonsIsTheSame) {
   }
   EXPECT_GT(checked, 0);
 }
+
+#if defined(FUSEDMOE_WITH_CUDA)
+// A built FP8 path whose GPU validation is pending is refused with the reason, unless the
+// developers' switch FUSEDMOE_UNVALIDATED_KERNELS=1 is set; validated ones are chosen.
+TEST(Oracle, UnvalidatedFp8PathsAreRefusedWithTheReason) {
+  fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
+  p.num_tokens = p.max_tokens = 4;
+  p.quant = fm::QuantScheme::fp8_per_tensor(true);
+  const fm::detail::Decision d = fm::detail::decide(p, {}, true);
+  if (fm::detail::unvalidated_kernels_allowed() || fm::detail::fp8_dynamic_tensor_enabled()) {
+    EXPECT_EQ(d.chosen, fm::Backend::kGrouped);
+  } else {
+    EXPECT_EQ(d.chosen, fm::Backend::kAuto);
+    EXPECT_NE(d.status.message().find("dynamic per-tensor"), std::string::npos) << d.status.message();
+    EXPECT_NE(d.status.message().find("not yet validated"), std::string::npos) << d.status.message();
+  }
+  // validated in session 5: block scales, and Swap-AB at decode for FP8
+  fm::MoeProblem b = fm::find_preset("dsv3-tp8")->problem;
+  b.num_tokens = b.max_tokens = 4;
+  const fm::detail::Decision db = fm::detail::decide(b, {}, true);
+  EXPECT_EQ(db.chosen, fm::Backend::kGrouped) << db.status.message();
+  EXPECT_EQ(db.family, fm::TileFamily::kSwapAB);
+}
+#endif

@@ -100,7 +100,8 @@ double rel_error(const fm::MoeProblem& p, const std::vector<uint16_t>& got, cons
 // the quantised math for FP8: same FP8 weights and scales, activations fake-quantised in the same
 // scheme; `tol` relative L2).
 void check_forward(fm::MoeProblem p, int64_t tokens, const fm::ForwardOptions& opt, const std::string& label,
-                   fm::testing::Skew skew = fm::testing::Skew::kUniform, double tol = kTolerance) {
+                   fm::testing::Skew skew = fm::testing::Skew::kUniform, double tol = kTolerance,
+                   uint8_t ws_poison = 0xFF) {
   p.num_tokens = p.max_tokens = tokens;
   const uint64_t seed = fm::gputest::test_seed();
   SCOPED_TRACE(label + " T=" + std::to_string(tokens) + " tiles=" + fm::to_string(opt.tiles) + "/" +
@@ -111,7 +112,7 @@ void check_forward(fm::MoeProblem p, int64_t tokens, const fm::ForwardOptions& o
   fm::ref::LayerResult ref;
   ASSERT_TRUE(fm::ref::forward(p, L.data.host_tensors(), &ref).ok());
   L.out.poison();
-  L.ws.poison();
+  L.ws.poison(ws_poison);
   const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, opt);
   ASSERT_TRUE(st.ok()) << st.to_string();
   FM_CUDA_CHECK(cudaDeviceSynchronize());
@@ -449,11 +450,30 @@ TEST(Forward, Fp8RowScaledLayers) {
   qw.num_experts = 32;
   qw.quant = fm::QuantScheme::fp8_per_channel();
   check_forward(qw, 128, {}, "qwen235-like E32 fp8 per-channel", fm::testing::Skew::kUniform, kFp8Tol);
-  // refused with the reason: dynamic per-tensor activations, a forced Swap-AB
-  fm::MoeProblem dyn = small_problem(16, 4, 192, 512);
-  dyn.quant = fm::QuantScheme::fp8_per_tensor(true);
-  dyn.num_tokens = dyn.max_tokens = 4;
-  EXPECT_NE(fm::explain(dyn).find("dynamic per-tensor"), std::string::npos) << fm::explain(dyn);
+}
+
+// Per-tensor FP8 with dynamic activation scales (a global absmax of x, and of H's valid rows
+// only): the workspace is poisoned with 0x7F bytes (bf16 3.4e38, finite), so stale padding rows of
+// H entering the absmax would flush every H value to zero. Skipped while the oracle refuses the
+// scheme (it says why: built, awaiting its GPU run; oracle.cpp kFp8DynamicTensorValidated).
+TEST(Forward, Fp8DynamicPerTensor) {
+  constexpr double kFp8Tol = 2e-2;
+  fm::MoeProblem p = small_problem(16, 4, 192, 512);
+  p.quant = fm::QuantScheme::fp8_per_tensor(true);
+  p.num_tokens = p.max_tokens = 4;
+  const std::string ex = fm::explain(p);
+  if (ex.find("not yet validated") != std::string::npos) {
+    EXPECT_NE(ex.find("dynamic per-tensor"), std::string::npos) << ex;
+    GTEST_SKIP() << "dynamic per-tensor FP8 awaits its GPU validation (FUSEDMOE_UNVALIDATED_KERNELS=1 runs it)";
+  }
+  for (int64_t t : {1, 3, 65, 1000})
+    check_forward(p, t, {}, "fp8 per-tensor dynamic", fm::testing::Skew::kUniform, kFp8Tol, 0x7F);
+  check_forward(p, 5, tiles(fm::TileFamily::kSwapAB, 8), "fp8 per-tensor dynamic swap-ab", fm::testing::Skew::kUniform,
+                kFp8Tol, 0x7F);
+  fm::MoeProblem q = p;
+  q.num_shared_experts = 1;
+  q.has_expert_bias = true;
+  check_forward(q, 64, {}, "fp8 per-tensor dynamic shared+bias", fm::testing::Skew::kOneHot, kFp8Tol, 0x7F);
 }
 
 // DeepSeek-style FP8 (128x128 weight blocks, 1x128 activation groups, f32 and UE8M0 scales) through

@@ -181,6 +181,9 @@ struct PQParams {
   int64_t rows_pad4;
   const float* partials;  // kDynamic
   int num_partials;
+  const int32_t* amax_counts;  // kDynamic over a padded grouped layout (AmaxRowMask), else null
+  const int32_t* amax_padded_offsets;
+  int amax_groups;
   int ts;      // team size
   int teams;   // teams per block
   bool bulk;   // unweighted rows: staged in shared memory, copied to every destination by cp.async.bulk
@@ -223,10 +226,34 @@ __device__ __forceinline__ int group_of_row(const int32_t* offsets, int G, int32
 inline constexpr int kSmemGroups = 1056;
 
 // ---- per-tensor dynamic: absmax partials ------------------------------------------------------
+// Rows of a padded grouped layout (group_counts != nullptr: the intermediate H between the GEMMs):
+// only rows padded_offsets[g] + [0, counts[g]) count, padding rows hold stale data. Each thread
+// keeps the group of its current row (rows only grow per thread) and searches again when it leaves.
+struct AmaxRowMask {
+  const int32_t* counts;
+  const int32_t* padded_offsets;
+  int groups;
+  int64_t lo = 0, hi = 0, count = 0;
+  __device__ __forceinline__ bool valid(int64_t r) {
+    if (counts == nullptr) return true;
+    if (r < lo || r >= hi) {
+      int a = 0, b = groups - 1;  // the last group starting at or before r (an empty group before it
+      while (a < b) {             // starts there too; r < padded_offsets[G] keeps it in range)
+        const int mid = (a + b + 1) >> 1;
+        if (__ldcg(padded_offsets + mid) <= r) a = mid; else b = mid - 1;
+      }
+      lo = __ldcg(padded_offsets + a);
+      hi = __ldcg(padded_offsets + a + 1);
+      count = __ldcg(counts + a);
+    }
+    return r - lo < count;
+  }
+};
+
 template <class TIn>
 __global__ void __launch_bounds__(256) absmax_partials_kernel(const TIn* __restrict__ x, int64_t stride,
                                                               int64_t max_rows, const int32_t* rows_dev, int units8,
-                                                              float* partials) {
+                                                              float* partials, AmaxRowMask mask) {
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   __shared__ float red[33];
   float m = 0.f;
@@ -240,11 +267,13 @@ __global__ void __launch_bounds__(256) absmax_partials_kernel(const TIn* __restr
     const int64_t step_rows = step / units8;
     const int step_u = static_cast<int>(step - step_rows * units8);
     for (; idx < total; idx += step) {
-      const uint4 v = __ldcg(reinterpret_cast<const uint4*>(x + row * stride) + u);
-      float f[8];
-      vec::unpack8<TIn>(v, f);
+      if (mask.valid(row)) {
+        const uint4 v = __ldcg(reinterpret_cast<const uint4*>(x + row * stride) + u);
+        float f[8];
+        vec::unpack8<TIn>(v, f);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) m = fmaxf(m, fabsf(f[e]));
+        for (int e = 0; e < 8; ++e) m = fmaxf(m, fabsf(f[e]));
+      }
       row += step_rows;
       u += step_u;
       if (u >= units8) { u -= units8; ++row; }

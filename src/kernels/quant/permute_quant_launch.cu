@@ -54,7 +54,7 @@ cudaError_t launch_typed(const PQParams& p, bool fp8, int vpt, int64_t grid, int
   if (p.scheme == kDynamic) {
     const cudaError_t e = launch_chain(absmax_partials_kernel<TIn>, dim3(amax_grid), dim3(256), 0, stream,
                                        static_cast<const TIn*>(p.x), p.x_stride, p.num_tokens, p.num_tokens_dev,
-                                       p.hidden / 8, partials);
+                                       p.hidden / 8, partials, AmaxRowMask{p.amax_counts, p.amax_padded_offsets, p.amax_groups});
     if (e != cudaSuccess) return e;
   }
   return fp8 ? launch_rows<TIn, true>(p, vpt, grid, block, stream) : launch_rows<TIn, false>(p, vpt, grid, block, stream);
@@ -92,6 +92,9 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   p.x_stride = stride;
   p.num_tokens = a.num_tokens;
   p.num_tokens_dev = a.num_tokens_dev;
+  p.amax_counts = a.amax_group_counts;
+  p.amax_padded_offsets = a.amax_group_padded_offsets;
+  p.amax_groups = a.amax_groups;
   p.hidden = a.hidden;
   p.units = a.hidden / unit;
   switch (a.quant) {

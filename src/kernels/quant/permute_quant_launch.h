@@ -44,6 +44,12 @@ struct PermuteQuantArgs {
   // with the row index fastest and rows_pad4 = rows_out rounded up to 4 (DeepGEMM's TMA layout).
   float* out_scales = nullptr;          // f32 scales, or UE8M0 exponents stored as f32 powers of two
   int64_t rows_out = 0;                 // rows of `out` (T, or R_pad for permute)
+  // kPerTensorDynamic over a padded grouped layout (the intermediate H between the GEMMs, rows
+  // padded_offsets[g] + [0, counts[g]) valid, padding rows stale): only valid rows enter the absmax.
+  // Null: every row below num_tokens (num_tokens_dev) counts.
+  const int32_t* amax_group_counts = nullptr;          // [G]
+  const int32_t* amax_group_padded_offsets = nullptr;  // [G + 1]
+  int amax_groups = 0;
   void* scratch = nullptr;              // permute_quant_scratch_bytes()
   size_t scratch_bytes = 0;
   // Unweighted rows: quantise/copy each row once into shared memory and let cp.async.bulk copy it to
