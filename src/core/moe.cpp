@@ -172,6 +172,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
     f.a = inter_q;
     f.a_scale = inter_scales;
+    // (safe: the quantise of H above waits for GEMM1 before it triggers, so the plan is complete
+    // when GEMM2 starts; a quantise fused into GEMM1 would need GEMM2's early weights off)
     f.early_weights = detail::fp8_early_weights_enabled();
     f.w = t.w2;
     f.w_scale = static_cast<const float*>(t.w2_scale);

@@ -73,6 +73,10 @@ namespace {
     return Status(StatusCode::kUnsupported,
                   "fp8 with a dynamic per-tensor activation scale is built but not yet validated on a GPU (issue #5; "
                   "FUSEDMOE_UNVALIDATED_KERNELS=1 enables it for testing); use per-token or a static scale");
+  if (p.quant.act == ActQuant::kPerTensorDynamic && (p.router.weight_on_input || p.num_local_experts >= 0))
+    return Status(StatusCode::kUnsupported,
+                  "fp8 dynamic per-tensor activations: x's absmax runs over every token's raw row, not over the routed "
+                  "(weighted, local) rows the GEMM reads; not built with weights on the input or an expert map");
   if (p.quant.act != ActQuant::kPerToken && p.quant.act != ActQuant::kPerTensorStatic &&
       p.quant.act != ActQuant::kPerTensorDynamic)
     return Status(StatusCode::kUnsupported, std::string("fp8 row-scaled GEMMs need per-token or per-tensor "

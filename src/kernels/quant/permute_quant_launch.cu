@@ -137,6 +137,9 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
 
   int amax_grid = 0;
   float* partials = nullptr;
+  if (a.amax_group_counts != nullptr &&
+      (a.amax_group_padded_offsets == nullptr || a.amax_groups < 1 || a.permute))  // the row mask's contract
+    return cudaErrorInvalidValue;
   if (p.scheme == kDynamic) {
     if (a.scratch == nullptr || !vec::aligned16(a.scratch) || a.scratch_bytes < sizeof(float)) return cudaErrorInvalidValue;
     const int64_t units8 = a.hidden / 8;
