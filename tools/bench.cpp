@@ -11,6 +11,7 @@
 #include "bench_common.h"
 
 #include <dlfcn.h>
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -195,15 +196,98 @@ std::vector<Case> layer_cases() {
   return v;
 }
 
+// The dense FP8 e4m3 GEMM rate of this GPU, measured now: cuBLASLt 8192^3 ("TN": A and B K-major,
+// bf16 D, f32 accumulation with cuBLASLt's default promotion, no fast accumulation) when
+// libcublasLt can be loaded (dlopen, as above). 0 when it cannot (the caller then uses twice the
+// BF16 rate, the tensor cores' ratio) and says why in `how`.
+double measure_fp8_gemm_rate(cudaStream_t s, std::string* how) {
+  const int n = 8192;
+  void* lib = nullptr;
+  for (const char* name : {"libcublasLt.so.13", "/usr/local/cuda/lib64/libcublasLt.so.13",
+                           "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublasLt.so.13",
+                           "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib/libcublasLt.so.13"})
+    if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+  if (lib == nullptr) {
+    *how = "cuBLASLt not loadable";
+    return 0.0;
+  }
+  auto create = reinterpret_cast<decltype(&cublasLtCreate)>(dlsym(lib, "cublasLtCreate"));
+  auto destroy = reinterpret_cast<decltype(&cublasLtDestroy)>(dlsym(lib, "cublasLtDestroy"));
+  auto desc_create = reinterpret_cast<decltype(&cublasLtMatmulDescCreate)>(dlsym(lib, "cublasLtMatmulDescCreate"));
+  auto desc_destroy = reinterpret_cast<decltype(&cublasLtMatmulDescDestroy)>(dlsym(lib, "cublasLtMatmulDescDestroy"));
+  auto desc_set = reinterpret_cast<decltype(&cublasLtMatmulDescSetAttribute)>(dlsym(lib, "cublasLtMatmulDescSetAttribute"));
+  auto layout_create = reinterpret_cast<decltype(&cublasLtMatrixLayoutCreate)>(dlsym(lib, "cublasLtMatrixLayoutCreate"));
+  auto layout_destroy = reinterpret_cast<decltype(&cublasLtMatrixLayoutDestroy)>(dlsym(lib, "cublasLtMatrixLayoutDestroy"));
+  auto matmul = reinterpret_cast<decltype(&cublasLtMatmul)>(dlsym(lib, "cublasLtMatmul"));
+  if (!create || !destroy || !desc_create || !desc_destroy || !desc_set || !layout_create || !layout_destroy || !matmul) {
+    *how = "cuBLASLt symbols missing";
+    return 0.0;
+  }
+  Buf a(size_t(n) * n), b(size_t(n) * n), d(size_t{2} * n * n);
+  const size_t ws_bytes = size_t{32} << 20;
+  Buf ws(ws_bytes);
+  BENCH_CUDA(cudaMemset(a.p, 0x38, size_t(n) * n));  // e4m3 1.0
+  BENCH_CUDA(cudaMemset(b.p, 0x30, size_t(n) * n));  // e4m3 0.5
+  cublasLtHandle_t h = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+  double rate = 0.0;
+  if (create(&h) == CUBLAS_STATUS_SUCCESS && desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+      layout_create(&la, CUDA_R_8F_E4M3, n, n, n) == CUBLAS_STATUS_SUCCESS &&
+      layout_create(&lb, CUDA_R_8F_E4M3, n, n, n) == CUBLAS_STATUS_SUCCESS &&
+      layout_create(&ld, CUDA_R_16BF, n, n, n) == CUBLAS_STATUS_SUCCESS) {
+    const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
+    desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t));
+    desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof(nn));
+    static const float one = 1.f, zero = 0.f;
+    auto run = [&] {
+      return matmul(h, desc, &one, a.p, la, b.p, lb, &zero, d.p, ld, d.p, ld, nullptr, ws.p, ws_bytes, s);
+    };
+    const cublasStatus_t st = run();
+    if (st == CUBLAS_STATUS_SUCCESS && cudaStreamSynchronize(s) == cudaSuccess) {
+      rate = 2.0 * n * n * n / median_seconds(s, [&] { (void)run(); });
+      *how = "cuBLASLt e4m3 8192^3";
+    } else {
+      *how = "cuBLASLt e4m3 matmul failed (status " + std::to_string(int(st)) + ")";
+      (void)cudaGetLastError();
+    }
+  } else {
+    *how = "cuBLASLt set-up failed";
+  }
+  if (ld) layout_destroy(ld);
+  if (lb) layout_destroy(lb);
+  if (la) layout_destroy(la);
+  if (desc) desc_destroy(desc);
+  if (h) destroy(h);
+  return rate;
+}
+
+// The FP8 cases' compute floor: the dense FP8 rate measured now (printed) when any case is FP8;
+// else, or when cuBLASLt cannot run, twice the BF16 rate (the tensor cores' ratio).
+double fp8_rate_if_needed(cudaStream_t s, const std::vector<Case>& cases, double bf16_rate) {
+  bool any = false;
+  for (const Case& c : cases) any = any || c.problem.quant.weight.format == fm::WeightFormat::kFP8E4M3;
+  if (!any) return 2 * bf16_rate;
+  std::string how;
+  const double r = measure_fp8_gemm_rate(s, &how);
+  if (r > 0) {
+    std::printf("dense fp8 GEMM rate (%s, same run): %.0f TFLOP/s (the FP8 cases' compute floor)\n", how.c_str(), r / 1e12);
+    return r;
+  }
+  std::printf("dense fp8 GEMM rate: not measured (%s); FP8 compute floor = 2 x the bf16 rate\n", how.c_str());
+  return 2 * bf16_rate;
+}
+
 // A forced tile choice for the crossover suite; an empty label = the oracle's own choice.
 struct TileVariant {
   std::string label;
   fm::ForwardOptions options;
 };
 
-bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64_t>& tokens, std::vector<Row>* rows,
-                 const std::vector<Case>& cases, const std::vector<TileVariant>& variants, bool stages = false,
-                 bool precomputed = false) {
+// peak: the dense BF16 GEMM rate; fp8_peak: the dense FP8 rate (the FP8 cases' compute floor).
+bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const std::vector<int64_t>& tokens,
+                 std::vector<Row>* rows, const std::vector<Case>& cases, const std::vector<TileVariant>& variants,
+                 bool stages = false, bool precomputed = false) {
   bool ok = true;
   const size_t flush_bytes = size_t{256} << 20;  // > 4x the 60 MB L2: cold weights every call
   Buf flush(flush_bytes), sink(16);
@@ -315,9 +399,9 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
       const std::string ex = fm::explain(p, v.options);
       const size_t at = ex.find("\ntiles: ");
       std::string tiles = at == std::string::npos ? "?" : ex.substr(at + 8, ex.find(" (", at) - at - 8);
-      // (FP8 compute floor: twice the dense bf16 rate measured in this run, the tensor cores' ratio)
+      // (FP8 compute floor: the dense FP8 rate measured in this run, see bench_main)
       rows->push_back(measured_row(c.name, std::string(fp8 ? "layer fp8 " : "layer bf16 ") + tiles + (v.label.empty() ? "" : " [" + v.label + "]"), t, us, bytes,
-                                   bw, flops, fp8 ? 2 * peak : peak));
+                                   bw, flops, fp8 ? fp8_peak : peak));
       if (precomputed && &v == &variants.front()) {
         // The same layer from precomputed top-k ids/weights (the reference routing of these
         // logits): what vLLM's figures in shared/peer-figures.md time (no router).
@@ -341,7 +425,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
         } else {
           const double pb = time_graph(s, [&] { flush_l2(); (void)fm::forward(pp, pio, pws.p, pws_bytes, s, v.options); }, 15);
           rows->push_back(measured_row(c.name, "layer from precomputed top-k (no router)", t, std::max(pb - flush_us, 0.01),
-                                       bytes, bw, flops, fp8 ? 2 * peak : peak));
+                                       bytes, bw, flops, fp8 ? fp8_peak : peak));
         }
       }
       if (stages && &v == &variants.front()) {
@@ -372,7 +456,8 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
             const double b = time_graph(s, [&] { flush_l2(); (void)fm::forward(p, io, ws.p, ws_bytes, s, so); }, 15);
             cum = std::max(b - flush_us, 0.01);
           }
-          rows->push_back(measured_row(c.name, names[k], t, std::max(cum - prev, 0.01), stage_bytes[k], bw, stage_flops[k], peak));
+          rows->push_back(measured_row(c.name, names[k], t, std::max(cum - prev, 0.01), stage_bytes[k], bw, stage_flops[k],
+                                       fp8 ? fp8_peak : peak));
           prev = cum;
         }
       }
@@ -385,13 +470,8 @@ bool bench_layer(cudaStream_t s, double bw, double peak, const std::vector<int64
 
 // Swap-AB vs normal tiles on the decode shapes of issue #4: every family/tile forced, tokens
 // 1..2048; per case, the best Swap-AB tile vs the normal tile at each count and the crossover.
-bool bench_crossover(cudaStream_t s, double bw, double peak, const std::vector<int64_t>& tokens, std::vector<Row>* rows,
-                     const std::vector<std::string>& only) {
-  std::vector<Case> cases;
-  for (const Case& c : layer_cases())
-    if (only.empty() ? (c.name == "dsv3-tp8" || c.name == "qwen235-tp8")
-                     : std::find(only.begin(), only.end(), c.name) != only.end())
-      cases.push_back(c);
+bool bench_crossover(cudaStream_t s, double bw, double peak, double fp8_peak, const std::vector<int64_t>& tokens,
+                     std::vector<Row>* rows, const std::vector<Case>& cases) {
   std::vector<TileVariant> variants;
   auto forced = [](fm::TileFamily f, int tile) {
     fm::ForwardOptions o;
@@ -403,7 +483,7 @@ bool bench_crossover(cudaStream_t s, double bw, double peak, const std::vector<i
   for (int tile : {8, 16, 32, 64}) variants.push_back({"swap-ab " + std::to_string(tile), forced(fm::TileFamily::kSwapAB, tile)});
   const size_t first = rows->size();
   // (FP8 cases: the Swap-AB tiles stop at 32; a forced 64 is reported as skipped)
-  const bool ok = bench_layer(s, bw, peak, tokens, rows, cases, variants);
+  const bool ok = bench_layer(s, bw, peak, fp8_peak, tokens, rows, cases, variants);
   std::printf("\nSwap-AB vs normal (best forced Swap-AB tile / normal 128; < 1 = Swap-AB faster):\n");
   for (const Case& c : cases) {
     const double k_over_e = static_cast<double>(c.problem.top_k()) / c.problem.num_experts;
@@ -569,13 +649,20 @@ int cmd_bench(int argc, char** argv) {
     if (gather) add("gather on", &fusedmoe::ForwardOptions::gather_rows, Toggle::kOn);  // no permuted copy
     if (staged) add("staged off", &fusedmoe::ForwardOptions::staged_epilogue, Toggle::kOff);
     if (splitk) add("split-k off", &fusedmoe::ForwardOptions::split_k, Toggle::kOff);
-    all_ok = bench_layer(s, bw, tflops, tokens, &rows, selected(layer_cases(), only), variants, stages, precomputed);
+    const std::vector<Case> cases = selected(layer_cases(), only);
+    const double fp8_tflops = fp8_rate_if_needed(s, cases, tflops);
+    all_ok = bench_layer(s, bw, tflops, fp8_tflops, tokens, &rows, cases, variants, stages, precomputed);
   }
   if (suite == "crossover") {
     std::string how;
     const double tflops = measure_bf16_gemm_rate(s, &how);
     std::printf("dense bf16 GEMM rate (%s, same run): %.0f TFLOP/s\n", how.c_str(), tflops / 1e12);
-    all_ok = bench_crossover(s, bw, tflops, tokens, &rows, only);
+    std::vector<Case> cases;
+    for (const Case& c : layer_cases())
+      if (only.empty() ? (c.name == "dsv3-tp8" || c.name == "qwen235-tp8")
+                       : std::find(only.begin(), only.end(), c.name) != only.end())
+        cases.push_back(c);
+    all_ok = bench_crossover(s, bw, tflops, fp8_rate_if_needed(s, cases, tflops), tokens, &rows, cases);
   }
   if (suite == "coldstart") all_ok = bench_coldstart(s, &rows);
   if (suite == "rope") all_ok = bench_rope(s, bw, tokens, &rows);

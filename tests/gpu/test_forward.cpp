@@ -452,6 +452,26 @@ TEST(Forward, Fp8RowScaledLayers) {
   check_forward(qw, 128, {}, "qwen235-like E32 fp8 per-channel", fm::testing::Skew::kUniform, kFp8Tol);
 }
 
+// FP8 layers at prefill token counts (issue #5's 4096 and 65536), on small experts so that the two
+// float64 references stay quick: per-channel / per-token and 128x128 blocks (f32 and UE8M0),
+// the oracle's tiles (normal at these counts) and forced Swap-AB at 4096.
+TEST(Forward, Fp8LargeTokenCounts) {
+  constexpr double kFp8Tol = 2e-2;
+  fm::MoeProblem pc = small_problem(8, 2, 64, 128);
+  pc.quant = fm::QuantScheme::fp8_per_channel();
+  fm::MoeProblem pb = small_problem(8, 2, 128, 128);
+  pb.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  fm::MoeProblem pu = pb;
+  pu.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  for (int64_t t : {4096, 65536}) {
+    check_forward(pc, t, {}, "fp8 per-channel E8 k2 N64 K128", fm::testing::Skew::kUniform, kFp8Tol);
+    check_forward(pb, t, {}, "fp8 block f32 E8 k2 N128 K128", fm::testing::Skew::kZipf, kFp8Tol);
+    check_forward(pu, t, {}, "fp8 block ue8m0 E8 k2 N128 K128", fm::testing::Skew::kUniform, kFp8Tol);
+  }
+  check_forward(pc, 4096, tiles(fm::TileFamily::kSwapAB, 32), "fp8 per-channel swap-ab", fm::testing::Skew::kUniform,
+                kFp8Tol);
+}
+
 // Per-tensor FP8 with dynamic activation scales (a global absmax of x, and of H's valid rows
 // only): the workspace is poisoned with 0x7F bytes (bf16 3.4e38, finite), so stale padding rows of
 // H entering the absmax would flush every H value to zero. Skipped while the oracle refuses the
