@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fusedmoe/reference.h"
+#include "reference/parallel.h"
 
 namespace fusedmoe::ref {
 namespace {
@@ -140,9 +141,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out) {
   const float act1_scale = per_tensor_act_scale(p.quant, gemm1_in.data(), rows * k_dim, t.act_scale);
 
   // GEMM1 + activation. h stays float64 when activations are not quantised.
+  // (rows in parallel: each writes only its own H row)
   std::vector<double> h(static_cast<size_t>(rows * n_dim));
-  std::vector<double> quantised_in(static_cast<size_t>(k_dim));
-  for (int64_t row = 0; row < rows; ++row) {
+  detail::parallel_for(rows, 4, [&](int64_t row) {
+    std::vector<double> quantised_in(static_cast<size_t>(k_dim));
     fake_quantize_row(p.quant, &gemm1_in[row * k_dim], k_dim, act1_scale, quantised_in.data());
     gemm1_activation_row(p, t, row_group[row], quantised_in.data(), &h[row * n_dim]);
     if (p.quant.act != ActQuant::kNone) {
@@ -155,14 +157,15 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out) {
                                                              : bf16_to_float(float_to_bf16(v));
       }
     }
-  }
+  });
   const float act2_scale = per_tensor_act_scale(p.quant, h.data(), rows * n_dim, t.act2_scale);
 
   // GEMM2, weighting and combine, in slot order per token (the shared expert's slot is last).
+  // (tokens in parallel: each sums its own slots, in slot order, into its own output row)
   result.out.assign(static_cast<size_t>(num_tokens * k_dim), 0.0);
-  std::vector<double> quantised_h(static_cast<size_t>(n_dim));
-  std::vector<double> y(static_cast<size_t>(k_dim));
-  for (int64_t token = 0; token < num_tokens; ++token) {
+  detail::parallel_for(num_tokens, 2, [&](int64_t token) {
+    std::vector<double> quantised_h(static_cast<size_t>(n_dim));
+    std::vector<double> y(static_cast<size_t>(k_dim));
     for (int slot = 0; slot < slots; ++slot) {
       const int32_t row = plan.slot_row[token * slots + slot];
       if (row < 0) continue;  // expert on another rank
@@ -173,7 +176,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out) {
       double* out_row = &result.out[token * k_dim];
       for (int64_t c = 0; c < k_dim; ++c) out_row[c] += weight * y[c];
     }
-  }
+  });
   *out = std::move(result);
   return Status::Ok();
 }
