@@ -3,6 +3,7 @@
 # scripts/stage_gpu.sh. Runs info, the GPU test suite, the SASS check, the default main job and
 # the benchmarks, writes logs under $OUT (or ./out), and prints a short summary last.
 #   GPU_TEST_FILTER  gtest filter for the GPU suite (default: all; "-" skips the suite)
+#   GPU_TEST_SHARDS  parallel test processes (gtest sharding, default 4)
 #   SANITIZE=1       also run the suite (filtered by SANITIZE_FILTER) under compute-sanitizer
 #   BENCH            space-separated `fusedmoe bench` suites to run (dispatch, layer, crossover, coldstart, rope)
 #   BENCH_ARGS       extra arguments for every bench call (e.g. "--tokens 1,16,256")
@@ -28,10 +29,22 @@ say "gpu: $gpu; build commit $(cat $g/COMMIT 2>/dev/null); $(date -u +%Y-%m-%dT%
 say "fusedmoe info: rc=$rc; $(grep -E '^self-test|kernels compiled' "$out/info.log" | tr '\n' ' ')"
 
 if [ "${GPU_TEST_FILTER:-*}" != "-" ]; then
+  # GPU_TEST_SHARDS processes in parallel (gtest sharding; default 4): the float64 references of
+  # the layer tests are CPU-bound and the device machine has 16 cores. One log, shard by shard.
   t0=$(date +%s)
-  $g/bin/fusedmoe_gpu_tests --gtest_filter="${GPU_TEST_FILTER:-*}" > "$out/gpu_tests.log" 2>&1; rc=$?
-  say "gpu tests: rc=$rc in $(( $(date +%s) - t0 )) s; $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|tests ran|SKIPPED' "$out/gpu_tests.log" | tr '\n' ' ')"
-  fails=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$out/gpu_tests.log" | head -10 | tr '\n' ' ')
+  shards=${GPU_TEST_SHARDS:-4}
+  rc=0
+  for i in $(seq 0 $((shards - 1))); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i $g/bin/fusedmoe_gpu_tests --gtest_filter="${GPU_TEST_FILTER:-*}" \
+      > "$out/gpu_tests.shard$i.log" 2>&1 &
+  done
+  for job in $(jobs -p); do wait "$job" || rc=$?; done
+  for i in $(seq 0 $((shards - 1))); do
+    echo "==== shard $i of $shards"; cat "$out/gpu_tests.shard$i.log"; rm -f "$out/gpu_tests.shard$i.log"
+  done > "$out/gpu_tests.log"
+  passed=$(grep -E '^\[  PASSED  \]' "$out/gpu_tests.log" | grep -oE '[0-9]+' | awk '{s += $1} END {print s + 0}')
+  say "gpu tests ($shards shards): rc=$rc in $(( $(date +%s) - t0 )) s; passed ${passed:-0}; $(grep -E '^\[  FAILED  \] [0-9]+ test|SKIPPED' "$out/gpu_tests.log" | sort -u | tr '\n' ' ')"
+  fails=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$out/gpu_tests.log" | sort -u | head -10 | tr '\n' ' ')
   [ -n "$fails" ] && say "failed: $fails"
 fi
 
