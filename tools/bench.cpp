@@ -126,6 +126,15 @@ bool check_case(const fm::MoeProblem& p, const fm::testing::LayerData& d, const 
 
 // ---- suite layer: the whole layer (forward) on BF16 weights ----
 
+// A CUDA math library by soname: the loader path, the toolkit, then the device machine's torch
+// wheels (the tool links none of them: it must start without them). Null when none loads.
+void* dlopen_cuda_lib(const std::string& soname) {
+  for (const std::string dir : {"", "/usr/local/cuda/lib64/", "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/",
+                                "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib/"})
+    if (void* lib = dlopen((dir + soname).c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
+  return nullptr;
+}
+
 // The dense BF16 GEMM rate of this GPU, measured now: cuBLAS 8192^3 when a cuBLAS library can be
 // loaded (dlopen: the tool must start without it), else our WGMMA smoke GEMM at 8192^3.
 double measure_bf16_gemm_rate(cudaStream_t s, std::string* how) {
@@ -144,11 +153,7 @@ double measure_bf16_gemm_rate(cudaStream_t s, std::string* how) {
   using DestroyFn = int (*)(void*);
   using GemmExFn = int (*)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int,
                            const void*, void*, int, int, int, int);
-  void* lib = nullptr;
-  for (const char* name : {"libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13",
-                           "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublas.so.13",
-                           "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib/libcublas.so.13"})
-    if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+  void* lib = dlopen_cuda_lib("libcublas.so.13");
   std::function<void()> fn;
   void* handle = nullptr;
   DestroyFn destroy = nullptr;
@@ -202,11 +207,7 @@ std::vector<Case> layer_cases() {
 // BF16 rate, the tensor cores' ratio) and says why in `how`.
 double measure_fp8_gemm_rate(cudaStream_t s, std::string* how) {
   const int n = 8192;
-  void* lib = nullptr;
-  for (const char* name : {"libcublasLt.so.13", "/usr/local/cuda/lib64/libcublasLt.so.13",
-                           "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublasLt.so.13",
-                           "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib/libcublasLt.so.13"})
-    if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+  void* lib = dlopen_cuda_lib("libcublasLt.so.13");
   if (lib == nullptr) {
     *how = "cuBLASLt not loadable";
     return 0.0;

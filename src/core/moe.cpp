@@ -124,10 +124,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   kernels::Fp8GroupedGemmArgs f;
   if (fp8) {
     static_cast<kernels::GroupedGemmArgs&>(f) = g;
-    // Split-K as the BF16 GEMMs (Swap-AB only). Early weights are safe here too (the permute +
-    // quantise sits between the plan and GEMM1, the quantise of H between it and GEMM2); they run
-    // once the oracle's flag for them is on (dispatch/oracle.cpp).
-    f.early_weights = g.early_weights && detail::fp8_early_weights_enabled();
+    // Split-K and early weights as the BF16 GEMMs (the permute + quantise sits between the plan
+    // and GEMM1).
     f.a_scale = r.act_scales;
     f.a_scale_per_token = p.quant.act == ActQuant::kPerToken;
     f.w_scale = static_cast<const float*>(t.w1_scale);  // (UE8M0 block scales: bytes)
@@ -174,7 +172,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.a_scale = inter_scales;
     // (safe: the quantise of H above waits for GEMM1 before it triggers, so the plan is complete
     // when GEMM2 starts; a quantise fused into GEMM1 would need GEMM2's early weights off)
-    f.early_weights = detail::fp8_early_weights_enabled();
+    f.early_weights = true;
     f.w = t.w2;
     f.w_scale = static_cast<const float*>(t.w2_scale);
     f.bias = g.bias;

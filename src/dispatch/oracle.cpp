@@ -12,27 +12,19 @@ namespace fusedmoe::detail {
 
 namespace {
 
-// FP8 paths that forward() takes only once their GPU tests have passed on the H200 (each flag was
-// flipped with the run that validated it: bench/results/2026-11-30_h200_session5):
-// - 128x128 block scales (1x128 activation groups, f32 or UE8M0), Fp8GroupedGemm.BlockScales and
-//   Forward.Fp8BlockScaledLayers;
-// - the FP8 Swap-AB tiles (8/16/32) chosen by the tile heuristic at decode, as for BF16
-//   (Fp8GroupedGemm.SwapAbTiles, Forward.Fp8SwapAbTiles);
-// - early weights under PDL (the first ring of weight loads before griddepcontrol.wait), as the
-//   BF16 GEMMs do (Forward.OverlappedLaunchesMatchPlainBitwise's FP8 cases).
+// FP8 paths are built first, then taken by forward() once their GPU tests have passed on the H200:
+// a path awaiting that run has a flag here, false, and FUSEDMOE_UNVALIDATED_KERNELS=1 enables it
+// for the run that validates it; the flag (and its branch) goes when it passes. (Block scales,
+// FP8 Swap-AB at decode and FP8 early weights went that way in session 5.)
 // - dynamic per-tensor activation scales (a global absmax of x and of H's valid rows): built in
 //   session 5 after the device budget was spent; not yet run on a GPU (Forward.Fp8DynamicPerTensor).
-// A new FP8 path lands with its flag false and FUSEDMOE_UNVALIDATED_KERNELS=1 to test it.
 constexpr bool kFp8DynamicTensorValidated = false;
-constexpr bool kFp8BlockScalesValidated = true;
-constexpr bool kFp8SwapAbValidated = true;
-constexpr bool kFp8EarlyWeightsValidated = true;
 
 }  // namespace
 
 // Developers' switch: FUSEDMOE_UNVALIDATED_KERNELS=1 in the environment (read once) lets the oracle
-// and forward() take the paths above before their flag is flipped, so one GPU session can test
-// and time them. Not for production; `fusedmoe explain` says when it is set.
+// take the paths above before their flag is flipped, so one GPU session can test and time them.
+// Not for production; `fusedmoe explain` says when it is set.
 bool unvalidated_kernels_allowed() {
   static const bool on = [] {
     const char* v = std::getenv("FUSEDMOE_UNVALIDATED_KERNELS");
@@ -41,9 +33,6 @@ bool unvalidated_kernels_allowed() {
   return on;
 }
 
-bool fp8_block_scales_enabled() { return kFp8BlockScalesValidated || unvalidated_kernels_allowed(); }
-bool fp8_swapab_auto_enabled() { return kFp8SwapAbValidated || unvalidated_kernels_allowed(); }
-bool fp8_early_weights_enabled() { return kFp8EarlyWeightsValidated || unvalidated_kernels_allowed(); }
 bool fp8_dynamic_tensor_enabled() { return kFp8DynamicTensorValidated || unvalidated_kernels_allowed(); }
 
 namespace {
@@ -51,9 +40,6 @@ namespace {
 [[maybe_unused]] Status fp8_supported(const MoeProblem& p) {
   const WeightQuant& w = p.quant.weight;
   if (w.granularity == ScaleGranularity::kBlock) {
-    if (!fp8_block_scales_enabled())
-      return Status(StatusCode::kUnsupported,
-                    "fp8 128x128 block scales are built but not yet validated on a GPU (issue #5)");
     if (w.block_n != 128 || w.block_k != 128)
       return Status(StatusCode::kUnsupported, "fp8 block scales must be 128x128");
     if (p.quant.act != ActQuant::kGroup128)
@@ -115,13 +101,7 @@ Status can_implement(Backend b, const MoeProblem& p) {
 // strings).
 void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, bool reasons) {
   std::ostringstream why;
-  if (p.quant.weight.format == WeightFormat::kFP8E4M3 && o.tiles == TileFamily::kAuto && !fp8_swapab_auto_enabled()) {
-    d->family = TileFamily::kNormal;
-    d->tokens_tile = 128;
-    if (reasons)
-      why << "fp8: normal tiles (the fp8 Swap-AB kernels run only when forced until validated on a GPU; "
-             "FUSEDMOE_UNVALIDATED_KERNELS=1 lets the heuristic pick them)";  // (while kFp8SwapAbValidated is false)
-  } else if (o.tiles == TileFamily::kNormal) {
+  if (o.tiles == TileFamily::kNormal) {
     d->family = TileFamily::kNormal;
     d->tokens_tile = 128;
     if (reasons) why << "forced normal";

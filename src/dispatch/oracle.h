@@ -28,12 +28,9 @@ struct Decision {
 // problem (the choice itself is the same).
 Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons = true);
 
-// FP8 paths built but awaiting (or past) their GPU validation; each is on once its flag in
-// oracle.cpp is flipped, or with FUSEDMOE_UNVALIDATED_KERNELS=1 (a developers' switch, read once).
+// FP8 paths built but awaiting their GPU validation: each is on once its flag in oracle.cpp is
+// flipped, or with FUSEDMOE_UNVALIDATED_KERNELS=1 (a developers' switch, read once).
 bool unvalidated_kernels_allowed();
-bool fp8_block_scales_enabled();
-bool fp8_swapab_auto_enabled();   // the oracle's tile heuristic picks FP8 Swap-AB at decode
-bool fp8_early_weights_enabled();  // FP8 GEMMs stream their first weights before the PDL wait
 bool fp8_dynamic_tensor_enabled();  // FP8 with dynamic per-tensor activation scales
 
 }  // namespace fusedmoe::detail

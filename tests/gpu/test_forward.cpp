@@ -4,6 +4,7 @@
 // both tile families forced, CUDA-graph replay.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -24,11 +25,11 @@ namespace {
 
 constexpr double kTolerance = 1e-2;  // bf16 inputs/weights, bf16 intermediate and output
 // FP8 layers against the float64 layer with unquantised activations (the same FP8 weights; x and H
-// in float64). Issue #5 asks 4e-2, but on this data (N(0,1) inputs) the float64 layer of the
-// quantised math is itself 4.2-5.6e-2 away from it (two e4m3 roundings of 3 mantissa bits: the
-// measured GPU error against the quantised math is 2.5e-3..7.7e-3 on the same cases, H200 session
-// 5), so no kernel can meet 4e-2 here: the bound is 6e-2 and each case prints its value.
-constexpr double kFp8LayerTol = 6e-2;
+// in float64): issue #5's 4e-2, unless the float64 layer of the quantised math is itself farther
+// than that from it (two e4m3 roundings of 3 mantissa bits: 4.2-5.6e-2 on N(0,1) data, H200
+// session 5), in which case the GPU may add at most kFp8OverQuantisedMath to that distance.
+constexpr double kFp8LayerTol = 4e-2;
+constexpr double kFp8OverQuantisedMath = 1e-2;
 
 struct Layer {
   fm::testing::LayerData data;
@@ -121,7 +122,7 @@ void check_forward(fm::MoeProblem p, int64_t tokens, const fm::ForwardOptions& o
   const double err = rel_error(p, got, ref.out, &bad);
   // FP8: also against the layer with unquantised activations (the same FP8 weights and scales, x
   // and H in float64): the error quantising the activations adds, issue #5's 4e-2 bound
-  double err_unq = -1;
+  double err_unq = -1, quant_floor = 0;
   if (p.quant.weight.format == fm::WeightFormat::kFP8E4M3) {
     fm::MoeProblem pu = p;
     pu.quant.act = fm::ActQuant::kNone;
@@ -129,14 +130,23 @@ void check_forward(fm::MoeProblem p, int64_t tokens, const fm::ForwardOptions& o
     EXPECT_TRUE(fm::ref::forward(pu, L.data.host_tensors(), &ru).ok());
     int64_t bad_u = 0;
     err_unq = rel_error(p, got, ru.out, &bad_u);
+    double num = 0, den = 0;  // the quantised math's own distance from the unquantised layer
+    for (size_t i = 0; i < ru.out.size(); ++i) {
+      num += (ref.out[i] - ru.out[i]) * (ref.out[i] - ru.out[i]);
+      den += ru.out[i] * ru.out[i];
+    }
+    quant_floor = std::sqrt(num / std::max(den, 1e-300));
   }
   std::printf("[ forward  ] %-28s T=%-6lld %-8s tile %-3d rel_err %.3e", label.c_str(),
               static_cast<long long>(tokens), fm::to_string(opt.tiles), opt.tokens_tile, err);
-  if (err_unq >= 0) std::printf("  vs unquantised activations %.3e", err_unq);
+  if (err_unq >= 0)
+    std::printf("  vs unquantised activations %.3e (the quantised math: %.3e)", err_unq, quant_floor);
   std::printf("\n");
   EXPECT_EQ(bad, 0) << "non-finite (unwritten) outputs";
   EXPECT_LE(err, tol);
-  if (err_unq >= 0) EXPECT_LE(err_unq, kFp8LayerTol) << "vs the layer with unquantised activations";
+  if (err_unq >= 0)
+    EXPECT_LE(err_unq, std::max(kFp8LayerTol, quant_floor + kFp8OverQuantisedMath))
+        << "vs the layer with unquantised activations";
 }
 
 fm::MoeProblem small_problem(int e, int k, int n, int kdim, fm::Activation act = fm::Activation::silu()) {
@@ -497,7 +507,7 @@ TEST(Forward, Fp8DynamicPerTensor) {
 }
 
 // DeepSeek-style FP8 (128x128 weight blocks, 1x128 activation groups, f32 and UE8M0 scales) through
-// forward(), both families (validated on the H200 in session 5, oracle.cpp kFp8BlockScalesValidated).
+// forward(), both families (validated on the H200 in session 5).
 TEST(Forward, Fp8BlockScaledLayers) {
   constexpr double kFp8Tol = 2e-2;
   fm::MoeProblem p = small_problem(16, 4, 256, 512);
