@@ -203,8 +203,6 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
     os << "chosen: " << to_string(d.chosen) << " (" << d.reason << ")\n";
     os << "tiles: " << to_string(d.family) << ", token tile " << d.tokens_tile << " (" << d.tile_reason << ")\n";
     os << "switches:\n" << resolve_options(p, options).why;
-    if (detail::unvalidated_kernels_allowed())
-      os << "FUSEDMOE_UNVALIDATED_KERNELS=1: fp8 paths awaiting GPU validation are enabled (developers' switch)\n";
 #if defined(FUSEDMOE_WITH_CUDA)
     if (d.chosen == Backend::kGrouped) {
       const char* g1 = kernels::grouped_gemm1_name(d.family, d.tokens_tile);

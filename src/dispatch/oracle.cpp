@@ -1,7 +1,5 @@
 #include "dispatch/oracle.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <sstream>
 
 #if defined(FUSEDMOE_WITH_CUDA)
@@ -9,31 +7,6 @@
 #endif
 
 namespace fusedmoe::detail {
-
-namespace {
-
-// FP8 paths are built first, then taken by forward() once their GPU tests have passed on the H200:
-// a path awaiting that run has a flag here, false, and FUSEDMOE_UNVALIDATED_KERNELS=1 enables it
-// for the run that validates it; the flag (and its branch) goes when it passes. (Block scales,
-// FP8 Swap-AB at decode and FP8 early weights went that way in session 5.)
-// - dynamic per-tensor activation scales (a global absmax of x and of H's valid rows): built in
-//   session 5 after the device budget was spent; not yet run on a GPU (Forward.Fp8DynamicPerTensor).
-constexpr bool kFp8DynamicTensorValidated = false;
-
-}  // namespace
-
-// Developers' switch: FUSEDMOE_UNVALIDATED_KERNELS=1 in the environment (read once) lets the oracle
-// take the paths above before their flag is flipped, so one GPU session can test and time them.
-// Not for production; `fusedmoe explain` says when it is set.
-bool unvalidated_kernels_allowed() {
-  static const bool on = [] {
-    const char* v = std::getenv("FUSEDMOE_UNVALIDATED_KERNELS");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }();
-  return on;
-}
-
-bool fp8_dynamic_tensor_enabled() { return kFp8DynamicTensorValidated || unvalidated_kernels_allowed(); }
 
 namespace {
 
@@ -55,10 +28,6 @@ namespace {
                                                 " scales are not supported (per-tensor or per-channel)");
   if (w.scale_format != ScaleFormat::kFloat32)
     return Status(StatusCode::kUnsupported, "fp8 per-tensor/per-channel weight scales must be float32");
-  if (p.quant.act == ActQuant::kPerTensorDynamic && !fp8_dynamic_tensor_enabled())
-    return Status(StatusCode::kUnsupported,
-                  "fp8 with a dynamic per-tensor activation scale is built but not yet validated on a GPU (issue #5; "
-                  "FUSEDMOE_UNVALIDATED_KERNELS=1 enables it for testing); use per-token or a static scale");
   if (p.quant.act == ActQuant::kPerTensorDynamic && (p.router.weight_on_input || p.num_local_experts >= 0))
     return Status(StatusCode::kUnsupported,
                   "fp8 dynamic per-tensor activations: x's absmax runs over every token's raw row, not over the routed "

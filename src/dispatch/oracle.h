@@ -28,9 +28,4 @@ struct Decision {
 // problem (the choice itself is the same).
 Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons = true);
 
-// FP8 paths built but awaiting their GPU validation: each is on once its flag in oracle.cpp is
-// flipped, or with FUSEDMOE_UNVALIDATED_KERNELS=1 (a developers' switch, read once).
-bool unvalidated_kernels_allowed();
-bool fp8_dynamic_tensor_enabled();  // FP8 with dynamic per-tensor activation scales
-
 }  // namespace fusedmoe::detail

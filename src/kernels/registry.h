@@ -11,8 +11,7 @@
 //   permute_quant  quant/permute_quant_instances.cu (names; the module through a test kernel)
 //   combine        combine/combine_launch.cu
 //   grouped_gemm   gemm/sm90_bf16_grouped_gemm_launch.cu + _swapab_{small,large}.cu
-//   grouped_gemm_fp8 gemm/sm90_fp8_grouped_gemm_launch.cu (issue #5; not yet validated on a GPU,
-//                  not used by forward())
+//   grouped_gemm_fp8 gemm/sm90_fp8_grouped_gemm_launch.cu + _swapab.cu (issue #5)
 //   gemm_smoke     gemm/sm90_bf16_gemm_smoke_launch.cu
 //   inv_rope_quant rope/inv_rope_quant_launch.cu
 //   stream_read    util/stream_read.cu

@@ -40,21 +40,20 @@ TEST(Oracle, DecisionWithoutReasonsIsTheSame) {
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)
-// A built FP8 path whose GPU validation is pending is refused with the reason, unless the
-// developers' switch FUSEDMOE_UNVALIDATED_KERNELS=1 is set; validated ones are chosen.
-TEST(Oracle, UnvalidatedFp8PathsAreRefusedWithTheReason) {
+// Every FP8 scheme that forward() runs is chosen (all validated on the H200: block scales, Swap-AB
+// at decode and early weights in session 5, dynamic per-tensor activations in session 6); dynamic
+// per-tensor with an expert map is refused with the reason.
+TEST(Oracle, Fp8SchemesAreChosen) {
   fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
   p.num_tokens = p.max_tokens = 4;
   p.quant = fm::QuantScheme::fp8_per_tensor(true);
   const fm::detail::Decision d = fm::detail::decide(p, {}, true);
-  if (fm::detail::unvalidated_kernels_allowed() || fm::detail::fp8_dynamic_tensor_enabled()) {
-    EXPECT_EQ(d.chosen, fm::Backend::kGrouped);
-  } else {
-    EXPECT_EQ(d.chosen, fm::Backend::kAuto);
-    EXPECT_NE(d.status.message().find("dynamic per-tensor"), std::string::npos) << d.status.message();
-    EXPECT_NE(d.status.message().find("not yet validated"), std::string::npos) << d.status.message();
-  }
-  // validated in session 5: block scales, and Swap-AB at decode for FP8
+  EXPECT_EQ(d.chosen, fm::Backend::kGrouped) << d.status.message();
+  fm::MoeProblem m = p;
+  m.num_local_experts = m.num_experts / 2;
+  const fm::detail::Decision dm = fm::detail::decide(m, {}, true);
+  EXPECT_EQ(dm.chosen, fm::Backend::kAuto);
+  EXPECT_NE(dm.status.message().find("dynamic per-tensor"), std::string::npos) << dm.status.message();
   fm::MoeProblem b = fm::find_preset("dsv3-tp8")->problem;
   b.num_tokens = b.max_tokens = 4;
   const fm::detail::Decision db = fm::detail::decide(b, {}, true);

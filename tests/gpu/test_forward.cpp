@@ -484,18 +484,12 @@ TEST(Forward, Fp8LargeTokenCounts) {
 
 // Per-tensor FP8 with dynamic activation scales (a global absmax of x, and of H's valid rows
 // only): the workspace is poisoned with 0x7F bytes (bf16 3.4e38, finite), so stale padding rows of
-// H entering the absmax would flush every H value to zero. Skipped while the oracle refuses the
-// scheme (it says why: built, awaiting its GPU run; oracle.cpp kFp8DynamicTensorValidated).
+// H entering the absmax would flush every H value to zero (validated on the H200 in session 6).
 TEST(Forward, Fp8DynamicPerTensor) {
   constexpr double kFp8Tol = 2e-2;
   fm::MoeProblem p = small_problem(16, 4, 192, 512);
   p.quant = fm::QuantScheme::fp8_per_tensor(true);
   p.num_tokens = p.max_tokens = 4;
-  const std::string ex = fm::explain(p);
-  if (ex.find("not yet validated") != std::string::npos) {
-    EXPECT_NE(ex.find("dynamic per-tensor"), std::string::npos) << ex;
-    GTEST_SKIP() << "dynamic per-tensor FP8 awaits its GPU validation (FUSEDMOE_UNVALIDATED_KERNELS=1 runs it)";
-  }
   for (int64_t t : {1, 3, 65, 1000})
     check_forward(p, t, {}, "fp8 per-tensor dynamic", fm::testing::Skew::kUniform, kFp8Tol, 0x7F);
   check_forward(p, 5, tiles(fm::TileFamily::kSwapAB, 8), "fp8 per-tensor dynamic swap-ab", fm::testing::Skew::kUniform,
