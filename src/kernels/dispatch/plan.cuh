@@ -92,7 +92,11 @@ __device__ __forceinline__ int32_t plan_entries(const PlanParams& p) {
   return static_cast<int32_t>(resolve_token_count(p.max_tokens, p.num_tokens_dev, nullptr) * p.slots);
 }
 
-__device__ __forceinline__ int64_t round_up_tile(int64_t c, int tile) { return (c + tile - 1) / tile * tile; }
+// c rounded up to a multiple of the tile (c < 2^31, tile >= 1; power-of-two tiles by a mask).
+__device__ __forceinline__ uint32_t round_up_tile(uint32_t c, int tile) {
+  const uint32_t t = static_cast<uint32_t>(tile);
+  return (t & (t - 1u)) == 0u ? (c + t - 1u) & ~(t - 1u) : (c + t - 1u) / t * t;
+}
 
 // Exclusive block scan of one value per thread (blockDim.x a multiple of 32, <= 1024).
 // `warp_tot` is shared scratch of 32 elements. Returns the exclusive prefix; *total gets the sum.

@@ -74,17 +74,23 @@ __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot)
 __host__ __device__ inline int mask_stride(int words) { return words | 1; }
 
 // Dynamic shared memory of the bitmask plan: uint32 mask[G][stride], uint16 below[G][stride]
-// (tokens of the group in the words before), uint16 keys[n], int32 off[G], the scan scratch.
+// (tokens of the group in the words before), uint16 keys[n], int32 off[G], the scan scratch, and
+// uint32 rows[n] (token << 5 | slot of each grouped row, staged for coalesced stores).
 __host__ __device__ inline size_t bitmask_plan_smem_bytes(int groups, int words, int entries) {
   const size_t cells = static_cast<size_t>(groups) * mask_stride(words);
   return plan_detail::align_up(cells * 4, 16) + plan_detail::align_up(cells * 2, 16) +
-         plan_detail::align_up(static_cast<size_t>(entries) * 2, 16) + plan_detail::align_up(static_cast<size_t>(groups) * 4, 16) + 33 * 8;
+         plan_detail::align_up(static_cast<size_t>(entries) * 2, 16) + plan_detail::align_up(static_cast<size_t>(groups) * 4, 16) +
+         plan_detail::align_up(33 * 8, 16) + plan_detail::align_up(static_cast<size_t>(entries) * 4, 16);
 }
 
+// Token ids a one-block launch keeps in shared memory for its plan (8 tokens x 16 slots).
+inline constexpr int kSharedIds = kRouteWarps * 16;
+
 // Block 0's plan over n entries (see the header comment). Returns false (having written nothing
-// to global memory) when a token reaches a group twice.
+// to global memory) when a token reaches a group twice. s_ids: the ids in shared memory (a
+// one-block launch: the routing warps wrote them there too), else nullptr (read from L2).
 __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, int32_t n, int words,
-                                             unsigned long long* trace) {
+                                             const int32_t* s_ids, unsigned long long* trace) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ int s_dup;
   const int G = p.num_groups;
@@ -96,6 +102,7 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
   int32_t* off = reinterpret_cast<int32_t*>(reinterpret_cast<unsigned char*>(keys) + plan_detail::align_up(size_t(n) * 2, 16));
   unsigned long long* scan =
       reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned char*>(off) + plan_detail::align_up(size_t(G) * 4, 16));
+  uint32_t* stage = reinterpret_cast<uint32_t*>(reinterpret_cast<unsigned char*>(scan) + plan_detail::align_up(33 * 8, 16));
   const int tid = threadIdx.x;
   for (int i = tid; i < G * ms; i += blockDim.x) mask[i] = 0u;
   if (tid == 0) s_dup = 0;
@@ -112,7 +119,8 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
       id[j] = -1;
       if (i < n) {
         const int t = i / p.slots, sl = i - t * p.slots;
-        id[j] = sl < p.top_k ? __ldcg(p.topk_ids + static_cast<int64_t>(t) * p.top_k + sl) : kSharedSlot;
+        const int64_t at = static_cast<int64_t>(t) * p.top_k + sl;
+        id[j] = sl >= p.top_k ? kSharedSlot : s_ids != nullptr ? s_ids[at] : __ldcg(p.topk_ids + at);
       }
     }
     int32_t g[kBatch];
@@ -174,7 +182,9 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
   }
   __syncthreads();
   trace_stamp(trace, 4);
-  // Rows: rank of token t in its group = bits of the group's mask below t.
+  // Rows: rank of token t in its group = bits of the group's mask below t. slot_row is written
+  // in entry order; row_token / row_slot are scattered in shared memory first and then stored in
+  // row order (scattered 4-byte global stores from one SM cost about a cycle each).
   for (int i = tid; i < n; i += blockDim.x) {
     const int g = keys[i];
     const int t = i / p.slots;
@@ -186,8 +196,14 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
     const int rank = below[cell] + __popc(mask[cell] & ((1u << (t & 31)) - 1u));
     const int row = off[g] + rank;
     p.slot_row[i] = row;
-    p.row_token[row] = t;
-    p.row_slot[row] = i - t * p.slots;
+    stage[row] = (static_cast<uint32_t>(t) << 5) | static_cast<uint32_t>(i - t * p.slots);
+  }
+  __syncthreads();
+  const int rows = static_cast<int>(static_cast<uint32_t>(total));
+  for (int r = tid; r < rows; r += blockDim.x) {
+    const uint32_t v = stage[r];
+    p.row_token[r] = static_cast<int32_t>(v >> 5);
+    p.row_slot[r] = static_cast<int32_t>(v & 31u);
   }
   return true;
 }
@@ -270,8 +286,10 @@ template <typename T, int VEC, int NV, router_detail::RowMode M>
 __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const FrontParams f) {
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ int32_t s_ids[kSharedIds];
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
+  const bool one_block = gridDim.x == 1 && f.r.k <= kSharedIds / kRouteWarps;
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
   const int64_t token = static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
   trace_stamp(f.trace, 0);
@@ -279,7 +297,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   if (warp < kRouteWarps) {
     if (token < num_tokens) {
       uint32_t* wsm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(warp) * (f.r.num_experts + f.r.n_group);
-      route_token<T, VEC, NV, M>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts));
+      route_token<T, VEC, NV, M>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
+                                 one_block ? s_ids + warp * f.r.k : nullptr);
     }
   } else if (f.quant_scheme != pq_detail::kNone) {
     if (f.quant_scheme == pq_detail::kToken) {  // a row-wide amax: one warp per row
@@ -323,7 +342,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   trace_stamp(f.trace, 2);
   if (blockIdx.x != 0) return;
   const int32_t entries = static_cast<int32_t>(num_tokens * f.plan.slots);
-  if (!bitmask_plan(f.plan, entries, f.mask_words, f.trace)) {
+  if (!bitmask_plan(f.plan, entries, f.mask_words, one_block ? s_ids : nullptr, f.trace)) {
     __syncthreads();
     plan_detail::plan_rank_scatter_body<true>(f.plan, 0, 0, entries, f.plan_entries_per_warp);
   }

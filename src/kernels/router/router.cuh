@@ -131,10 +131,16 @@ __device__ __forceinline__ float warp_max(float x) {
   return x;
 }
 
-// Sum of v over lanes 0..count-1 of each `width`-lane segment, in lane order, from 0.
+// Sum of v over lanes 0..count-1 (count <= 16) of each `width`-lane segment, in lane order, from 0.
+// The shuffles are independent of the sum: all are issued first, then the adds run in order.
 __device__ __forceinline__ float slot_sum(float v, int count, int width) {
+  float x[16];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) x[j] = __shfl_sync(kFull, v, j, width);
   float s = 0.f;
-  for (int j = 0; j < count; ++j) s = hd::add(s, __shfl_sync(kFull, v, j, width));
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+    if (j < count) s = hd::add(s, x[j]);
   return s;
 }
 
@@ -154,9 +160,10 @@ __device__ __forceinline__ float score_of(float x, float max, float sum) {
 }
 
 // Renormalisation (slot order), scaling, store. Lanes r < k of each `width`-lane segment hold the
-// slots; every lane of the warp must call this.
+// slots; every lane of the warp must call this. ids_shared: optional copy of the token's ids in
+// shared memory (the fused front's one-block plan).
 __device__ __forceinline__ void finish_slots(const Params& p, int64_t token, int r, bool active, int32_t id,
-                                             float w, bool bad, int width) {
+                                             float w, bool bad, int width, int32_t* ids_shared = nullptr) {
   if (p.renormalize) {
     const float sum = slot_sum(w, p.k, width);
     w = hd::div(w, hd::add(sum, hd::kRenormEpsilon));
@@ -167,6 +174,7 @@ __device__ __forceinline__ void finish_slots(const Params& p, int64_t token, int
     const int64_t o = token * p.k + r;
     p.ids_out[o] = id;
     p.weights_out[o] = w;
+    if (ids_shared != nullptr) ids_shared[r] = id;
   }
 }
 
@@ -201,10 +209,12 @@ __device__ __forceinline__ void hash_slot(const Params& p, int64_t token, int r,
 }
 
 // The best key among the lane's untaken slots: strict '>' in ascending slot (= expert) order.
-template <int VEC, int NV>
-__device__ __forceinline__ void local_best(const uint32_t (&key)[VEC * NV], uint32_t taken, int lane,
-                                           uint32_t* best_key, uint32_t* best_expert) {
+// kVal: also that slot's val[] (the unbiased score of a biased selection).
+template <int VEC, int NV, bool kVal>
+__device__ __forceinline__ void local_best(const uint32_t (&key)[VEC * NV], const float (&val)[VEC * NV], uint32_t taken,
+                                           int lane, uint32_t* best_key, uint32_t* best_expert, float* best_val) {
   uint32_t bk = 0, be = 0xffffffffu;
+  float bv = 0.f;
 #pragma unroll
   for (int i = 0; i < NV; ++i)
 #pragma unroll
@@ -213,10 +223,12 @@ __device__ __forceinline__ void local_best(const uint32_t (&key)[VEC * NV], uint
       if (!((taken >> s) & 1u) && key[s] > bk) {
         bk = key[s];
         be = static_cast<uint32_t>(i * 32 * VEC + lane * VEC + c);
+        if constexpr (kVal) bv = val[s];
       }
     }
   *best_key = bk;
   *best_expert = be;
+  if constexpr (kVal) *best_val = bv;
 }
 
 // Slots of a lane holding an expert < E (the same for every token).
@@ -230,12 +242,19 @@ __device__ __forceinline__ uint32_t valid_slots(int lane, int num_experts) {
 }
 
 // ---- one warp routes one token: every router that reads the whole row of logits ----
-// wsm: this warp's shared scratch of num_experts + n_group words (grouped kBiasedTopK only).
+// wsm: this warp's shared scratch of num_experts + n_group words (grouped kBiasedTopK only);
+// ids_shared: see finish_slots.
 template <typename T, int VEC, int NV, RowMode M>
 __device__ __forceinline__ void route_token(const Params& p, int64_t token, int lane, uint32_t* wsm,
-                                            uint32_t valid) {
+                                            uint32_t valid, int32_t* ids_shared = nullptr) {
   constexpr int kCap = VEC * NV;
   static_assert(kCap <= 32 && (VEC & (VEC - 1)) == 0, "slots per lane");
+  // Up to 16 slots per lane the correction bias is loaded together with the logits (one memory
+  // round trip), and the unbiased score of each chosen expert comes from its lane's registers (a
+  // shuffle per round) instead of a second, dependent read of its logit. With 32 slots the two
+  // extra arrays would not fit the fused front's 128 registers: the bias is read where it is
+  // added and the chosen logit is re-read (the same bits either way).
+  constexpr bool kWide = kCap > 16;
   const int num_experts = p.num_experts;
   const int k = p.k;
   const bool grouped = p.kind == RouterKind::kBiasedTopK && p.n_group > 1;
@@ -243,6 +262,7 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
   {
     const T* row = static_cast<const T*>(p.logits) + token * num_experts;
     float v[kCap];
+    float bv[kWide ? 1 : kCap];
 #pragma unroll
     for (int i = 0; i < NV; ++i) {
       const int e0 = i * 32 * VEC + lane * VEC;
@@ -251,6 +271,15 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
       } else {
 #pragma unroll
         for (int c = 0; c < VEC; ++c) v[i * VEC + c] = hd::kNegInf;
+      }
+    }
+    if constexpr (!kWide) {
+      if (use_bias) {
+#pragma unroll
+        for (int i = 0; i < NV; ++i)
+#pragma unroll
+          for (int c = 0; c < VEC; ++c)
+            bv[i * VEC + c] = ((valid >> (i * VEC + c)) & 1u) ? __ldg(p.bias + i * 32 * VEC + lane * VEC + c) : 0.f;
       }
     }
 
@@ -291,7 +320,7 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
         bool bad = false;
         if (lane < k)
           hash_slot<T>(p, token, lane, [&](float x) { return score_of<M>(x, row_max, row_sum); }, &id, &w, &bad);
-        finish_slots(p, token, lane, lane < k, bad ? -1 : id, w, bad, 32);
+        finish_slots(p, token, lane, lane < k, bad ? -1 : id, w, bad, 32, ids_shared);
         return;
       }
     }
@@ -304,7 +333,10 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
       for (int c = 0; c < VEC; ++c) {
         const int s = i * VEC + c;
         float b = v[s];
-        if (use_bias && ((valid >> s) & 1u)) b = hd::add(b, __ldg(p.bias + i * 32 * VEC + lane * VEC + c));
+        if (use_bias && ((valid >> s) & 1u)) {
+          if constexpr (kWide) b = hd::add(b, __ldg(p.bias + i * 32 * VEC + lane * VEC + c));
+          else b = hd::add(b, bv[s]);
+        }
         key[s] = hd::to_key(hd::canon(b));
       }
     uint32_t taken = ~valid;
@@ -378,22 +410,33 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
       taken |= ~eligible;
     }
 
-    // k rounds of warp argmax (ties -> lower expert id).
+    // k rounds of warp argmax (ties -> lower expert id). kCarry: the winner's unbiased score
+    // travels with it (see kWide).
+    constexpr bool kCarry = !kWide && M != RowMode::kLogitsRow;
     uint32_t best_key, best_expert;
-    local_best<VEC, NV>(key, taken, lane, &best_key, &best_expert);
+    float best_val = 0.f;
+    local_best<VEC, NV, kCarry>(key, v, taken, lane, &best_key, &best_expert, &best_val);
     int32_t my_id = -1;
     uint32_t my_key = 0;
+    float my_val = 0.f;
     for (int r = 0; r < k; ++r) {
       const uint32_t m = __reduce_max_sync(kFull, best_key);
       const uint32_t win = __reduce_min_sync(kFull, best_key == m ? best_expert : 0xffffffffu);
+      const int win_lane = static_cast<int>((win / VEC) & 31u);
+      if constexpr (kCarry) {
+        if (use_bias) {  // warp-uniform
+          const float wv = __shfl_sync(kFull, best_val, win_lane);
+          if (lane == r) my_val = wv;
+        }
+      }
       if (lane == r) {
         my_id = static_cast<int32_t>(win);
         my_key = m;
       }
-      if (static_cast<int>((win / VEC) & 31u) == lane) {
+      if (win_lane == lane) {
         const int slot = static_cast<int>((win / (32 * VEC)) * VEC + (win & (VEC - 1)));
         taken |= 1u << slot;
-        local_best<VEC, NV>(key, taken, lane, &best_key, &best_expert);
+        local_best<VEC, NV, kCarry>(key, v, taken, lane, &best_key, &best_expert, &best_val);
       }
     }
 
@@ -403,6 +446,8 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
       w = hd::from_key(my_key);
       if constexpr (M == RowMode::kLogitsRow) {
         if (p.kind == RouterKind::kSigmoidTop1) w = hd::sigmoid(w);
+      } else if constexpr (kCarry) {
+        if (use_bias) w = my_val;  // the unbiased s, as computed for the selection
       } else {
         if (use_bias) w = score_of<M>(load_logit(row + my_id), row_max, row_sum);  // the unbiased s
       }
@@ -418,7 +463,7 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
         }
       }
     }
-    finish_slots(p, token, lane, lane < k, my_id, w, false, 32);
+    finish_slots(p, token, lane, lane < k, my_id, w, false, 32, ids_shared);
   }
 }
 
