@@ -151,6 +151,18 @@ __device__ __forceinline__ float div_rn_device(float a, float b) {
   const float m = div_magnitude(fabs(static_cast<double>(a)), bd, recip_f64(bd));
   return __uint_as_float(__float_as_uint(m) | ((__float_as_uint(a) ^ __float_as_uint(b)) & 0x80000000u));
 }
+// 1 / d for a finite float d >= 1, correctly rounded (subnormal results included): three Newton
+// steps in double from rcp.approx (relative error ~2^-52), then one rounding to float. 1/d is never
+// within 2^-49 (relative) of a float rounding midpoint (d * m = 1 would need a 49-bit product of a
+// 24-bit d and a 25-bit midpoint m), so that rounding is RN(1/d). The sigmoid's division without
+// the general path's special-operand code (a third of the router's instructions).
+__device__ __forceinline__ float recip_ge1_device(float d) {
+  const double b = static_cast<double>(d);
+  double r = rcp_approx_f64(b);
+#pragma unroll
+  for (int i = 0; i < 3; ++i) r = __fma_rn(r, __fma_rn(-b, r, 1.0), r);
+  return __double2float_rn(r);
+}
 __device__ __forceinline__ float sqrt_rn_device(float x) {
   if (!(x > 0.f) || x == __builtin_huge_valf()) {  // +-0, +inf: itself; negative, NaN: NaN
     return (x == 0.f || x == __builtin_huge_valf()) ? x : __uint_as_float(0x7fffffffu);
@@ -303,8 +315,17 @@ FM_HD float log1pf(float x) {
   return add(y, mul(dk, kLn2Hi));
 }
 
-// 1 / (1 + e^-x). sigmoid(-inf) = 0, sigmoid(FLT_MAX) = 1.
-FM_HD float sigmoid(float x) { return div(1.f, add(1.f, expf(-x))); }
+// 1 / (1 + e^-x). sigmoid(-inf) = 0, sigmoid(FLT_MAX) = 1. On the device the denominator, in
+// [1, inf] or NaN, takes recip_ge1_device (the same correctly rounded quotient as div).
+FM_HD float sigmoid(float x) {
+#if defined(__CUDA_ARCH__)
+  const float d = add(1.f, expf(-x));
+  if (!(d < kInf)) return d == kInf ? 0.f : as_float(0x7fffffffu);  // inf -> 0; NaN -> canonical NaN
+  return recip_ge1_device(d);
+#else
+  return div(1.f, add(1.f, expf(-x)));
+#endif
+}
 
 // Above this, softplus(x) == x in float32 (PyTorch's threshold); also keeps e^x finite.
 inline constexpr float kSoftplusThreshold = 20.f;

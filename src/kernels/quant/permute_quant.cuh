@@ -187,6 +187,10 @@ struct PQParams {
   int ts;      // team size
   int teams;   // teams per block
   bool bulk;   // unweighted rows: staged in shared memory, copied to every destination by cp.async.bulk
+  // Permuted rows with whole-warp teams (ts % 32 == 0), not bulk: each warp finds its token's
+  // destinations itself (lane s < slots: destination s, broadcast by shuffle) and loads those of
+  // its next row while the current one is stored, so the row loop has no block barrier.
+  bool warp_dest;
 };
 
 // ---- bulk stores (PQParams::bulk) --------------------------------------------------------------
@@ -288,8 +292,12 @@ __global__ void __launch_bounds__(256) absmax_partials_kernel(const TIn* __restr
 // Threads per block a VPT instance is built for (the host never launches more).
 __host__ __device__ constexpr int max_block_for_vpt(int vpt) { return vpt < 8 ? 256 : 512; }
 
+// Blocks per SM the register budget is set for: 3 for VPT <= 2 (at most 85 registers, so that
+// three 224-thread blocks fit: the FP8 row of K = 7168 at prefill), else 1.
+__host__ __device__ constexpr int min_blocks_for_vpt(int vpt) { return vpt <= 2 ? 3 : 1; }
+
 template <class TIn, bool kFp8, int VPT>
-__global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kernel(PQParams p) {
+__global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT)) permute_quant_kernel(PQParams p) {
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   constexpr int kLoads = kFp8 ? 2 : 1;  // uint4 per unit
   __shared__ float red[33];
@@ -353,16 +361,53 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
     }
   };
   const bool smem_groups = p.permute && G <= kSmemGroups;
+  // Per-warp destinations need registers the widest rows do not have (they would spill).
+  const bool warp_dest = VPT * kLoads <= 8 && p.warp_dest;
+  // Destination of a grouped row r (slot_row value; -1: none).
+  auto dest_of_row = [&](int32_t r) -> int32_t {
+    if (r < 0) return -1;
+    int64_t dd;
+    if (smem_groups) {
+      const int g = group_of_row<true>(s_off, G, r);
+      dd = static_cast<int64_t>(s_poff[g]) + (r - s_off[g]);
+    } else {
+      const int g = group_of_row<false>(p.offsets, G, r);
+      dd = static_cast<int64_t>(__ldcg(p.padded_offsets + g)) + (r - __ldcg(p.offsets + g));
+    }
+    return dd < p.rows_out ? static_cast<int32_t>(dd) : -1;
+  };
+  // warp_dest: lane wl < nslot holds slot wl of the warp's token (raw slot_row and weight, the
+  // next row's prefetched); dest(s) / weight(s) broadcast them.
+  const int wl = tid & 31;
+  auto load_slot = [&](int64_t r0, int32_t* r, float* w) {
+    const int64_t tok = r0 + team;
+    *r = -1;
+    *w = 1.f;
+    if (wl < nslot && tok < num_tokens) {
+      *r = __ldcg(p.slot_row + tok * p.slots + wl);
+      if (p.row_weight != nullptr && wl < p.top_k) *w = __ldcg(p.row_weight + tok * p.top_k + wl);
+    }
+  };
+  int32_t lane_r = -1, lane_d = -1;
+  float lane_w = 1.f, lane_wd = 1.f;
+  auto dest = [&](int s) -> int32_t {
+    return warp_dest ? __shfl_sync(0xffffffffu, lane_d, s) : s_dest[team * nslot + s];
+  };
+  auto weight = [&](int s) -> float {
+    return warp_dest ? __shfl_sync(0xffffffffu, lane_wd, s) : s_w[team * nslot + s];
+  };
   uint4 raw[VPT][kLoads];
   int64_t row0 = static_cast<int64_t>(blockIdx.x) * p.teams;
   // The first row is issued before the group offsets are staged, so both latencies overlap (the
   // loop's first barrier publishes s_off / s_poff).
   if (row0 < num_tokens) load_row(row0, raw);
+  if (warp_dest) load_slot(row0, &lane_r, &lane_w);
   if (smem_groups)
     for (int g = tid; g < G; g += blockDim.x) {
       s_off[g] = __ldcg(p.offsets + g);
       s_poff[g] = __ldcg(p.padded_offsets + g);
     }
+  if (warp_dest) __syncthreads();  // s_off / s_poff (the loop itself has no barrier then)
   // Bulk path: the team's row (units of 16 bytes, v[j] = unit lane + j * ts) to every destination.
   int iter = 0;
   auto bulk_store = [&](const uint4 (&v)[VPT], int64_t row_bytes) {
@@ -390,6 +435,11 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
   for (; row0 < num_tokens; row0 += rows_step, ++iter) {
     if (!kPrefetch && row0 != static_cast<int64_t>(blockIdx.x) * p.teams) load_row(row0, raw);
 
+    if (warp_dest) {
+      lane_d = dest_of_row(lane_r);
+      lane_wd = lane_w;
+      if (row0 + rows_step < num_tokens) load_slot(row0 + rows_step, &lane_r, &lane_w);
+    } else {
     // Destinations and weights of this block's (token, slot) pairs.
     __syncthreads();
     for (int q = tid; q < p.teams * nslot; q += blockDim.x) {
@@ -422,6 +472,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
       s_w[q] = w;
     }
     __syncthreads();
+    }
     // Next row batch in flight while this one is quantised and stored.
     uint4 nxt[kPrefetch ? VPT : 1][kLoads];
     if constexpr (kPrefetch) {
@@ -437,10 +488,10 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
         bulk_store(v, static_cast<int64_t>(p.hidden) * static_cast<int64_t>(sizeof(TIn)));
       } else
       for (int s = 0; s < nslot; ++s) {
-        const int32_t d = s_dest[team * nslot + s];
+        const int32_t d = dest(s);
         if (d < 0) continue;
         const bool has_w = p.row_weight != nullptr && (!p.permute || s < p.top_k);
-        const float w = s_w[team * nslot + s];
+        const float w = weight(s);
         uint4* dst = reinterpret_cast<uint4*>(static_cast<TIn*>(p.out) + static_cast<int64_t>(d) * p.hidden);
 #pragma unroll
         for (int j = 0; j < VPT; ++j) {
@@ -495,7 +546,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
           bulk_store(q, p.hidden);
           if (p.out_scales != nullptr && (p.scheme == kToken || p.scheme == kGroup))
             for (int s = 0; s < nslot; ++s) {
-              const int32_t d = s_dest[team * nslot + s];
+              const int32_t d = dest(s);
               if (d < 0) continue;
 #pragma unroll
               for (int j = 0; j < VPT; ++j) {
@@ -510,7 +561,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
             }
         } else
         for (int s = 0; s < nslot; ++s) {
-          const int32_t d = s_dest[team * nslot + s];
+          const int32_t d = dest(s);
           if (d < 0) continue;
           uint4* dst = reinterpret_cast<uint4*>(static_cast<uint8_t*>(p.out) + static_cast<int64_t>(d) * p.hidden);
 #pragma unroll
@@ -529,10 +580,10 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), 1) permute_quant_kerne
         }
       } else {
       for (int s = 0; s < nslot; ++s) {
-        const int32_t d = s_dest[team * nslot + s];
+        const int32_t d = dest(s);
         if (d < 0) continue;
         const bool has_w = p.row_weight != nullptr && (!p.permute || s < p.top_k);
-        const float w = s_w[team * nslot + s];
+        const float w = weight(s);
         uint4* dst = reinterpret_cast<uint4*>(static_cast<uint8_t*>(p.out) + static_cast<int64_t>(d) * p.hidden);
 #pragma unroll
         for (int j = 0; j < VPT; ++j) {

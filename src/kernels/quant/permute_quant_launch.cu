@@ -131,6 +131,7 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   const int64_t row_bytes = static_cast<int64_t>(a.hidden) * (fp8 ? 1 : 2);
   p.bulk = a.bulk_stores && a.row_weight == nullptr && bulk_smem_bytes(p.teams, row_bytes) <= kBulkMaxSmem;
   if (a.used_bulk != nullptr) *a.used_bulk = p.bulk;
+  p.warp_dest = p.permute && !p.bulk && p.ts % 32 == 0;
 
   const int sms = vec::sm_count();
   const int64_t grid = (a.num_tokens + shape.teams - 1) / shape.teams;  // blocks needed; launch_rows caps it
