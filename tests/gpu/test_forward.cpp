@@ -485,8 +485,13 @@ TEST(Forward, Fp8LargeTokenCounts) {
 // Per-tensor FP8 with dynamic activation scales (a global absmax of x, and of H's valid rows
 // only): the workspace is poisoned with 0x7F bytes (bf16 3.4e38, finite), so stale padding rows of
 // H entering the absmax would flush every H value to zero (validated on the H200 in session 6).
+// Bound against the quantised reference: 4e-2, not 2e-2 as for the other schemes. H's scale comes
+// from its largest element, which the GPU (fp32 accumulation) and the reference (float64) can round
+// to bf16 values one ulp apart; the whole tensor's scale then moves by 2^-8 and a few per cent of
+// the e4m3 roundings flip (seen once at T = 1: 2.4e-2, while the distance to unquantised
+// activations matched the quantised math's own, 5.3e-2).
 TEST(Forward, Fp8DynamicPerTensor) {
-  constexpr double kFp8Tol = 2e-2;
+  constexpr double kFp8Tol = 4e-2;
   fm::MoeProblem p = small_problem(16, 4, 192, 512);
   p.quant = fm::QuantScheme::fp8_per_tensor(true);
   p.num_tokens = p.max_tokens = 4;

@@ -485,14 +485,19 @@ TEST(PermuteQuantTiming, Informational) {
     a.offsets = doff.as<int32_t>();
     a.padded_offsets = dpad.as<int32_t>();
     a.top_k = c.k;
-    struct V { const char* name; ActQuant q; bool permute; };
+    // The variants without scales / with one scale per row show what the scattered 1x128 scale
+    // stores of the permuted layout cost.
+    struct V { const char* name; ActQuant q; bool permute; bool scales = true; };
     for (V v : {V{"group128 f32, permuted (k=8+1)", ActQuant::kGroup128, true},
+                V{"group128 f32, permuted (k=8+1), scales not stored", ActQuant::kGroup128, true, false},
+                V{"per-token, permuted (k=8+1)", ActQuant::kPerToken, true},
                 V{"group128 f32, token order", ActQuant::kGroup128, false},
                 V{"per-token, token order", ActQuant::kPerToken, false},
                 V{"per-tensor dynamic, token order", ActQuant::kPerTensorDynamic, false},
                 V{"bf16 copy, permuted (k=8+1)", ActQuant::kNone, true}}) {
       a.quant = v.q;
       a.permute = v.permute;
+      a.out_scales = v.scales ? dsc.as<float>() : nullptr;
       a.rows_out = v.permute ? rows_out : T;
       auto launch = [&](cudaStream_t s) { fk::launch_permute_quant(a, s); };
       const float single = median_us(launch);
