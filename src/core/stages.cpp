@@ -206,8 +206,10 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
     return Status::Ok();
   }
   if (p.num_tokens > 0) {
+    int kernels_launched = 0;
+    qa.kernels_launched = &kernels_launched;
     FM_TRY(launched(kernels::launch_permute_quant(qa, s), "permute/quantise"));
-    r->launches += p.quant.act == ActQuant::kPerTensorDynamic ? 2 : 1;
+    r->launches += kernels_launched;
   }
   return Status::Ok();
 #endif

@@ -206,7 +206,9 @@ void run_case(const QCase& c) {
     a.slots = pl.slots;
     a.num_groups = pl.groups;
     a.slot_row = dslot_row.as<int32_t>();
-    a.row_token = drow_token.as<int32_t>();
+    // Odd token counts without row_token: the 1x128 scales of permuted rows are then stored
+    // scattered by the row kernel; with it, staged in token order and gathered (scale_gather).
+    a.row_token = T % 2 == 1 ? nullptr : drow_token.as<int32_t>();
     a.row_slot = drow_slot.as<int32_t>();
     a.offsets = doff.as<int32_t>();
     a.padded_offsets = dpad.as<int32_t>();
@@ -226,6 +228,8 @@ void run_case(const QCase& c) {
   a.bulk_stores = c.bulk;
   bool used_bulk = false;
   a.used_bulk = &used_bulk;
+  int kernels = 0;
+  a.kernels_launched = &kernels;
 
   dout.poison(0xFF);
   dsc.poison(0xFF);
@@ -234,6 +238,10 @@ void run_case(const QCase& c) {
   FM_CUDA_CHECK(cudaDeviceSynchronize());
   // The bulk path runs for every unweighted case that asks for it (rows up to 2 x 48 KB).
   if (c.bulk && !c.weighted && T > 0) EXPECT_TRUE(used_bulk) << describe(c);
+  if (T > 0) {
+    const bool staged = c.permute && c.quant == ActQuant::kGroup128 && !c.weighted && !used_bulk && a.row_token != nullptr;
+    EXPECT_EQ(kernels, 1 + (c.quant == ActQuant::kPerTensorDynamic) + staged) << describe(c);
+  }
   const std::vector<uint8_t> out = to_host<uint8_t>(dout.get(), static_cast<size_t>(rows_out * K) * elem);
   const std::vector<uint32_t> sc = to_host<uint32_t>(dsc.get(), scale_count);
 

@@ -191,6 +191,14 @@ struct PQParams {
   // destinations itself (lane s < slots: destination s, broadcast by shuffle) and loads those of
   // its next row while the current one is stored, so the row loop has no block barrier.
   bool warp_dest;
+  // Permuted, unweighted 1x128 scales (not bulk) with row_token given: the row kernel writes each
+  // token's scales once, in token order, to scale_stage[t * stage_stride + kb] (scratch), and
+  // scale_gather_kernel then stores them in row order into [K/128][rows_pad4]: coalesced stores
+  // instead of 4-byte pieces scattered over the permuted layout (measured at 16384 tokens of
+  // K 7168: 555 us with the scattered stores, 337 us without any scale store).
+  float* scale_stage;
+  int stage_stride;  // ceil(K / 128) rounded up to 4
+  const int32_t* row_token;
 };
 
 // ---- bulk stores (PQParams::bulk) --------------------------------------------------------------
@@ -568,6 +576,14 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
           qs[j] = scale;
           q[j] = quantize_unit<TIn>(raw[j], inv);
         }
+        const bool staged = p.scale_stage != nullptr;
+        if (staged && row0 + team < num_tokens) {
+#pragma unroll
+          for (int j = 0; j < VPT; ++j) {
+            const int u = lane + j * p.ts;
+            if (u < p.units && (u & 7) == 0) p.scale_stage[(row0 + team) * p.stage_stride + (u >> 3)] = qs[j];
+          }
+        }
         if (p.bulk) {
           bulk_store(q, p.hidden);
           if (p.out_scales != nullptr && (p.scheme == kToken || p.scheme == kGroup))
@@ -585,7 +601,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
                 }
               }
             }
-        } else if (p.permute && p.scheme == kGroup && p.out_scales != nullptr) {
+        } else if (p.permute && p.scheme == kGroup && p.out_scales != nullptr && !staged) {
           // Scattered 1x128 scales: L2 priorities (see l2_policy_evict_first).
           const uint64_t pol_rows = l2_policy_evict_first(), pol_scales = l2_policy_evict_last();
           for (int s = 0; s < nslot; ++s) {
@@ -609,7 +625,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
           for (int j = 0; j < VPT; ++j) {
             const int u = lane + j * p.ts;
             if (u >= p.units) continue;
-            if (p.out_scales != nullptr) {
+            if (p.out_scales != nullptr && !staged) {
               if (p.scheme == kToken) {
                 if (lane == 0 && j == 0) p.out_scales[d] = qs[j];
               } else if (p.scheme == kGroup && (u & 7) == 0) {
@@ -676,6 +692,51 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
 
 // Non-template kernels: defined in permute_quant_launch.cu only (FUSEDMOE_PQ_KERNELS).
 #if defined(FUSEDMOE_PQ_KERNELS)
+// ---- staged 1x128 scales -> [K/128][rows_pad4] in row order (PQParams::scale_stage) ------------
+// One thread per grouped row r < offsets[G]: its destination d = padded_offsets[g] + r - offsets[g]
+// and token t = row_token[r]; the token's staged scales are read as float4 and stored at
+// [kb][d], so a warp's store covers 32 consecutive rows of one k-block.
+inline constexpr int kScaleGatherThreads = 256;
+__global__ void __launch_bounds__(kScaleGatherThreads) scale_gather_kernel(PQParams p) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
+  __shared__ int32_t s_off[kSmemGroups];
+  __shared__ int32_t s_poff[kSmemGroups];
+  const int G = p.num_groups;
+  const bool smem_groups = G <= kSmemGroups;
+  if (smem_groups) {
+    for (int g = threadIdx.x; g < G; g += blockDim.x) {
+      s_off[g] = __ldcg(p.offsets + g);
+      s_poff[g] = __ldcg(p.padded_offsets + g);
+    }
+    __syncthreads();
+  }
+  const int64_t rows = __ldcg(p.offsets + G);
+  const int kb = (p.hidden + 127) / 128;
+  const int chunks = p.stage_stride / 4;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += step) {
+    const int32_t rr = static_cast<int32_t>(r);
+    int64_t d;
+    if (smem_groups) {
+      const int g = group_of_row<true>(s_off, G, rr);
+      d = static_cast<int64_t>(s_poff[g]) + (rr - s_off[g]);
+    } else {
+      const int g = group_of_row<false>(p.offsets, G, rr);
+      d = static_cast<int64_t>(__ldcg(p.padded_offsets + g)) + (rr - __ldcg(p.offsets + g));
+    }
+    if (d >= p.rows_out) continue;
+    const int64_t t = __ldcg(p.row_token + r);
+    const float4* src = reinterpret_cast<const float4*>(p.scale_stage + t * p.stage_stride);
+    for (int c = 0; c < chunks; ++c) {
+      const float4 v = __ldcg(src + c);
+      const float e[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (4 * c + i < kb) p.out_scales[static_cast<int64_t>(4 * c + i) * p.rows_pad4 + d] = e[i];
+    }
+  }
+}
+
 // ---- test entry points ------------------------------------------------------------------------
 // Every float bit pattern start + i (i < count): e4m3 through the kernels' pair conversion and
 // UE8M0 through float_to_ue8m0.

@@ -15,6 +15,8 @@
 namespace fusedmoe::kernels::pq_detail {
 void debug_convert_kernel(uint8_t* e4m3, uint8_t* ue8m0, uint32_t start, uint32_t count);
 void debug_scale_kernel(float* scale, float* inv, uint32_t start, uint32_t count, bool ue8m0);
+struct PQParams;
+void scale_gather_kernel(PQParams p);
 }  // namespace fusedmoe::kernels::pq_detail
 
 namespace fusedmoe::kernels {
@@ -28,6 +30,8 @@ void append_permute_quant_instances(KernelList* out) {
                         std::string("permute_quant<") + in + "," + mode + ",vpt" + std::to_string(vpt) + ">", nullptr});
   for (const char* in : {"bf16", "f16"})
     out->push_back({"permute_quant", std::string("absmax_partials<") + in + ">", nullptr});
+  out->push_back({"permute_quant", "scale_gather (staged 1x128 scales -> permuted layout)",
+                  reinterpret_cast<const void*>(&pq_detail::scale_gather_kernel)});
   out->push_back({"permute_quant", "debug_convert_e4m3_ue8m0 (test entry point)",
                   reinterpret_cast<const void*>(&pq_detail::debug_convert_kernel)});
   out->push_back({"permute_quant", "debug_fp8_scale (test entry point)",

@@ -57,14 +57,23 @@ cudaError_t launch_typed(const PQParams& p, bool fp8, int vpt, int64_t grid, int
                                        p.hidden / 8, partials, AmaxRowMask{p.amax_counts, p.amax_padded_offsets, p.amax_groups});
     if (e != cudaSuccess) return e;
   }
-  return fp8 ? launch_rows<TIn, true>(p, vpt, grid, block, stream) : launch_rows<TIn, false>(p, vpt, grid, block, stream);
+  const cudaError_t e = fp8 ? launch_rows<TIn, true>(p, vpt, grid, block, stream) : launch_rows<TIn, false>(p, vpt, grid, block, stream);
+  if (e != cudaSuccess || p.scale_stage == nullptr) return e;
+  const int64_t rows_bound = p.num_tokens * p.slots;
+  return launch_chain(scale_gather_kernel, dim3(resident_grid(scale_gather_kernel, kScaleGatherThreads, (rows_bound + kScaleGatherThreads - 1) / kScaleGatherThreads)),
+                      dim3(kScaleGatherThreads), 0, stream, p);
 }
 
 }  // namespace
 
 const char* permute_quant_kernel_name() { return "permute_quant_rowteam_e4m3x16_bf16x8"; }
 
-size_t permute_quant_scratch_bytes(int64_t /*max_tokens*/, int /*hidden*/) { return kScratchBytes; }
+// Stride (floats) of a token's staged 1x128 scales.
+int scale_stage_stride(int hidden) { return ((hidden + 127) / 128 + 3) / 4 * 4; }
+
+size_t permute_quant_scratch_bytes(int64_t max_tokens, int hidden) {
+  return kScratchBytes + static_cast<size_t>(std::max<int64_t>(0, max_tokens)) * scale_stage_stride(hidden) * sizeof(float);
+}
 
 cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream) {
   if (a.act_dtype != DType::kBFloat16 && a.act_dtype != DType::kFloat16) return cudaErrorInvalidValue;
@@ -132,6 +141,16 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   p.bulk = a.bulk_stores && a.row_weight == nullptr && bulk_smem_bytes(p.teams, row_bytes) <= kBulkMaxSmem;
   if (a.used_bulk != nullptr) *a.used_bulk = p.bulk;
   p.warp_dest = p.permute && !p.bulk && p.ts % 32 == 0;
+  // Staged 1x128 scales (PQParams::scale_stage): permuted unweighted rows, not bulk, with row_token
+  // and scratch for T tokens' scales (else the row kernel stores them scattered, as before).
+  p.row_token = a.row_token;
+  p.stage_stride = scale_stage_stride(a.hidden);
+  const size_t stage_bytes = static_cast<size_t>(a.num_tokens) * p.stage_stride * sizeof(float);
+  if (p.scheme == kGroup && p.permute && !p.bulk && a.row_weight == nullptr && a.row_token != nullptr &&
+      p.out_scales != nullptr && a.scratch != nullptr && vec::aligned16(a.scratch) &&
+      a.scratch_bytes >= kScratchBytes + stage_bytes)
+    p.scale_stage = reinterpret_cast<float*>(static_cast<unsigned char*>(a.scratch) + kScratchBytes);
+  if (a.kernels_launched != nullptr) *a.kernels_launched = 1 + (p.scheme == kDynamic) + (p.scale_stage != nullptr);
 
   const int sms = vec::sm_count();
   const int64_t grid = (a.num_tokens + shape.teams - 1) / shape.teams;  // blocks needed; launch_rows caps it

@@ -57,12 +57,15 @@ struct PermuteQuantArgs {
   // weighted rows or rows too long for two buffers in 96 KB. Off by default until measured.
   bool bulk_stores = false;
   bool* used_bulk = nullptr;  // optional (host): set to whether the bulk path was taken (tests)
+  int* kernels_launched = nullptr;  // optional (host): kernels this call launches (1-3)
 };
 
 // Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).
 const char* permute_quant_kernel_name();
 
-// Scratch for kPerTensorDynamic (per-block absmax partials); a constant 4096 bytes.
+// Scratch: 4096 bytes for kPerTensorDynamic (per-block absmax partials), then max_tokens x
+// ceil(K/128) (rounded up to 4) floats for the staged 1x128 scales of permuted rows (taken when
+// row_token is given; with less scratch the scales are stored scattered, same values).
 size_t permute_quant_scratch_bytes(int64_t max_tokens, int hidden);
 
 // Notes on the contract (implementation in permute_quant_launch.cu):
