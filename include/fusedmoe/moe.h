@@ -107,8 +107,12 @@ struct DispatchOptions {
   // kernel when the router reads logits rows. Same results; false forces the separate kernels.
   bool fuse_front = true;
   // Permute/quantise with bulk row copies (kernels/quant/permute_quant_launch.h: bulk_stores).
-  // Same results; off by default until measured (bench --suite dispatch prints both at >= 1024 tokens).
+  // Same results; off: measured slower on the H200 at 1024-16384 tokens (session 6).
   bool bulk_stores = false;
+  // Programmatic dependent launch between the dispatch kernels (as ForwardOptions::overlap_launches:
+  // each launch starts while its predecessor finishes and waits on the device for its results).
+  // Same results; bench --suite dispatch prints both from 1024 tokens.
+  bool overlap_launches = false;
 };
 
 // Device pointers into the workspace. G = weight_experts() groups, R = rows (<= T * slots).

@@ -9,6 +9,7 @@
 #include "core/workspace.h"
 #include "fusedmoe/device.h"
 #include "fusedmoe/moe.h"
+#include "kernels/common/launch_mode.h"  // plain C++ (the PDL scope of dispatch())
 #if defined(FUSEDMOE_WITH_CUDA)
 #include "kernels/combine/combine_launch.h"
 #include "kernels/dispatch/plan_launch.h"
@@ -247,6 +248,7 @@ Status dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, size_t ws_by
   FM_REQUIRE(o.tile_m >= 1 && o.tile_m <= detail::kMaxTileRows, kInvalidArgument,
              "tile_m (" << o.tile_m << ") must be in [1, " << detail::kMaxTileRows << "]");
   FM_TRY(detail::check_call(p, t, ws, ws_bytes));
+  const kernels::ScopedOverlap overlap(o.overlap_launches);  // every launch below (launch_mode.h)
   return detail::run_dispatch(p, t, ws, stream, o, r);
 }
 

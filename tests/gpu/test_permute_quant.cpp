@@ -209,6 +209,7 @@ void run_case(const QCase& c) {
     // Odd token counts without row_token: the 1x128 scales of permuted rows are then stored
     // scattered by the row kernel; with it, staged in token order and gathered (scale_gather).
     a.row_token = T % 2 == 1 ? nullptr : drow_token.as<int32_t>();
+    a.stage_min_tokens = 0;
     a.row_slot = drow_slot.as<int32_t>();
     a.offsets = doff.as<int32_t>();
     a.padded_offsets = dpad.as<int32_t>();

@@ -236,10 +236,11 @@ FM_HD float pow2i(int n) { return as_float(static_cast<uint32_t>(n + 127) << 23)
 // two FMA steps (ln2 = hi + lo, hi with 8 trailing zero bits), e^r by its degree-7 Taylor
 // polynomial (|r| <= 0.347: truncation < 0.07 ulp) in Horner form with FMAs, then * 2^k as two
 // exact power-of-two multiplications (the second one rounds once into the subnormal range).
+// The special cases are selected at the end (branch-free: the router evaluates it per expert), the
+// polynomial running on x clamped to [-104, 88.75] (NaN -> -104), where every step stays finite.
 FM_HD float expf(float x) {
-  if (is_nan(x)) return x;
-  if (x > 88.75f) return kInf;  // e^88.7228 = FLT_MAX
-  if (x < -104.f) return 0.f;   // below half the smallest subnormal
+  const float xin = x;
+  x = x > 88.75f ? 88.75f : (x >= -104.f ? x : -104.f);
   constexpr float kShifter = 0x1.8p23f;
   constexpr float kLog2e = 0x1.715476p+0f;
   constexpr float kLn2Hi = 0x1.62e4p-1f;      // 0x3f317200
@@ -258,7 +259,9 @@ FM_HD float expf(float x) {
   p = fma(p, r, 1.f);
   const int k = static_cast<int>(kf);
   const int k1 = k / 2;                        // truncation: identical in C++ and CUDA
-  return mul(mul(p, pow2i(k1)), pow2i(k - k1));
+  const float y = mul(mul(p, pow2i(k1)), pow2i(k - k1));
+  if (is_nan(xin)) return xin;
+  return xin > 88.75f ? kInf : (xin < -104.f ? 0.f : y);  // e^88.7228 = FLT_MAX; below half the smallest subnormal
 }
 
 // log(1 + x), < 1 ulp: musl/FreeBSD log1pf (k*ln2 + log(1+f) with f in [sqrt(2)/2-1, sqrt(2)-1],

@@ -58,6 +58,9 @@ struct PermuteQuantArgs {
   bool bulk_stores = false;
   bool* used_bulk = nullptr;  // optional (host): set to whether the bulk path was taken (tests)
   int* kernels_launched = nullptr;  // optional (host): kernels this call launches (1-3)
+  // Token bound from which permuted 1x128 scales are staged and gathered (-1: the measured
+  // default, 4096; tests set 0 to cover the path at any size).
+  int64_t stage_min_tokens = -1;
 };
 
 // Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).

@@ -343,6 +343,7 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
 
     if (M != RowMode::kLogitsRow && grouped) {
       const int num_groups = p.n_group, group_size = p.group_size, lanes = p.lanes_per_group;
+      const bool chunked = group_size % VEC == 0;
       __syncwarp();  // the previous token's readers are done
 #pragma unroll
       for (int i = 0; i < NV; ++i)
@@ -396,12 +397,16 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
         const uint32_t win = __reduce_min_sync(kFull, gbest == m ? gidx : 0xffffffffu);
         const int lo = static_cast<int>(win) * group_size, hi = lo + group_size;
 #pragma unroll
-        for (int i = 0; i < NV; ++i)
+        for (int i = 0; i < NV; ++i) {
+          const int e0 = i * 32 * VEC + lane * VEC;
+          if (chunked) {  // the lane's VEC experts of load i share one group
+            if (e0 >= lo && e0 < hi) eligible |= ((1u << VEC) - 1u) << (i * VEC);
+          } else {
 #pragma unroll
-          for (int c = 0; c < VEC; ++c) {
-            const int e = i * 32 * VEC + lane * VEC + c;
-            if (e >= lo && e < hi) eligible |= 1u << (i * VEC + c);
+            for (int c = 0; c < VEC; ++c)
+              if (e0 + c >= lo && e0 + c < hi) eligible |= 1u << (i * VEC + c);
           }
+        }
         if (static_cast<int>(win & 31u) == lane) {
           wsm[num_experts + win] = 0;
           rescan_groups();
