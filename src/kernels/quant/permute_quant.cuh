@@ -601,9 +601,10 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
                 }
               }
             }
-        } else if (p.permute && p.scheme == kGroup && p.out_scales != nullptr && !staged) {
-          // Scattered 1x128 scales: L2 priorities (see l2_policy_evict_first).
-          const uint64_t pol_rows = l2_policy_evict_first(), pol_scales = l2_policy_evict_last();
+        } else {
+          // Scattered 1x128 scales of permuted rows: L2 priorities (see l2_policy_evict_first).
+          const bool hinted = p.permute && p.scheme == kGroup && p.out_scales != nullptr && !staged;
+          const uint64_t pol_rows = hinted ? l2_policy_evict_first() : 0, pol_scales = hinted ? l2_policy_evict_last() : 0;
           for (int s = 0; s < nslot; ++s) {
             const int32_t d = dest(s);
             if (d < 0) continue;
@@ -612,27 +613,20 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
             for (int j = 0; j < VPT; ++j) {
               const int u = lane + j * p.ts;
               if (u >= p.units) continue;
-              if ((u & 7) == 0) store_hint(p.out_scales + static_cast<int64_t>(u >> 3) * p.rows_pad4 + d, qs[j], pol_scales);
-              store_hint(dst + u, q[j], pol_rows);
-            }
-          }
-        } else
-        for (int s = 0; s < nslot; ++s) {
-          const int32_t d = dest(s);
-          if (d < 0) continue;
-          uint4* dst = reinterpret_cast<uint4*>(static_cast<uint8_t*>(p.out) + static_cast<int64_t>(d) * p.hidden);
-#pragma unroll
-          for (int j = 0; j < VPT; ++j) {
-            const int u = lane + j * p.ts;
-            if (u >= p.units) continue;
-            if (p.out_scales != nullptr && !staged) {
-              if (p.scheme == kToken) {
-                if (lane == 0 && j == 0) p.out_scales[d] = qs[j];
-              } else if (p.scheme == kGroup && (u & 7) == 0) {
-                p.out_scales[static_cast<int64_t>(u >> 3) * p.rows_pad4 + d] = qs[j];
+              if (hinted) {
+                if ((u & 7) == 0) store_hint(p.out_scales + static_cast<int64_t>(u >> 3) * p.rows_pad4 + d, qs[j], pol_scales);
+                store_hint(dst + u, q[j], pol_rows);
+                continue;
               }
+              if (p.out_scales != nullptr && !staged) {
+                if (p.scheme == kToken) {
+                  if (lane == 0 && j == 0) p.out_scales[d] = qs[j];
+                } else if (p.scheme == kGroup && (u & 7) == 0) {
+                  p.out_scales[static_cast<int64_t>(u >> 3) * p.rows_pad4 + d] = qs[j];
+                }
+              }
+              dst[u] = q[j];
             }
-            dst[u] = q[j];
           }
         }
       } else {
@@ -727,12 +721,25 @@ __global__ void __launch_bounds__(kScaleGatherThreads) scale_gather_kernel(PQPar
     if (d >= p.rows_out) continue;
     const int64_t t = __ldcg(p.row_token + r);
     const float4* src = reinterpret_cast<const float4*>(p.scale_stage + t * p.stage_stride);
-    for (int c = 0; c < chunks; ++c) {
-      const float4 v = __ldcg(src + c);
-      const float e[4] = {v.x, v.y, v.z, v.w};
+    float* dst = p.out_scales + d;
+    // Up to kGatherBatch chunks (K <= 8192) are all loaded before any is stored: one memory round
+    // trip per row instead of one per chunk.
+    constexpr int kGatherBatch = 16;
+    for (int c0 = 0; c0 < chunks; c0 += kGatherBatch) {
+      float4 v[kGatherBatch];
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (4 * c + i < kb) p.out_scales[static_cast<int64_t>(4 * c + i) * p.rows_pad4 + d] = e[i];
+      for (int c = 0; c < kGatherBatch; ++c)
+        if (c0 + c < chunks) v[c] = __ldcg(src + c0 + c);
+#pragma unroll
+      for (int c = 0; c < kGatherBatch; ++c) {
+        if (c0 + c >= chunks) break;
+        const float e[4] = {v[c].x, v[c].y, v[c].z, v[c].w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int k = 4 * (c0 + c) + i;
+          if (k < kb) dst[static_cast<int64_t>(k) * p.rows_pad4] = e[i];
+        }
+      }
     }
   }
 }
