@@ -231,6 +231,40 @@ __device__ __forceinline__ void local_best(const uint32_t (&key)[VEC * NV], cons
   if constexpr (kVal) *best_val = bv;
 }
 
+// Compare-exchange of a sorted-selection network: after it, slot a holds the better of the two
+// candidates (higher key; equal keys: lower expert id), slot b the other.
+template <int N>
+__device__ __forceinline__ void cmp_swap(uint32_t (&sk)[N], uint32_t (&se)[N], float (&sv)[N], int a, int b) {
+  const bool swap = sk[b] > sk[a] || (sk[b] == sk[a] && se[b] < se[a]);
+  const uint32_t ka = sk[a], ea = se[a];
+  const float va = sv[a];
+  sk[a] = swap ? sk[b] : ka;
+  se[a] = swap ? se[b] : ea;
+  sv[a] = swap ? sv[b] : va;
+  sk[b] = swap ? ka : sk[b];
+  se[b] = swap ? ea : se[b];
+  sv[b] = swap ? va : sv[b];
+}
+
+// Sorts a lane's N <= 8 candidates best first (sorting networks: 1, 5 and 19 comparators; the
+// 8-input one is the optimal depth-6 network, checked exhaustively by the 0-1 principle).
+template <int N>
+__device__ __forceinline__ void sort_candidates(uint32_t (&sk)[N], uint32_t (&se)[N], float (&sv)[N]) {
+  static_assert(N == 2 || N == 4 || N == 8, "sorted selection: 2, 4 or 8 slots per lane");
+  if constexpr (N == 2) {
+    cmp_swap(sk, se, sv, 0, 1);
+  } else if constexpr (N == 4) {
+    constexpr int net[5][2] = {{0, 1}, {2, 3}, {0, 2}, {1, 3}, {1, 2}};
+#pragma unroll
+    for (const auto& c : net) cmp_swap(sk, se, sv, c[0], c[1]);
+  } else {
+    constexpr int net[19][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {0, 1}, {2, 3},
+                                {4, 5}, {6, 7}, {2, 4}, {3, 5}, {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}};
+#pragma unroll
+    for (const auto& c : net) cmp_swap(sk, se, sv, c[0], c[1]);
+  }
+}
+
 // Slots of a lane holding an expert < E (the same for every token).
 template <int VEC, int NV>
 __device__ __forceinline__ uint32_t valid_slots(int lane, int num_experts) {
@@ -418,30 +452,74 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
     // k rounds of warp argmax (ties -> lower expert id). kCarry: the winner's unbiased score
     // travels with it (see kWide).
     constexpr bool kCarry = !kWide && M != RowMode::kLogitsRow;
-    uint32_t best_key, best_expert;
-    float best_val = 0.f;
-    local_best<VEC, NV, kCarry>(key, v, taken, lane, &best_key, &best_expert, &best_val);
+    // 2-8 slots per lane: each lane sorts its candidates once (untaken key, expert id; taken slots
+    // key 0, expert ~0), then a round is two reductions over the lanes' heads and the winner pops
+    // its head (a shift of predicated moves). The same order as the rescan below: the k best
+    // (key desc, expert asc) of the warp, merged from sorted lists.
+    constexpr bool kSorted = kCap >= 2 && kCap <= 8;
     int32_t my_id = -1;
     uint32_t my_key = 0;
     float my_val = 0.f;
-    for (int r = 0; r < k; ++r) {
-      const uint32_t m = __reduce_max_sync(kFull, best_key);
-      const uint32_t win = __reduce_min_sync(kFull, best_key == m ? best_expert : 0xffffffffu);
-      const int win_lane = static_cast<int>((win / VEC) & 31u);
-      if constexpr (kCarry) {
-        if (use_bias) {  // warp-uniform
-          const float wv = __shfl_sync(kFull, best_val, win_lane);
-          if (lane == r) my_val = wv;
+    if constexpr (kSorted) {
+      uint32_t sk[kCap], se[kCap];
+      float sv[kCap];
+#pragma unroll
+      for (int i = 0; i < NV; ++i)
+#pragma unroll
+        for (int c = 0; c < VEC; ++c) {
+          const int s = i * VEC + c;
+          const bool free = !((taken >> s) & 1u);
+          sk[s] = free ? key[s] : 0u;
+          se[s] = free ? static_cast<uint32_t>(i * 32 * VEC + lane * VEC + c) : 0xffffffffu;
+          sv[s] = kCarry ? v[s] : 0.f;
         }
+      sort_candidates<kCap>(sk, se, sv);
+      for (int r = 0; r < k; ++r) {
+        const uint32_t m = __reduce_max_sync(kFull, sk[0]);
+        const uint32_t win = __reduce_min_sync(kFull, sk[0] == m ? se[0] : 0xffffffffu);
+        if constexpr (kCarry) {
+          if (use_bias) {  // warp-uniform
+            const float wv = __shfl_sync(kFull, sv[0], static_cast<int>((win / VEC) & 31u));
+            if (lane == r) my_val = wv;
+          }
+        }
+        if (lane == r) {
+          my_id = static_cast<int32_t>(win);
+          my_key = m;
+        }
+        const bool pop = sk[0] == m && se[0] == win;  // the winner (expert ids are unique)
+#pragma unroll
+        for (int s = 0; s + 1 < kCap; ++s) {
+          sk[s] = pop ? sk[s + 1] : sk[s];
+          se[s] = pop ? se[s + 1] : se[s];
+          if constexpr (kCarry) sv[s] = pop ? sv[s + 1] : sv[s];
+        }
+        sk[kCap - 1] = pop ? 0u : sk[kCap - 1];
+        se[kCap - 1] = pop ? 0xffffffffu : se[kCap - 1];
       }
-      if (lane == r) {
-        my_id = static_cast<int32_t>(win);
-        my_key = m;
-      }
-      if (win_lane == lane) {
-        const int slot = static_cast<int>((win / (32 * VEC)) * VEC + (win & (VEC - 1)));
-        taken |= 1u << slot;
-        local_best<VEC, NV, kCarry>(key, v, taken, lane, &best_key, &best_expert, &best_val);
+    } else {
+      uint32_t best_key, best_expert;
+      float best_val = 0.f;
+      local_best<VEC, NV, kCarry>(key, v, taken, lane, &best_key, &best_expert, &best_val);
+      for (int r = 0; r < k; ++r) {
+        const uint32_t m = __reduce_max_sync(kFull, best_key);
+        const uint32_t win = __reduce_min_sync(kFull, best_key == m ? best_expert : 0xffffffffu);
+        const int win_lane = static_cast<int>((win / VEC) & 31u);
+        if constexpr (kCarry) {
+          if (use_bias) {  // warp-uniform
+            const float wv = __shfl_sync(kFull, best_val, win_lane);
+            if (lane == r) my_val = wv;
+          }
+        }
+        if (lane == r) {
+          my_id = static_cast<int32_t>(win);
+          my_key = m;
+        }
+        if (win_lane == lane) {
+          const int slot = static_cast<int>((win / (32 * VEC)) * VEC + (win & (VEC - 1)));
+          taken |= 1u << slot;
+          local_best<VEC, NV, kCarry>(key, v, taken, lane, &best_key, &best_expert, &best_val);
+        }
       }
     }
 
