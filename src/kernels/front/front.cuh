@@ -83,8 +83,9 @@ __host__ __device__ inline size_t bitmask_plan_smem_bytes(int groups, int words,
          plan_detail::align_up(33 * 8, 16) + plan_detail::align_up(static_cast<size_t>(entries) * 4, 16);
 }
 
-// Token ids a one-block launch keeps in shared memory for its plan (8 tokens x 16 slots).
-inline constexpr int kSharedIds = kRouteWarps * 16;
+// Token ids a one-block launch keeps in shared memory for its plan (8 tokens x k <= kMaxTopK;
+// prepare_router refuses larger k).
+inline constexpr int kSharedIds = kRouteWarps * kMaxTopK;
 
 // Block 0's plan over n entries (see the header comment). Returns false (having written nothing
 // to global memory) when a token reaches a group twice. s_ids: the ids in shared memory (a
@@ -289,7 +290,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   __shared__ int32_t s_ids[kSharedIds];
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
-  const bool one_block = gridDim.x == 1 && f.r.k <= kSharedIds / kRouteWarps;
+  const bool one_block = gridDim.x == 1;
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
   const int64_t token = static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
   trace_stamp(f.trace, 0);

@@ -215,32 +215,6 @@ __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.comm
 __device__ __forceinline__ void bulk_wait_read_all_but_1() { asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory"); }
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-// ---- L2 eviction priorities of the permuted FP8 stores --------------------------------------------
-// The 1x128 scales of a permuted row land in 4-byte pieces scattered over [K/128][rows] (rows of
-// one expert come from different tokens, hence blocks and times): without help L2 evicts a scale
-// sector before its 8 rows have all been written, and the partial sectors cost DRAM read-modify-
-// writes (measured: 555 us for 16384 tokens of K 7168, 337 us with the scale stores left out). The
-// e4m3 rows, written once and read by the next kernel only, are stored evict_first and the scales
-// evict_last, so the scale sectors stay in L2 while they fill.
-__device__ __forceinline__ uint64_t l2_policy_evict_first() {
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  return pol;
-}
-__device__ __forceinline__ uint64_t l2_policy_evict_last() {
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-  return pol;
-}
-__device__ __forceinline__ void store_hint(uint4* dst, const uint4& v, uint64_t pol) {
-  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(dst), "r"(v.x), "r"(v.y), "r"(v.z),
-               "r"(v.w), "l"(pol)
-               : "memory");
-}
-__device__ __forceinline__ void store_hint(float* dst, float v, uint64_t pol) {
-  asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(dst), "f"(v), "l"(pol) : "memory");
-}
-
 // Dynamic shared memory of the bulk path: two buffers of one row per team.
 __host__ __device__ inline size_t bulk_smem_bytes(int teams, int64_t row_bytes) {
   return 2 * static_cast<size_t>(teams) * static_cast<size_t>(row_bytes);
@@ -262,6 +236,18 @@ __device__ __forceinline__ int group_of_row(const int32_t* offsets, int G, int32
 // Groups whose offsets the row kernel keeps in shared memory (the binary search of every
 // destination then costs no dependent global loads); more groups search global memory.
 inline constexpr int kSmemGroups = 1056;
+
+// Row of the padded layout of grouped row r >= 0: padded_offsets[g] + r - offsets[g] for its group
+// g, from the block's shared copies when `in_smem`, else from global memory.
+__device__ __forceinline__ int64_t padded_row(const int32_t* offsets, const int32_t* padded_offsets, const int32_t* s_off,
+                                              const int32_t* s_poff, bool in_smem, int G, int32_t r) {
+  if (in_smem) {
+    const int g = group_of_row<true>(s_off, G, r);
+    return static_cast<int64_t>(s_poff[g]) + (r - s_off[g]);
+  }
+  const int g = group_of_row<false>(offsets, G, r);
+  return static_cast<int64_t>(__ldcg(padded_offsets + g)) + (r - __ldcg(offsets + g));
+}
 
 // ---- per-tensor dynamic: absmax partials ------------------------------------------------------
 // Rows of a padded grouped layout (group_counts != nullptr: the intermediate H between the GEMMs):
@@ -400,14 +386,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
   // Destination of a grouped row r (slot_row value; -1: none).
   auto dest_of_row = [&](int32_t r) -> int32_t {
     if (r < 0) return -1;
-    int64_t dd;
-    if (smem_groups) {
-      const int g = group_of_row<true>(s_off, G, r);
-      dd = static_cast<int64_t>(s_poff[g]) + (r - s_off[g]);
-    } else {
-      const int g = group_of_row<false>(p.offsets, G, r);
-      dd = static_cast<int64_t>(__ldcg(p.padded_offsets + g)) + (r - __ldcg(p.offsets + g));
-    }
+    const int64_t dd = padded_row(p.offsets, p.padded_offsets, s_off, s_poff, smem_groups, G, r);
     return dd < p.rows_out ? static_cast<int32_t>(dd) : -1;
   };
   // warp_dest: lane wl < nslot holds slot wl of the warp's token (raw slot_row and weight, the
@@ -484,18 +463,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
       float w = 1.f;
       if (tok < num_tokens) {
         if (p.permute) {
-          const int32_t r = __ldcg(p.slot_row + tok * p.slots + s);
-          if (r >= 0) {
-            int64_t dd;
-            if (smem_groups) {
-              const int g = group_of_row<true>(s_off, G, r);
-              dd = static_cast<int64_t>(s_poff[g]) + (r - s_off[g]);
-            } else {
-              const int g = group_of_row<false>(p.offsets, G, r);
-              dd = static_cast<int64_t>(__ldcg(p.padded_offsets + g)) + (r - __ldcg(p.offsets + g));
-            }
-            d = dd < p.rows_out ? static_cast<int32_t>(dd) : -1;
-          }
+          d = dest_of_row(__ldcg(p.slot_row + tok * p.slots + s));
           if (p.row_weight != nullptr && s < p.top_k) w = __ldcg(p.row_weight + tok * p.top_k + s);
         } else {
           d = static_cast<int32_t>(tok);
@@ -602,9 +570,6 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
               }
             }
         } else {
-          // Scattered 1x128 scales of permuted rows: L2 priorities (see l2_policy_evict_first).
-          const bool hinted = p.permute && p.scheme == kGroup && p.out_scales != nullptr && !staged;
-          const uint64_t pol_rows = hinted ? l2_policy_evict_first() : 0, pol_scales = hinted ? l2_policy_evict_last() : 0;
           for (int s = 0; s < nslot; ++s) {
             const int32_t d = dest(s);
             if (d < 0) continue;
@@ -613,11 +578,6 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
             for (int j = 0; j < VPT; ++j) {
               const int u = lane + j * p.ts;
               if (u >= p.units) continue;
-              if (hinted) {
-                if ((u & 7) == 0) store_hint(p.out_scales + static_cast<int64_t>(u >> 3) * p.rows_pad4 + d, qs[j], pol_scales);
-                store_hint(dst + u, q[j], pol_rows);
-                continue;
-              }
               if (p.out_scales != nullptr && !staged) {
                 if (p.scheme == kToken) {
                   if (lane == 0 && j == 0) p.out_scales[d] = qs[j];
@@ -709,15 +669,7 @@ __global__ void __launch_bounds__(kScaleGatherThreads) scale_gather_kernel(PQPar
   const int chunks = p.stage_stride / 4;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += step) {
-    const int32_t rr = static_cast<int32_t>(r);
-    int64_t d;
-    if (smem_groups) {
-      const int g = group_of_row<true>(s_off, G, rr);
-      d = static_cast<int64_t>(s_poff[g]) + (rr - s_off[g]);
-    } else {
-      const int g = group_of_row<false>(p.offsets, G, rr);
-      d = static_cast<int64_t>(__ldcg(p.padded_offsets + g)) + (rr - __ldcg(p.offsets + g));
-    }
+    const int64_t d = padded_row(p.offsets, p.padded_offsets, s_off, s_poff, smem_groups, G, static_cast<int32_t>(r));
     if (d >= p.rows_out) continue;
     const int64_t t = __ldcg(p.row_token + r);
     const float4* src = reinterpret_cast<const float4*>(p.scale_stage + t * p.stage_stride);
