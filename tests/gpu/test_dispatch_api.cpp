@@ -61,6 +61,7 @@ struct Case {
   std::string preset;
   int64_t tokens;
   fm::testing::Skew skew = fm::testing::Skew::kUniform;
+  bool fold_map = false;  // expert map e -> e % local: every expert local, several per slot
 };
 
 // Whether dispatch() should take the fused front kernel (kernels/front/front_launch.h).
@@ -154,6 +155,10 @@ void check_dispatch(const Case& c, bool permute, int tile_m, bool fuse = true) {
   fm::testing::LayerData d;
   std::string why;
   ASSERT_TRUE(fm::testing::make_layer_data(p, seed, c.skew, &d, &why, false)) << why;
+  if (c.fold_map) {
+    ASSERT_GT(p.num_local_experts, 0);
+    for (size_t e = 0; e < d.expert_map.size(); ++e) d.expert_map[e] = static_cast<int32_t>(e % p.num_local_experts);
+  }
   DeviceLayer g = upload(d);
   size_t bytes = 0;
   ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
@@ -332,6 +337,10 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
   check_dispatch({"dsv3-tp8", 256, fm::testing::Skew::kOneHot}, true, 64);
   check_dispatch({"qwen235-tp8", 200, fm::testing::Skew::kZipf}, false, 8);
   check_dispatch({"dsv3-tp8", 100}, false, 128, /*fuse=*/false);  // the separate kernels, forced
+  // An expert map sending several experts to one local slot: a token may reach a group twice, and
+  // the fused front's bitmask plans (warp plan up to 32 tokens, block plan above) hand over to the
+  // general single-block plan.
+  for (int64_t t : {1, 5, 17, 32, 33, 200}) check_dispatch({"dsv3-ep8", t, fm::testing::Skew::kUniform, true}, true, 64);
 }
 
 // Fused and separate kernels give the same bytes for the other token-order quantisers

@@ -61,7 +61,7 @@ cudaError_t launch_typed(const PQParams& p, bool fp8, int vpt, int64_t grid, int
   const cudaError_t e = fp8 ? launch_rows<TIn, true>(p, vpt, grid, block, stream) : launch_rows<TIn, false>(p, vpt, grid, block, stream);
   if (e != cudaSuccess || p.scale_stage == nullptr) return e;
   const int64_t rows_bound = p.num_tokens * p.slots;
-  return launch_chain(scale_gather_kernel, dim3(resident_grid(scale_gather_kernel, kScaleGatherThreads, (rows_bound + kScaleGatherThreads - 1) / kScaleGatherThreads)),
+  return launch_chain(scale_gather_kernel, dim3(resident_grid(scale_gather_kernel, kScaleGatherThreads, (rows_bound + kGatherRows - 1) / kGatherRows)),
                       dim3(kScaleGatherThreads), 0, stream, p);
 }
 
