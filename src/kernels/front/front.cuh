@@ -2,7 +2,7 @@
 // quantisation of x in token order + dispatch plan, in ONE cooperative launch (contract in
 // front_launch.h).
 //
-// Block = 8 routing warps (+ 8 quantising warps when x is quantised); block b owns tokens
+// Block = 8 routing warps + 8 more (quantising when x is quantised; all 16 plan); block b owns tokens
 // 8b .. 8b + 7. Routing warp w routes token 8b + w with the router's own per-token body
 // (router.cuh: route_token, so ids/weights are bit-identical to the router kernel); quantising
 // warp 8 + w quantises the same token's row with the permute/quantise kernel's exact scalar
@@ -210,112 +210,6 @@ __device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, i
   return true;
 }
 
-// Warp 0 of block 0 plans alone when the bound is at most 32 tokens (one mask word per group):
-// the same bitmask plan without block barriers (at decode every barrier and every newly fetched
-// code region costs a good part of a microsecond, session 6 ncu). Keys and masks (one
-// shared-memory atomicOr per entry), then lane l takes the groups [l * gpl, (l + 1) * gpl): counts,
-// one warp scan for the offsets and padded offsets, then the rows (rank = bits of the group's
-// mask below the token). Returns false, having written nothing to global memory, when a token
-// reaches a group twice (only possible through an expert map). Call from warp 0 only.
-__device__ __forceinline__ bool warp_plan(const plan_detail::PlanParams& p, int32_t n, const int32_t* s_ids, int lane,
-                                          unsigned long long* trace) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  const int G = p.num_groups;
-  uint32_t* mask = reinterpret_cast<uint32_t*>(smem_raw);
-  int32_t* off = reinterpret_cast<int32_t*>(smem_raw + plan_detail::align_up(size_t(G) * 4, 16));
-  uint16_t* keys = reinterpret_cast<uint16_t*>(reinterpret_cast<unsigned char*>(off) + plan_detail::align_up(size_t(G) * 4, 16));
-  constexpr unsigned kAll = 0xffffffffu;
-  constexpr int32_t kSharedSlot = 0x7fffffff;
-  for (int g = lane; g < G; g += 32) mask[g] = 0u;
-  __syncwarp();
-  // Keys: the ids of a batch of kBatch entries per lane are loaded before any is used.
-  constexpr int kBatch = 8;
-  bool dup = false;
-  for (int base = lane; base < n; base += 32 * kBatch) {
-    int32_t id[kBatch];
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      const int i = base + 32 * j;
-      id[j] = -1;
-      if (i < n) {
-        const int t = i / p.slots, sl = i - t * p.slots;
-        const int64_t at = static_cast<int64_t>(t) * p.top_k + sl;
-        id[j] = sl >= p.top_k ? kSharedSlot : s_ids != nullptr ? s_ids[at] : __ldcg(p.topk_ids + at);
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      const int i = base + 32 * j;
-      if (i >= n) break;
-      int g = G;
-      if (id[j] == kSharedSlot) g = p.num_local;
-      else if (id[j] >= 0 && id[j] < p.num_experts) g = p.expert_map != nullptr ? __ldg(p.expert_map + id[j]) : id[j];
-      if (id[j] != kSharedSlot && (g < 0 || g >= p.num_local)) g = G;
-      keys[i] = static_cast<uint16_t>(g);
-      if (g < G) {
-        const uint32_t bit = 1u << (i / p.slots);
-        if (atomicOr(mask + g, bit) & bit) dup = true;
-      }
-    }
-  }
-  __syncwarp();
-  if (__any_sync(kAll, dup)) return false;
-  trace_stamp(trace, 3);
-  // Counts and offsets: contiguous groups per lane, one warp scan of (rows, padded rows).
-  const int gpl = (G + 31) / 32;
-  const int g0 = lane * gpl, g1 = min(G, g0 + gpl);
-  uint32_t c_sum = 0, p_sum = 0;
-  for (int g = g0; g < g1; ++g) {
-    const uint32_t c = __popc(mask[g]);
-    c_sum += c;
-    p_sum += plan_detail::round_up_tile(c, p.tile_m);
-  }
-  uint32_t c_inc = c_sum, p_inc = p_sum;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const uint32_t oc = __shfl_up_sync(kAll, c_inc, d), op = __shfl_up_sync(kAll, p_inc, d);
-    if (lane >= d) {
-      c_inc += oc;
-      p_inc += op;
-    }
-  }
-  uint32_t run = c_inc - c_sum, prun = p_inc - p_sum;
-  for (int g = g0; g < g1; ++g) {
-    const uint32_t c = __popc(mask[g]);
-    p.counts[g] = static_cast<int32_t>(c);
-    p.offsets[g] = static_cast<int32_t>(run);
-    p.padded_offsets[g] = static_cast<int32_t>(prun);
-    off[g] = static_cast<int32_t>(run);
-    run += c;
-    prun += plan_detail::round_up_tile(c, p.tile_m);
-  }
-  if (lane == 31) {
-    p.offsets[G] = static_cast<int32_t>(c_inc);
-    p.padded_offsets[G] = static_cast<int32_t>(p_inc);
-  }
-  __syncwarp();
-  trace_stamp(trace, 4);
-  // Rows: entry i of token t in group g takes row off[g] + (tokens of g below t).
-  for (int i = lane; i < n; i += 32) {
-    const int g = keys[i];
-    const int t = i / p.slots;
-    if (g >= G) {
-      p.slot_row[i] = -1;
-      continue;
-    }
-    const int row = off[g] + __popc(mask[g] & ((1u << t) - 1u));
-    p.slot_row[i] = row;
-    p.row_token[row] = t;
-    p.row_slot[row] = i - t * p.slots;
-  }
-  return true;
-}
-
-// Dynamic shared memory of warp_plan: mask[G], off[G], keys[n].
-__host__ __device__ inline size_t warp_plan_smem_bytes(int groups, int entries) {
-  return 2 * plan_detail::align_up(static_cast<size_t>(groups) * 4, 16) + plan_detail::align_up(static_cast<size_t>(entries) * 2, 16);
-}
-
 // Per-token scheme: quantise token t's row (one warp: the row-wide amax first, then the units).
 // Bit-identical to permute_quant_kernel in token order.
 template <class TIn>
@@ -450,17 +344,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   trace_stamp(f.trace, 2);
   if (blockIdx.x != 0) return;
   const int32_t entries = static_cast<int32_t>(num_tokens * f.plan.slots);
-  if (f.mask_words == 1) {  // bound <= 32 tokens: warp 0 plans alone
-    __shared__ int s_fallback;
-    bool ok = true;
-    if (warp == 0) ok = warp_plan(f.plan, entries, one_block ? s_ids : nullptr, lane, f.trace);
-    if (f.plan.expert_map != nullptr) {  // uniform: only a map can send a token to a group twice
-      if (threadIdx.x == 0) s_fallback = ok ? 0 : 1;
-      __syncthreads();
-      if (s_fallback) plan_detail::plan_rank_scatter_body<true>(f.plan, 0, 0, entries, f.plan_entries_per_warp);
-    }
-    if (warp != 0) return;
-  } else if (!bitmask_plan(f.plan, entries, f.mask_words, one_block ? s_ids : nullptr, f.trace)) {
+  if (!bitmask_plan(f.plan, entries, f.mask_words, one_block ? s_ids : nullptr, f.trace)) {
     __syncthreads();
     plan_detail::plan_rank_scatter_body<true>(f.plan, 0, 0, entries, f.plan_entries_per_warp);
   }
