@@ -275,6 +275,76 @@ __device__ __forceinline__ uint32_t valid_slots(int lane, int num_experts) {
   return valid;
 }
 
+// ---- grouped selection from registers (kBiasedTopK with n_group > 1) ----
+// When every group is a run of whole VEC-chunks of one load (group_size a multiple of VEC that
+// divides 32 * VEC: the run is L = group_size / VEC consecutive lanes, a power of two) and there
+// are at most 32 groups, the group scores and the kept groups need no shared memory:
+//   * a group's top-2 keys: each lane's two best of its VEC keys, merged over the run's lanes by
+//     xor shuffles (the top two of a multiset do not depend on how it is split, so these are the
+//     keys the strided scan finds); score = canon(top1 + top2) as there;
+//   * group g is kept iff fewer than topk_group groups beat it (higher score key, or an equal key
+//     and a lower index): the set the topk_group argmax rounds pick (ties to the lower group).
+//     Each lane counts, for the groups of its chunks, over all groups' scores (n_group
+//     broadcast shuffles).
+// Up to 4 loads per lane (more would hold 4 x NV more registers in the fused front: spills).
+template <int VEC, int NV>
+__device__ __forceinline__ bool group_regs_ok(const Params& p) {
+  return NV <= 4 && p.group_size % VEC == 0 && (32 * VEC) % p.group_size == 0 && p.n_group <= 32;
+}
+// The lane's eligible slots (bit i * VEC + c) for a grouped kBiasedTopK; key: the selection keys.
+template <int VEC, int NV>
+__device__ __forceinline__ uint32_t group_eligible_regs(const Params& p, const uint32_t (&key)[VEC * NV], uint32_t valid,
+                                                        int lane) {
+  const int L = p.group_size / VEC;  // lanes per group (power of two, <= 32)
+  const int runs = 32 / L;           // groups per load
+  uint32_t t1[NV], t2[NV];
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    t1[i] = 0u;
+    t2[i] = 0u;
+    if ((valid >> (i * VEC)) & 1u) {  // a chunk is valid as a whole (E = n_group * group_size)
+#pragma unroll
+      for (int c = 0; c < VEC; ++c) {
+        const uint32_t kk = key[i * VEC + c];
+        t2[i] = umax(t2[i], umin(t1[i], kk));
+        t1[i] = umax(t1[i], kk);
+      }
+    }
+  }
+  for (int d = 1; d < L; d <<= 1) {
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const uint32_t o1 = __shfl_xor_sync(kFull, t1[i], d), o2 = __shfl_xor_sync(kFull, t2[i], d);
+      t2[i] = umax(umin(t1[i], o1), umax(t2[i], o2));
+      t1[i] = umax(t1[i], o1);
+    }
+  }
+  uint32_t gk[NV];
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    const float score = p.group_size == 1 ? hd::from_key(t1[i]) : hd::add(hd::from_key(t1[i]), hd::from_key(t2[i]));
+    gk[i] = hd::to_key(hd::canon(score));
+  }
+  int beaten[NV];
+#pragma unroll
+  for (int i = 0; i < NV; ++i) beaten[i] = 0;
+  const int my_run = lane / L;
+  for (int g = 0; g < p.n_group; ++g) {
+    const int gi = g / runs, src = (g - gi * runs) * L;
+    uint32_t sg = 0;
+#pragma unroll
+    for (int i = 0; i < NV; ++i)
+      if (i == gi) sg = __shfl_sync(kFull, gk[i], src);  // warp-uniform branch
+#pragma unroll
+    for (int i = 0; i < NV; ++i) beaten[i] += (sg > gk[i] || (sg == gk[i] && g < i * runs + my_run)) ? 1 : 0;
+  }
+  uint32_t eligible = 0;
+#pragma unroll
+  for (int i = 0; i < NV; ++i)
+    if (((valid >> (i * VEC)) & 1u) && beaten[i] < p.topk_group) eligible |= ((1u << VEC) - 1u) << (i * VEC);
+  return eligible;
+}
+
 // ---- one warp routes one token: every router that reads the whole row of logits ----
 // wsm: this warp's shared scratch of num_experts + n_group words (grouped kBiasedTopK only);
 // ids_shared: see finish_slots.
@@ -375,7 +445,9 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
       }
     uint32_t taken = ~valid;
 
-    if (M != RowMode::kLogitsRow && grouped) {
+    if (M != RowMode::kLogitsRow && grouped && group_regs_ok<VEC, NV>(p)) {
+      taken |= ~group_eligible_regs<VEC, NV>(p, key, valid, lane);
+    } else if (M != RowMode::kLogitsRow && grouped) {
       const int num_groups = p.n_group, group_size = p.group_size, lanes = p.lanes_per_group;
       const bool chunked = group_size % VEC == 0;
       __syncwarp();  // the previous token's readers are done
