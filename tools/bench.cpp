@@ -709,7 +709,7 @@ int cmd_bench(int argc, char** argv) {
       // kernels (fuse_front = false) for comparison.
       // From 1024 tokens also the contiguous layout with overlapped launches (DispatchOptions::
       // overlap_launches), and for BF16 the contiguous copy itself (what forward() runs before the
-      // GEMMs). (Bulk row copies, DispatchOptions::bulk_stores, measured slower in session 6: not timed.)
+      // GEMMs).
       struct Variant {
         std::string stage;
         bool permute, fuse, pdl = false;

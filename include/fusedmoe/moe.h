@@ -106,9 +106,6 @@ struct DispatchOptions {
   // Small token counts (bound <= 256): route + plan (+ token-order quantisation) in one fused
   // kernel when the router reads logits rows. Same results; false forces the separate kernels.
   bool fuse_front = true;
-  // Permute/quantise with bulk row copies (kernels/quant/permute_quant_launch.h: bulk_stores).
-  // Same results; off: measured slower on the H200 at 1024-16384 tokens (session 6).
-  bool bulk_stores = false;
   // Programmatic dependent launch between the dispatch kernels (as ForwardOptions::overlap_launches:
   // each launch starts while its predecessor finishes and waits on the device for its results).
   // Same results; bench --suite dispatch prints both from 1024 tokens.

@@ -201,7 +201,6 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
   qa.rows_out = r->act_rows;
   qa.scratch = region<void>(ws, w.quant_scratch);
   qa.scratch_bytes = w.quant_scratch.bytes;
-  qa.bulk_stores = o.bulk_stores;
   if (x_as_is) {
     r->act = t.x;
     return Status::Ok();

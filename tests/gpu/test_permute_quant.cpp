@@ -47,7 +47,6 @@ struct QCase {
   int experts = 16;
   int shared = 1;
   int tile = 8;
-  bool bulk = false;  // PermuteQuantArgs::bulk_stores (applies to unweighted rows)
 };
 
 std::string describe(const QCase& c) {
@@ -56,7 +55,6 @@ std::string describe(const QCase& c) {
                 static_cast<long long>(c.tokens), c.hidden, fm::to_string(c.dtype), fm::to_string(c.quant),
                 fm::to_string(c.fmt), c.permute ? "permuted" : "token-order", c.weighted ? " weighted" : "",
                 c.stride_pad, c.specials ? " inf/nan" : "", c.k, c.experts, c.shared, c.tile);
-  if (c.bulk) std::strncat(buf, " bulk", sizeof buf - std::strlen(buf) - 1);
   return buf;
 }
 
@@ -226,9 +224,6 @@ void run_case(const QCase& c) {
   a.rows_out = rows_out;
   a.scratch = dscratch.get();
   a.scratch_bytes = dscratch.bytes();
-  a.bulk_stores = c.bulk;
-  bool used_bulk = false;
-  a.used_bulk = &used_bulk;
   int kernels = 0;
   a.kernels_launched = &kernels;
 
@@ -237,10 +232,8 @@ void run_case(const QCase& c) {
   dscratch.poison(0x7F);
   FM_CUDA_CHECK(fk::launch_permute_quant(a, nullptr));
   FM_CUDA_CHECK(cudaDeviceSynchronize());
-  // The bulk path runs for every unweighted case that asks for it (rows up to 2 x 48 KB).
-  if (c.bulk && !c.weighted && T > 0) EXPECT_TRUE(used_bulk) << describe(c);
   if (T > 0) {
-    const bool staged = c.permute && c.quant == ActQuant::kGroup128 && !c.weighted && !used_bulk && a.row_token != nullptr;
+    const bool staged = c.permute && c.quant == ActQuant::kGroup128 && !c.weighted && a.row_token != nullptr;
     EXPECT_EQ(kernels, 1 + (c.quant == ActQuant::kPerTensorDynamic) + staged) << describe(c);
   }
   const std::vector<uint8_t> out = to_host<uint8_t>(dout.get(), static_cast<size_t>(rows_out * K) * elem);
@@ -409,13 +402,10 @@ TEST(PermuteQuant, LargeTokenCounts) {
   for (const QCase& c : cases) run_case(c);
 }
 
-// The bulk-store path (rows staged in shared memory, cp.async.bulk to every destination): the same
-// covering set and the long-row cases, bit for bit against the reference like the store path.
-TEST(PermuteQuant, BulkStoresMatchReference) {
-  for (QCase c : covering_cases()) {
-    c.bulk = true;
-    run_case(c);
-  }
+// Long rows (K up to 16384: the staged scale gather takes two passes of 64 k-blocks at 16384) and
+// DeepSeek's shape, bit for bit against the reference. (Until session 7 these ran the bulk-store
+// path, removed: measured slower everywhere.)
+TEST(PermuteQuant, LongRowsMatchReference) {
   using Q = ActQuant;
   const ScaleFormat f32 = ScaleFormat::kFloat32, e8 = ScaleFormat::kUE8M0;
   const DType bf = DType::kBFloat16, hf = DType::kFloat16;
@@ -429,11 +419,9 @@ TEST(PermuteQuant, BulkStoresMatchReference) {
       {3, 16384, bf, Q::kNone, f32, true, false, 0, true, 4, 16, 1, 8},
       {1024, 8192, bf, Q::kNone, f32, true, false, 0, false, 4, 16, 1, 64},   // 2 x 16 KB: past 48 KB with static
       {257, 16384, hf, Q::kGroup128, e8, true, false, 0, false, 8, 64, 1, 128},  // FP8 rows of 16 KB
+      {258, 16384, bf, Q::kGroup128, f32, true, false, 0, false, 8, 64, 1, 128},  // staged: 2 gather passes
   };
-  for (QCase c : cases) {
-    c.bulk = true;
-    run_case(c);
-  }
+  for (const QCase& c : cases) run_case(c);
 }
 
 TEST(PermuteQuant, KNotMultipleOf128GroupShortLastGroup) {

@@ -299,7 +299,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   if (warp < kRouteWarps) {
     if (token < num_tokens) {
       uint32_t* wsm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(warp) * (f.r.num_experts + f.r.n_group);
-      route_token<T, VEC, NV, M>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
+      route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
                                  one_block ? s_ids + warp * f.r.k : nullptr);
     }
   } else if (f.quant_scheme != pq_detail::kNone) {

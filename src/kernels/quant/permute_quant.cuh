@@ -186,12 +186,11 @@ struct PQParams {
   int amax_groups;
   int ts;      // team size
   int teams;   // teams per block
-  bool bulk;   // unweighted rows: staged in shared memory, copied to every destination by cp.async.bulk
-  // Permuted rows with whole-warp teams (ts % 32 == 0), not bulk: each warp finds its token's
+  // Permuted rows with whole-warp teams (ts % 32 == 0): each warp finds its token's
   // destinations itself (lane s < slots: destination s, broadcast by shuffle) and loads those of
   // its next row while the current one is stored, so the row loop has no block barrier.
   bool warp_dest;
-  // Permuted, unweighted 1x128 scales (not bulk) with row_token given: the row kernel writes each
+  // Permuted, unweighted 1x128 scales with row_token given: the row kernel writes each
   // token's scales once, in token order, to scale_stage[t * stage_stride + kb] (scratch), and
   // scale_gather_kernel then stores them in row order into [K/128][rows_pad4]: coalesced stores
   // instead of 4-byte pieces scattered over the permuted layout (measured at 16384 tokens of
@@ -200,25 +199,6 @@ struct PQParams {
   int stage_stride;  // ceil(K / 128) rounded up to 4
   const int32_t* row_token;
 };
-
-// ---- bulk stores (PQParams::bulk) --------------------------------------------------------------
-// The quantised (or copied) row is written once to shared memory and the TMA engine copies it to
-// each of its destinations, so the threads go on to the next row while the copies drain; every
-// copy is a whole row (full lines). Double-buffered: a team leader waits until the copies it issued
-// two iterations ago have read their buffer before the team overwrites it.
-__device__ __forceinline__ void bulk_copy_s2g(void* gdst, const void* ssrc, uint32_t bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(gdst),
-               "r"(static_cast<uint32_t>(__cvta_generic_to_shared(ssrc))), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void bulk_wait_read_all_but_1() { asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory"); }
-__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
-__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-// Dynamic shared memory of the bulk path: two buffers of one row per team.
-__host__ __device__ inline size_t bulk_smem_bytes(int teams, int64_t row_bytes) {
-  return 2 * static_cast<size_t>(teams) * static_cast<size_t>(row_bytes);
-}
 
 // Largest g in [0, G) with offsets[g] <= r (the group holding grouped row r). `offsets` may be
 // global (read through the read-only path) or the block's shared copy.
@@ -325,7 +305,6 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
   __shared__ float s_w[kMaxPairs];
   __shared__ int32_t s_off[kSmemGroups];   // offsets / padded offsets of the groups (permute)
   __shared__ int32_t s_poff[kSmemGroups];
-  extern __shared__ __align__(16) unsigned char s_rows[];  // bulk path: bulk_smem_bytes()
   // The next row of this block is loaded while the current one is stored (software pipeline),
   // when the two register copies fit (VPT * kLoads <= 8 uint4; the wide-row instances would spill).
   constexpr bool kPrefetch = VPT * kLoads <= 8;
@@ -421,31 +400,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
       s_poff[g] = __ldcg(p.padded_offsets + g);
     }
   if (warp_dest) __syncthreads();  // s_off / s_poff (the loop itself has no barrier then)
-  // Bulk path: the team's row (units of 16 bytes, v[j] = unit lane + j * ts) to every destination.
-  int iter = 0;
-  auto bulk_store = [&](const uint4 (&v)[VPT], int64_t row_bytes) {
-    unsigned char* buf = s_rows + static_cast<size_t>(iter & 1) * p.teams * row_bytes + team * row_bytes;
-    if (lane == 0) bulk_wait_read_all_but_1();
-    __syncthreads();
-    uint4* mine = reinterpret_cast<uint4*>(buf);
-#pragma unroll
-    for (int j = 0; j < VPT; ++j) {
-      const int u = lane + j * p.ts;
-      if (u < p.units) mine[u] = v[j];
-    }
-    fence_proxy_async_smem();  // generic-proxy writes -> visible to the bulk copy (async proxy)
-    __syncthreads();
-    if (lane == 0) {
-      for (int s = 0; s < nslot; ++s) {
-        const int32_t d = s_dest[team * nslot + s];
-        if (d >= 0)
-          bulk_copy_s2g(static_cast<unsigned char*>(p.out) + static_cast<int64_t>(d) * row_bytes, buf,
-                        static_cast<uint32_t>(row_bytes));
-      }
-      bulk_commit();
-    }
-  };
-  for (; row0 < num_tokens; row0 += rows_step, ++iter) {
+  for (; row0 < num_tokens; row0 += rows_step) {
     if (!kPrefetch && row0 != static_cast<int64_t>(blockIdx.x) * p.teams) load_row(row0, raw);
 
     if (warp_dest) {
@@ -483,12 +438,6 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
 
     if constexpr (!kFp8) {
       // Copy / permute (optionally weighted) in the input dtype.
-      if (p.bulk) {  // unweighted (the launcher's rule)
-        uint4 v[VPT];
-#pragma unroll
-        for (int j = 0; j < VPT; ++j) v[j] = raw[j][0];
-        bulk_store(v, static_cast<int64_t>(p.hidden) * static_cast<int64_t>(sizeof(TIn)));
-      } else
       for (int s = 0; s < nslot; ++s) {
         const int32_t d = dest(s);
         if (d < 0) continue;
@@ -552,41 +501,22 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
             if (u < p.units && (u & 7) == 0) p.scale_stage[(row0 + team) * p.stage_stride + (u >> 3)] = qs[j];
           }
         }
-        if (p.bulk) {
-          bulk_store(q, p.hidden);
-          if (p.out_scales != nullptr && (p.scheme == kToken || p.scheme == kGroup))
-            for (int s = 0; s < nslot; ++s) {
-              const int32_t d = dest(s);
-              if (d < 0) continue;
+        for (int s = 0; s < nslot; ++s) {
+          const int32_t d = dest(s);
+          if (d < 0) continue;
+          uint4* dst = reinterpret_cast<uint4*>(static_cast<uint8_t*>(p.out) + static_cast<int64_t>(d) * p.hidden);
 #pragma unroll
-              for (int j = 0; j < VPT; ++j) {
-                const int u = lane + j * p.ts;
-                if (u >= p.units) continue;
-                if (p.scheme == kToken) {
-                  if (lane == 0 && j == 0) p.out_scales[d] = qs[j];
-                } else if ((u & 7) == 0) {
-                  p.out_scales[static_cast<int64_t>(u >> 3) * p.rows_pad4 + d] = qs[j];
-                }
+          for (int j = 0; j < VPT; ++j) {
+            const int u = lane + j * p.ts;
+            if (u >= p.units) continue;
+            if (p.out_scales != nullptr && !staged) {
+              if (p.scheme == kToken) {
+                if (lane == 0 && j == 0) p.out_scales[d] = qs[j];
+              } else if (p.scheme == kGroup && (u & 7) == 0) {
+                p.out_scales[static_cast<int64_t>(u >> 3) * p.rows_pad4 + d] = qs[j];
               }
             }
-        } else {
-          for (int s = 0; s < nslot; ++s) {
-            const int32_t d = dest(s);
-            if (d < 0) continue;
-            uint4* dst = reinterpret_cast<uint4*>(static_cast<uint8_t*>(p.out) + static_cast<int64_t>(d) * p.hidden);
-#pragma unroll
-            for (int j = 0; j < VPT; ++j) {
-              const int u = lane + j * p.ts;
-              if (u >= p.units) continue;
-              if (p.out_scales != nullptr && !staged) {
-                if (p.scheme == kToken) {
-                  if (lane == 0 && j == 0) p.out_scales[d] = qs[j];
-                } else if (p.scheme == kGroup && (u & 7) == 0) {
-                  p.out_scales[static_cast<int64_t>(u >> 3) * p.rows_pad4 + d] = qs[j];
-                }
-              }
-              dst[u] = q[j];
-            }
+            dst[u] = q[j];
           }
         }
       } else {
@@ -639,9 +569,6 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
         for (int l = 0; l < kLoads; ++l) raw[j][l] = nxt[j][l];
     }
   }
-  // Bulk copies read shared memory and write the output after their issue: drain them before the
-  // block exits (its shared memory is released) and the grid completes.
-  if (p.bulk && lane == 0) bulk_wait_all();
 }
 
 // Non-template kernels: defined in permute_quant_launch.cu only (FUSEDMOE_PQ_KERNELS).

@@ -14,7 +14,6 @@ namespace {
 using namespace pq_detail;
 
 constexpr size_t kScratchBytes = 4096;  // absmax partials (<= 1024 floats)
-constexpr size_t kBulkMaxSmem = 96 * 1024;  // bulk stores: both row buffers (opted in once per instance)
 constexpr int64_t kStageMinTokens = 4096;    // staged 1x128 scales from this bound (see launch_permute_quant)
 
 // One wave of resident blocks (grid-stride over the rows): blocks per SM from the occupancy
@@ -30,15 +29,8 @@ int resident_grid(Kernel kernel, int block, int64_t blocks_needed, size_t smem =
 
 template <class TIn, bool kFp8>
 cudaError_t launch_rows(const PQParams& p, int vpt, int64_t blocks_needed, int block, cudaStream_t stream) {
-  const size_t smem =
-      p.bulk ? bulk_smem_bytes(p.teams, static_cast<int64_t>(p.hidden) * (kFp8 ? 1 : static_cast<int64_t>(sizeof(TIn)))) : 0;
-  static std::atomic<uint64_t> optin_done[4] = {};  // per instance: [log2 vpt]
-  auto go = [&](auto kernel, int slot) {
-    if (smem > 0) {  // bulk buffers: above the 48 KB default with the kernel's ~17 KB static shared memory
-      const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), int(kBulkMaxSmem), &optin_done[slot]);
-      if (e != cudaSuccess) return e;
-    }
-    return launch_chain(kernel, dim3(resident_grid(kernel, block, blocks_needed, smem)), dim3(block), smem, stream, p);
+  auto go = [&](auto kernel, int) {
+    return launch_chain(kernel, dim3(resident_grid(kernel, block, blocks_needed)), dim3(block), 0, stream, p);
   };
   switch (vpt) {
     case 1: return go(permute_quant_kernel<TIn, kFp8, 1>, 0);
@@ -135,14 +127,8 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
     return cudaErrorInvalidValue;
   p.ts = shape.ts;
   p.teams = shape.teams;
-  // Bulk stores: unweighted rows only (every destination gets the same bytes), both buffers within
-  // 96 KB of dynamic shared memory (opted in at launch; with the kernel's static shared memory that
-  // leaves room for 2 blocks per SM).
-  const int64_t row_bytes = static_cast<int64_t>(a.hidden) * (fp8 ? 1 : 2);
-  p.bulk = a.bulk_stores && a.row_weight == nullptr && bulk_smem_bytes(p.teams, row_bytes) <= kBulkMaxSmem;
-  if (a.used_bulk != nullptr) *a.used_bulk = p.bulk;
-  p.warp_dest = p.permute && !p.bulk && p.ts % 32 == 0;
-  // Staged 1x128 scales (PQParams::scale_stage): permuted unweighted rows, not bulk, with row_token,
+  p.warp_dest = p.permute && p.ts % 32 == 0;
+  // Staged 1x128 scales (PQParams::scale_stage): permuted unweighted rows with row_token,
   // scratch for T tokens' scales and a bound of at least kStageMinTokens (else the row kernel
   // stores them scattered, as before). Measured on the H200 (dsv3 routing, K 7168, session 6):
   // route + plan + quantise at 16384 tokens 581 -> 420 us, 4096: 145 -> 126 us, but 1024: 61 ->
@@ -150,7 +136,7 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   p.row_token = a.row_token;
   p.stage_stride = scale_stage_stride(a.hidden);
   const size_t stage_bytes = static_cast<size_t>(a.num_tokens) * p.stage_stride * sizeof(float);
-  if (p.scheme == kGroup && p.permute && !p.bulk && a.row_weight == nullptr && a.row_token != nullptr &&
+  if (p.scheme == kGroup && p.permute && a.row_weight == nullptr && a.row_token != nullptr &&
       a.num_tokens >= (a.stage_min_tokens >= 0 ? a.stage_min_tokens : kStageMinTokens) &&
       p.out_scales != nullptr && a.scratch != nullptr && vec::aligned16(a.scratch) &&
       a.scratch_bytes >= kScratchBytes + stage_bytes)

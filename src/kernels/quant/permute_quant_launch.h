@@ -52,11 +52,6 @@ struct PermuteQuantArgs {
   int amax_groups = 0;
   void* scratch = nullptr;              // permute_quant_scratch_bytes()
   size_t scratch_bytes = 0;
-  // Unweighted rows: quantise/copy each row once into shared memory and let cp.async.bulk copy it to
-  // every destination (whole-row writes, the threads move on at once). Same bytes; ignored for
-  // weighted rows or rows too long for two buffers in 96 KB. Off by default until measured.
-  bool bulk_stores = false;
-  bool* used_bulk = nullptr;  // optional (host): set to whether the bulk path was taken (tests)
   int* kernels_launched = nullptr;  // optional (host): kernels this call launches (1-3)
   // Token bound from which permuted 1x128 scales are staged and gathered (-1: the measured
   // default, 4096; tests set 0 to cover the path at any size).
