@@ -238,7 +238,7 @@ __device__ __forceinline__ void quantize_row_warp(const FrontParams& f, int64_t 
 // of kChunkBatch items before converting any, so a row costs about one memory round trip instead
 // of one per chunk (and one token's row is spread over all 8 warps). Bytes and scales are
 // bit-identical to quantize_row_warp / the permute/quantise kernel.
-inline constexpr int kChunkBatch = 8;
+inline constexpr int kChunkBatch = 4;
 template <class TIn>
 __device__ __forceinline__ void quantize_chunks_warp(const FrontParams& f, int64_t tok0, int ntok, int qw, int lane) {
   using namespace pq_detail;

@@ -638,7 +638,7 @@ __global__ void __launch_bounds__(kThreads, 1) router_topk_kernel(const Params p
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   for (int64_t token = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp; token < num_tokens;
        token += stride)
-    route_token<T, VEC, NV, M, true>(p, token, lane, wsm, valid);
+    route_token<T, VEC, NV, M>(p, token, lane, wsm, valid);
 }
 
 // ---- kPrecomputed and kHash without a row softmax: KP lanes per token ----
