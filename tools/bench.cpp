@@ -66,17 +66,14 @@ std::vector<Case> dispatch_cases() {
 // Timeline of the fused front kernel (diagnostic stamps, front.cuh kTraceSlots): `calls` single
 // launches of `fn`, each synchronised; per stamp the median over calls of (stamp - first block's
 // entry) in microseconds. Stamps: [0] last block entered, [1] last block done routing/quantising,
-// [2] block 0 past the grid barrier, [3] plan keys + masks, [4] counts/offsets, [5] rows, [6] end;
-// then block 0's routing warp and plan run a second time through the same instructions (the
-// trace's code-fetch diagnostic): cold vs warm routing of token 0 ([7] - entry, [8] - [7]) and
-// cold vs warm plan ([5] - [2], [10] - [9]).
+// [2] block 0 past the grid barrier, [3] plan keys + masks, [4] counts/offsets, [5] rows, [6] end.
 template <class Fn>
 std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21) {
   const int blocks = static_cast<int>((tokens + 7) / 8);
-  constexpr int kSlots = 12;
+  constexpr int kSlots = 8;
   Buf tr(size_t{8} * 32 * kSlots);
   fm::kernels::set_front_trace(static_cast<unsigned long long*>(tr.p));
-  std::vector<std::vector<double>> at(11);
+  std::vector<std::vector<double>> at(7);
   std::vector<unsigned long long> h(size_t{32} * kSlots);
   for (int c = 0; c < calls; ++c) {
     BENCH_CUDA(cudaMemsetAsync(tr.p, 0, size_t{8} * 32 * kSlots, s));
@@ -94,23 +91,17 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
     at[0].push_back(us(last_in));
     at[1].push_back(us(last_done));
     for (int k = 2; k < 7; ++k) at[k].push_back(us(h[k]));
-    at[7].push_back((h[7] - h[0]) * 1e-3);   // token 0 routed, cold code
-    at[8].push_back((h[8] - h[7]) * 1e-3);   // the same again, warm
-    at[9].push_back((h[5] - h[2]) * 1e-3);   // plan, cold
-    at[10].push_back((h[10] - h[9]) * 1e-3); // plan again, warm
   }
   fm::kernels::set_front_trace(nullptr);
   if (at[0].empty()) return "fused kernel did not run";
-  char buf[384];
-  std::vector<double> m(11);
-  for (int k = 0; k < 11; ++k) {
+  char buf[256];
+  std::vector<double> m(7);
+  for (int k = 0; k < 7; ++k) {
     std::sort(at[k].begin(), at[k].end());
     m[k] = at[k][at[k].size() / 2];
   }
-  std::snprintf(buf, sizeof(buf),
-                "all in %.2f | routed %.2f | barrier %.2f | keys %.2f | offsets %.2f | rows %.2f | end %.2f us; "
-                "token 0 routing cold %.2f warm %.2f, plan cold %.2f warm %.2f us",
-                m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10]);
+  std::snprintf(buf, sizeof(buf), "all in %.2f | routed %.2f | barrier %.2f | keys %.2f | offsets %.2f | rows %.2f | end %.2f us",
+                m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
   return buf;
 }
 

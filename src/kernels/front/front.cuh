@@ -60,10 +60,8 @@ struct FrontParams {
 
 // Timeline stamps of the diagnostic trace: per block [0] entry, [1] block's routing/quantisation
 // done; block 0 only [2] past the grid barrier, [3] plan keys and masks, [4] counts and offsets,
-// [5] rows written, [6] end. Code-fetch diagnostic (trace on only): [7] warp 0 routed its token,
-// [8] routed it again through the same instructions; [9] / [10] the plan run again, start / end
-// (so [1] and everything after include the repeated routing).
-inline constexpr int kTraceSlots = 12;
+// [5] rows written, [6] end.
+inline constexpr int kTraceSlots = 8;
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
   if (trace == nullptr || threadIdx.x != 0) return;
   unsigned long long t;
@@ -301,14 +299,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   if (warp < kRouteWarps) {
     if (token < num_tokens) {
       uint32_t* wsm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(warp) * (f.r.num_experts + f.r.n_group);
-      // Diagnostic trace: warp 0 routes its token twice through the same code (the second time
-      // with its instructions fetched), stamps [7] and [8].
-      const int reps = f.trace != nullptr && warp == 0 ? 2 : 1;
-      for (int rep = 0; rep < reps; ++rep) {
-        route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
-                                         one_block ? s_ids + warp * f.r.k : nullptr);
-        if (warp == 0) trace_stamp(f.trace, 7 + rep);
-      }
+      route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
+                                 one_block ? s_ids + warp * f.r.k : nullptr);
     }
   } else if (f.quant_scheme != pq_detail::kNone) {
     if (f.quant_scheme == pq_detail::kToken) {  // a row-wide amax: one warp per row
@@ -352,20 +344,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   trace_stamp(f.trace, 2);
   if (blockIdx.x != 0) return;
   const int32_t entries = static_cast<int32_t>(num_tokens * f.plan.slots);
-  // Diagnostic trace: the plan runs twice through the same code (the same results), the second
-  // time between stamps [9] and [10].
-  const int plan_reps = f.trace != nullptr ? 2 : 1;
-  for (int rep = 0; rep < plan_reps; ++rep) {
-    if (rep > 0) {
-      __syncthreads();
-      trace_stamp(f.trace, 9);
-    }
-    if (!bitmask_plan(f.plan, entries, f.mask_words, one_block ? s_ids : nullptr, rep == 0 ? f.trace : nullptr)) {
-      __syncthreads();
-      plan_detail::plan_rank_scatter_body<true>(f.plan, 0, 0, entries, f.plan_entries_per_warp);
-    }
-    trace_stamp(f.trace, rep == 0 ? 5 : 10);
+  if (!bitmask_plan(f.plan, entries, f.mask_words, one_block ? s_ids : nullptr, f.trace)) {
+    __syncthreads();
+    plan_detail::plan_rank_scatter_body<true>(f.plan, 0, 0, entries, f.plan_entries_per_warp);
   }
+  trace_stamp(f.trace, 5);
   // The whole error flag: zero, or the device token count that was clamped.
   if (threadIdx.x == 0 && f.r.error_flag != nullptr) {
     int32_t e0 = 0, e1 = 0, e2 = 0, e3 = 0;

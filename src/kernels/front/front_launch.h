@@ -59,7 +59,7 @@ const char* front_small_kernel_name();
 cudaError_t warm_cooperative_launch();
 
 // Diagnostic timeline (the bench's --suite fronttrace): while a device buffer of at least
-// 32 x 12 uint64 is set, every fused-front launch records %globaltimer stamps per block into it
+// 32 x 8 uint64 is set, every fused-front launch records %globaltimer stamps per block into it
 // (front.cuh: kTraceSlots, trace_stamp). nullptr (the default) turns it off; production never
 // sets it. Not thread-safe against concurrent launches: a tool's switch.
 void set_front_trace(unsigned long long* buffer);
