@@ -29,14 +29,14 @@ int resident_grid(Kernel kernel, int block, int64_t blocks_needed, size_t smem =
 
 template <class TIn, bool kFp8>
 cudaError_t launch_rows(const PQParams& p, int vpt, int64_t blocks_needed, int block, cudaStream_t stream) {
-  auto go = [&](auto kernel, int) {
+  auto go = [&](auto kernel) {
     return launch_chain(kernel, dim3(resident_grid(kernel, block, blocks_needed)), dim3(block), 0, stream, p);
   };
   switch (vpt) {
-    case 1: return go(permute_quant_kernel<TIn, kFp8, 1>, 0);
-    case 2: return go(permute_quant_kernel<TIn, kFp8, 2>, 1);
-    case 4: return go(permute_quant_kernel<TIn, kFp8, 4>, 2);
-    case 8: return go(permute_quant_kernel<TIn, kFp8, 8>, 3);
+    case 1: return go(permute_quant_kernel<TIn, kFp8, 1>);
+    case 2: return go(permute_quant_kernel<TIn, kFp8, 2>);
+    case 4: return go(permute_quant_kernel<TIn, kFp8, 4>);
+    case 8: return go(permute_quant_kernel<TIn, kFp8, 8>);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -287,8 +287,8 @@ __device__ __forceinline__ uint32_t valid_slots(int lane, int num_experts) {
 //     Each lane counts, for the groups of its chunks, over all groups' scores (n_group
 //     broadcast shuffles).
 // Used by the fused front (route_token<..., kGroupRegs = true>), where the token's latency counts:
-// dsv3 routing at 1 token 5.3 -> 4.8 us (H200). The router kernel keeps the shared-memory scan:
-// at 16384 tokens this path issued more instructions (31.1 M -> 31.7 M, 46.9 -> 52.0 us).
+// dsv3 routing at 1 token 5.3 -> 4.4 us (H200). The router kernel keeps the shared-memory scan:
+// at 16384 tokens this path issued fewer instructions (29.3 M vs 31.1 M) but ran slower (48.0 vs 46.1 us).
 // Up to 4 loads per lane (more would hold 4 x NV more registers in the fused front: spills).
 template <int VEC, int NV>
 __device__ __forceinline__ bool group_regs_ok(const Params& p) {
