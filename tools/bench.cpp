@@ -66,7 +66,8 @@ std::vector<Case> dispatch_cases() {
 // Timeline of the fused front kernel (diagnostic stamps, front.cuh kTraceSlots): `calls` single
 // launches of `fn`, each synchronised; per stamp the median over calls of (stamp - first block's
 // entry) in microseconds. Stamps: [0] last block entered, [1] last block done routing/quantising,
-// [2] block 0 past the grid barrier, [3] plan keys + masks, [4] counts/offsets, [5] rows, [6] end.
+// [2] block 0 past the grid barrier, [3] group counts of all blocks read, [4] block 0's rows
+// (and counts/offsets) written, [5] after the general fallback plan (when it ran), [6] end.
 template <class Fn>
 std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21) {
   const int blocks = static_cast<int>((tokens + 7) / 8);
@@ -100,7 +101,7 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
     std::sort(at[k].begin(), at[k].end());
     m[k] = at[k][at[k].size() / 2];
   }
-  std::snprintf(buf, sizeof(buf), "all in %.2f | routed %.2f | barrier %.2f | keys %.2f | offsets %.2f | rows %.2f | end %.2f us",
+  std::snprintf(buf, sizeof(buf), "all in %.2f | routed %.2f | barrier %.2f | counts %.2f | rows %.2f | fallback %.2f | end %.2f us",
                 m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
   return buf;
 }

@@ -5,6 +5,7 @@
 #include "fusedmoe/types.h"
 #if defined(FUSEDMOE_WITH_CUDA)
 #include "kernels/dispatch/plan_launch.h"
+#include "kernels/front/front_launch.h"
 #include "kernels/quant/permute_quant_launch.h"
 #endif
 
@@ -54,7 +55,9 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   w.expert_out = b.take(rows * kdim * dtype_bytes(p.act_dtype));
   w.error_flag = b.take(16);
 #if defined(FUSEDMOE_WITH_CUDA)
-  w.plan_scratch = b.take(kernels::plan_scratch_bytes(p.max_tokens, p.top_k(), static_cast<int>(groups)));
+  // The plan's scratch also holds the fused front's per-block masks (never both in one call).
+  w.plan_scratch = b.take(std::max(kernels::plan_scratch_bytes(p.max_tokens, p.top_k(), static_cast<int>(groups)),
+                                   kernels::front_scratch_bytes(p.max_tokens, static_cast<int>(groups))));
   w.quant_scratch = b.take(kernels::permute_quant_scratch_bytes(p.max_tokens, p.hidden));
 #endif
   w.total = b.cursor;

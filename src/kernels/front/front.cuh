@@ -2,19 +2,26 @@
 // quantisation of x in token order + dispatch plan, in ONE cooperative launch (contract in
 // front_launch.h).
 //
-// Block = 8 routing warps + 8 more (quantising when x is quantised; all 16 plan); block b owns tokens
-// 8b .. 8b + 7. Routing warp w routes token 8b + w with the router's own per-token body
-// (router.cuh: route_token, so ids/weights are bit-identical to the router kernel); quantising
-// warp 8 + w quantises the same token's row with the permute/quantise kernel's exact scalar
-// helpers (permute_quant.cuh), in token order (the gather layout). Then a grid-wide barrier
-// (cooperative launch: the driver provides the barrier, nothing to zero beforehand), and block 0
-// plans over all T * slots entries:
-//   * bitmask plan: a token reaches a group at most once (top-k picks distinct experts), so a
-//     group's rows in (token, slot) order are its tokens in ascending order. mask[g] holds one
-//     bit per token (T <= 256: 8 words); count = popcount, rank of token t = popcount of the
-//     bits below t. Four barriers, no serial per-warp loops.
+// Blocks [0, route_blocks) have 8 routing warps + 8 more; block b routes tokens 8b .. 8b + 7:
+// routing warp w routes token 8b + w with the router's own per-token body (router.cuh:
+// route_token, so ids/weights are bit-identical to the router kernel). When x is quantised (FP8
+// in token order, the gather layout, with the permute/quantise kernel's exact scalar helpers),
+// the other 8 warps of each routing block and all 16 warps of the quantising-only blocks after
+// them share x's rows: one SM streams only ~60 GB/s of them, so the host spreads them out.
+//
+// The plan uses that top-k never picks an expert twice for a token, so a group's rows in (token,
+// slot) order are its tokens in ascending order:
+//   * each routing warp's entry lanes set their token's bit in the block's byte of their group
+//     (shared memory, four groups per word); a block barrier;
+//   * one block: every warp with tokens scans the G counts (popcounts) itself and each entry lane
+//     computes its row (offset of its group + tokens of the group below it): no more barriers;
+//   * several blocks (cooperative launch): each block exports its masks to scratch, one grid
+//     barrier (the driver provides it, nothing to zero beforehand), then every block with tokens
+//     reads all blocks' masks (one warp scan over the blocks gives each group's total and its
+//     tokens in earlier blocks), one block barrier, and its warps compute their own rows as above.
+//     Block 0's warp 0 also writes counts, offsets and padded offsets.
 //   * if a token reaches a group twice (an expert map sending two experts to one local slot),
-//     the general single-block plan body of plan.cuh runs instead.
+//     block 0 runs the general single-block plan body of plan.cuh instead.
 // Block 0 also writes the whole error flag (zero, or a device token count out of range), so no
 // memset precedes the launch.
 #pragma once
@@ -35,6 +42,7 @@ namespace fusedmoe::kernels::front_detail {
 inline constexpr int kRouteWarps = 8;   // tokens per block
 inline constexpr int kMaxThreads = 512; // 8 routing + 8 quantising warps
 inline constexpr size_t kFrontMaxSmem = 96 * 1024;  // dynamic shared memory bound (checked on the host)
+inline constexpr int64_t kQuantBytesPerBlock = 32 * 1024;  // of x per block when rows are spread
 
 struct FrontParams {
   router_detail::Params r;      // r.num_tokens: the bound; r.num_tokens_dev: optional device count
@@ -52,162 +60,157 @@ struct FrontParams {
   uint8_t* q_out;
   float* q_scales;
   int64_t rows_pad4;            // scale row stride: bound rounded up to 4
-  int mask_words;               // ceil(bound / 32) (bitmask plan)
+  // Launch shape: blocks [0, route_blocks) route 8 tokens each (ceil(bound / 8)); the blocks
+  // after them only quantise. quant_warps: quantising warps of the grid (8 per routing block, 16
+  // per quantising-only block).
+  int route_blocks;
+  int quant_warps;
+  uint32_t* block_masks;        // a multi-block launch: route_blocks rows of mask_words(G) + 1 words
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
 };
 
-// Timeline stamps of the diagnostic trace: per block [0] entry, [1] block's routing/quantisation
-// done; block 0 only [2] past the grid barrier, [3] plan keys and masks, [4] counts and offsets,
-// [5] rows written, [6] end.
+// Timeline stamps of the diagnostic trace (routing blocks): per block [0] entry, [1] routing and
+// quantisation done; [2] past the grid barrier, [3] group counts of all blocks read, [4] rows
+// written; block 0 [5] after the fallback plan, [6] end.
 inline constexpr int kTraceSlots = 8;
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
-  if (trace == nullptr || threadIdx.x != 0) return;
+  if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= 32) return;  // routing blocks only
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   trace[blockIdx.x * kTraceSlots + slot] = t;
 }
 
-// Row stride (in words) of a group's bit mask: odd, so that threads holding different groups hit
-// different banks (with 8 words, g * 8 would fold 128 groups onto 4 banks).
-__host__ __device__ inline int mask_stride(int words) { return words | 1; }
-
-// Dynamic shared memory of the bitmask plan: uint32 mask[G][stride], uint16 below[G][stride]
-// (tokens of the group in the words before), uint16 keys[n], int32 off[G], the scan scratch, and
-// uint32 rows[n] (token << 5 | slot of each grouped row, staged for coalesced stores).
-__host__ __device__ inline size_t bitmask_plan_smem_bytes(int groups, int words, int entries) {
-  const size_t cells = static_cast<size_t>(groups) * mask_stride(words);
-  return plan_detail::align_up(cells * 4, 16) + plan_detail::align_up(cells * 2, 16) +
-         plan_detail::align_up(static_cast<size_t>(entries) * 2, 16) + plan_detail::align_up(static_cast<size_t>(groups) * 4, 16) +
-         plan_detail::align_up(33 * 8, 16) + plan_detail::align_up(static_cast<size_t>(entries) * 4, 16);
+// ---- the plan of the fused front (see the header comment) ----------------------------------
+// Group g's byte of a block: bit w set when the block's token 8b + w reaches g. Four groups per
+// 32-bit word (byte g % 4 of word g / 4), in shared memory (s_mask) and, for the other blocks,
+// exported to global scratch as one row of mask_words(G) + 1 words per block (the last word: the
+// block's duplicate flag).
+inline constexpr int kMaxGroups = 1088;  // G bound of the fused path (E <= 1024 + a shared expert)
+inline constexpr int kMaxMaskWords = kMaxGroups / 4;
+__host__ __device__ inline int mask_words(int groups) { return (groups + 3) / 4; }
+__host__ __device__ inline size_t block_masks_bytes(int blocks, int groups) {
+  return static_cast<size_t>(blocks) * (mask_words(groups) + 1) * 4;
 }
-
-// Token ids a one-block launch keeps in shared memory for its plan (8 tokens x k <= kMaxTopK;
+// Token ids of the block's tokens, in shared memory for the plan (8 tokens x k <= kMaxTopK;
 // prepare_router refuses larger k).
 inline constexpr int kSharedIds = kRouteWarps * kMaxTopK;
+inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) / (kMaxThreads / 32);
 
-// Block 0's plan over n entries (see the header comment). Returns false (having written nothing
-// to global memory) when a token reaches a group twice. s_ids: the ids in shared memory (a
-// one-block launch: the routing warps wrote them there too), else nullptr (read from L2).
-__device__ __forceinline__ bool bitmask_plan(const plan_detail::PlanParams& p, int32_t n, int words,
-                                             const int32_t* s_ids, unsigned long long* trace) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ int s_dup;
+// Phase B of a multi-block launch (after the grid barrier; every thread of a block that owns
+// tokens calls it): for each group, its tokens in all blocks (cnt) and in the blocks before this
+// one (bef), into s_cb[g] = bef << 16 | cnt. Warp w takes words w, w + 16, ...; lane l reads block
+// l's word (nb <= 32 blocks own tokens), one warp scan over the blocks gives both numbers for
+// four groups at once (two 16-bit pairs per register). Returns true, in every thread, when some
+// block saw a token reach a group twice. Ends with a block barrier.
+__device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int G, int nb, uint32_t* s_cb) {
+  constexpr unsigned kAll = 0xffffffffu;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int W = mask_words(G);
+  const int row = W + 1;
+  const int me = blockIdx.x;
+  const bool reads = lane < nb;
+  uint32_t v[kMaskWordsPerWarp];
+#pragma unroll
+  for (int i = 0; i < kMaskWordsPerWarp; ++i) {
+    const int j = warp + i * nwarps;
+    v[i] = (reads && j < W) ? __ldcg(g_masks + static_cast<int64_t>(lane) * row + j) : 0u;
+  }
+  const uint32_t dup_word = reads ? __ldcg(g_masks + static_cast<int64_t>(lane) * row + W) : 0u;
+  const bool dup = __any_sync(kAll, dup_word != 0u);
+#pragma unroll
+  for (int i = 0; i < kMaskWordsPerWarp; ++i) {
+    const int j = warp + i * nwarps;
+    if (j >= W) break;  // warp-uniform
+    const uint32_t x = v[i];
+    // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256.
+    const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
+    const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
+    uint32_t a = own02, b = own13;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const uint32_t oa = __shfl_up_sync(kAll, a, d), ob = __shfl_up_sync(kAll, b, d);
+      if (lane >= d) {
+        a += oa;
+        b += ob;
+      }
+    }
+    const uint32_t ta = __shfl_sync(kAll, a, 31), tb = __shfl_sync(kAll, b, 31);
+    if (lane == me) {
+      const uint32_t ea = a - own02, eb = b - own13;  // blocks before this one
+      const int g = 4 * j;
+      s_cb[g] = (ea << 16) | (ta & 0xffffu);
+      if (g + 1 < G) s_cb[g + 1] = (eb << 16) | (tb & 0xffffu);
+      if (g + 2 < G) s_cb[g + 2] = (ea & 0xffff0000u) | (ta >> 16);
+      if (g + 3 < G) s_cb[g + 3] = (eb & 0xffff0000u) | (tb >> 16);
+    }
+  }
+  __syncthreads();
+  return dup;
+}
+
+// Phase C: one warp, every lane calls (warp-uniform). The warp scans the G group counts itself
+// (lane l: groups [l * gpl, (l + 1) * gpl), one warp scan), so no block barrier is needed; an
+// entry lane (g < G: its group, w: its token's bit in the block, entry: its global entry index)
+// gets its row = the scan base of g's lane + the counts of the groups before g in that lane's
+// range + the group's tokens in earlier blocks + the block's tokens of g below it, and stores
+// slot_row / row_token / row_slot. `writer` (block 0, warp 0) also stores counts, offsets and
+// padded offsets. cb(q) returns bef << 16 | cnt of group q.
+template <class CountOf>
+__device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p, CountOf cb, const uint32_t* s_mask,
+                                               bool has_entry, int g, int w, int32_t entry, int32_t token, int slot,
+                                               bool writer) {
+  constexpr unsigned kAll = 0xffffffffu;
+  const int lane = threadIdx.x & 31;
   const int G = p.num_groups;
-  const int ms = mask_stride(words);
-  const size_t cells = size_t(G) * ms;
-  uint32_t* mask = reinterpret_cast<uint32_t*>(smem_raw);
-  uint16_t* below = reinterpret_cast<uint16_t*>(smem_raw + plan_detail::align_up(cells * 4, 16));
-  uint16_t* keys = reinterpret_cast<uint16_t*>(reinterpret_cast<unsigned char*>(below) + plan_detail::align_up(cells * 2, 16));
-  int32_t* off = reinterpret_cast<int32_t*>(reinterpret_cast<unsigned char*>(keys) + plan_detail::align_up(size_t(n) * 2, 16));
-  unsigned long long* scan =
-      reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned char*>(off) + plan_detail::align_up(size_t(G) * 4, 16));
-  uint32_t* stage = reinterpret_cast<uint32_t*>(reinterpret_cast<unsigned char*>(scan) + plan_detail::align_up(33 * 8, 16));
-  const int tid = threadIdx.x;
-  for (int i = tid; i < G * ms; i += blockDim.x) mask[i] = 0u;
-  if (tid == 0) s_dup = 0;
-  __syncthreads();
-  // Keys: the ids are read in batches of 8 independent L2 loads per thread (one dependent load
-  // per entry would serialise 8+ round trips at 256 tokens), then mapped to groups.
-  constexpr int kBatch = 8;
-  constexpr int32_t kSharedSlot = 0x7fffffff;
-  for (int base = tid; base < n; base += blockDim.x * kBatch) {
-    int32_t id[kBatch];
+  const int gpl = (G + 31) / 32;
+  const int g0 = lane * gpl, g1 = min(G, g0 + gpl);
+  uint32_t sum = 0;
+  for (int q = g0; q < g1; ++q) sum += cb(q) & 0xffffu;
+  uint32_t inc = sum;
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      const int i = base + j * static_cast<int>(blockDim.x);
-      id[j] = -1;
-      if (i < n) {
-        const int t = i / p.slots, sl = i - t * p.slots;
-        const int64_t at = static_cast<int64_t>(t) * p.top_k + sl;
-        id[j] = sl >= p.top_k ? kSharedSlot : s_ids != nullptr ? s_ids[at] : __ldcg(p.topk_ids + at);
-      }
-    }
-    int32_t g[kBatch];
+  for (int d = 1; d < 32; d <<= 1) {
+    const uint32_t o = __shfl_up_sync(kAll, inc, d);
+    if (lane >= d) inc += o;
+  }
+  if (writer) {
+    uint32_t psum = 0;
+    for (int q = g0; q < g1; ++q) psum += plan_detail::round_up_tile(cb(q) & 0xffffu, p.tile_m);
+    uint32_t pinc = psum;
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      g[j] = G;
-      if (id[j] == kSharedSlot) g[j] = p.num_local;
-      else if (id[j] >= 0 && id[j] < p.num_experts) g[j] = p.expert_map != nullptr ? __ldg(p.expert_map + id[j]) : id[j];
+    for (int d = 1; d < 32; d <<= 1) {
+      const uint32_t o = __shfl_up_sync(kAll, pinc, d);
+      if (lane >= d) pinc += o;
     }
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      const int i = base + j * static_cast<int>(blockDim.x);
-      if (i >= n) break;
-      const int gg = (id[j] != kSharedSlot && (g[j] < 0 || g[j] >= p.num_local)) ? G : g[j];
-      keys[i] = static_cast<uint16_t>(gg);
-      if (gg < G) {
-        const int t = i / p.slots;
-        const uint32_t bit = 1u << (t & 31);
-        if (atomicOr(mask + gg * ms + (t >> 5), bit) & bit) s_dup = 1;
-      }
+    uint32_t run = inc - sum, prun = pinc - psum;
+    for (int q = g0; q < g1; ++q) {
+      const uint32_t c = cb(q) & 0xffffu;
+      p.counts[q] = static_cast<int32_t>(c);
+      p.offsets[q] = static_cast<int32_t>(run);
+      p.padded_offsets[q] = static_cast<int32_t>(prun);
+      run += c;
+      prun += plan_detail::round_up_tile(c, p.tile_m);
+    }
+    if (lane == 31) {
+      p.offsets[G] = static_cast<int32_t>(inc);
+      p.padded_offsets[G] = static_cast<int32_t>(pinc);
     }
   }
-  __syncthreads();
-  trace_stamp(trace, 3);
-  if (s_dup) return false;
-  // Counts, offsets, padded offsets: contiguous groups per thread, one block scan.
-  const int ipt = (G + blockDim.x - 1) / blockDim.x;
-  const int g0 = tid * ipt, g1 = min(G, g0 + ipt);
-  // Count of a group; also records, per word, the group's tokens in the words before it.
-  auto group_count = [&](int g) {
-    uint32_t c = 0;
-    for (int w = 0; w < words; ++w) {
-      below[g * ms + w] = static_cast<uint16_t>(c);
-      c += __popc(mask[g * ms + w]);
-    }
-    return c;
-  };
-  unsigned long long mine = 0;
-  for (int g = g0; g < g1; ++g) {
-    const uint32_t c = group_count(g);
-    mine += c;
-    mine += static_cast<unsigned long long>(plan_detail::round_up_tile(c, p.tile_m)) << 32;
+  const bool mapped = has_entry && g < G;
+  const int owner = mapped ? g / gpl : 0;
+  const uint32_t base = __shfl_sync(kAll, inc - sum, owner);
+  if (!has_entry) return;
+  if (!mapped) {
+    p.slot_row[entry] = -1;
+    return;
   }
-  unsigned long long total = 0;
-  const unsigned long long excl = plan_detail::block_exclusive_scan<unsigned long long>(mine, scan, &total);
-  uint32_t run = static_cast<uint32_t>(excl), prun = static_cast<uint32_t>(excl >> 32);
-  for (int g = g0; g < g1; ++g) {
-    const uint32_t c = below[g * ms + words - 1] + __popc(mask[g * ms + words - 1]);
-    p.counts[g] = static_cast<int32_t>(c);
-    p.offsets[g] = static_cast<int32_t>(run);
-    p.padded_offsets[g] = static_cast<int32_t>(prun);
-    off[g] = static_cast<int32_t>(run);
-    run += c;
-    prun += static_cast<uint32_t>(plan_detail::round_up_tile(c, p.tile_m));
-  }
-  if (tid == 0) {
-    p.offsets[G] = static_cast<int32_t>(total);
-    p.padded_offsets[G] = static_cast<int32_t>(total >> 32);
-  }
-  __syncthreads();
-  trace_stamp(trace, 4);
-  // Rows: rank of token t in its group = bits of the group's mask below t. slot_row is written
-  // in entry order; row_token / row_slot are scattered in shared memory first and then stored in
-  // row order (scattered 4-byte global stores from one SM cost about a cycle each).
-#pragma unroll 4
-  for (int i = tid; i < n; i += blockDim.x) {
-    const int g = keys[i];
-    const int t = i / p.slots;
-    if (g >= G) {
-      p.slot_row[i] = -1;
-      continue;
-    }
-    const int cell = g * ms + (t >> 5);
-    const int rank = below[cell] + __popc(mask[cell] & ((1u << (t & 31)) - 1u));
-    const int row = off[g] + rank;
-    p.slot_row[i] = row;
-    stage[row] = (static_cast<uint32_t>(t) << 5) | static_cast<uint32_t>(i - t * p.slots);
-  }
-  __syncthreads();
-  const int rows = static_cast<int>(static_cast<uint32_t>(total));
-  for (int r = tid; r < rows; r += blockDim.x) {
-    const uint32_t v = stage[r];
-    p.row_token[r] = static_cast<int32_t>(v >> 5);
-    p.row_slot[r] = static_cast<int32_t>(v & 31u);
-  }
-  return true;
+  const uint32_t c = cb(g);
+  uint32_t r = base + (c >> 16) + __popc((s_mask[g >> 2] >> (8 * (g & 3))) & ((1u << w) - 1u));
+  for (int q = owner * gpl; q < g; ++q) r += cb(q) & 0xffffu;
+  p.slot_row[entry] = static_cast<int32_t>(r);
+  p.row_token[r] = token;
+  p.row_slot[r] = slot;
 }
 
 // Per-token scheme: quantise token t's row (one warp: the row-wide amax first, then the units).
@@ -233,42 +236,42 @@ __device__ __forceinline__ void quantize_row_warp(const FrontParams& f, int64_t 
   }
 }
 
-// Static and 128-group schemes: the block's 8 quantising warps share its rows as (token, chunk)
-// items, a chunk being 32 units of 16 elements (4 groups of 128), and each warp issues the loads
-// of kChunkBatch items before converting any, so a row costs about one memory round trip instead
-// of one per chunk (and one token's row is spread over all 8 warps). Bytes and scales are
-// bit-identical to quantize_row_warp / the permute/quantise kernel.
+// Static and 128-group schemes: the quantising warps of the whole grid share the rows as (token,
+// chunk) items, a chunk being 32 units of 16 elements (4 groups of 128): warp qw of nq takes items
+// qw, qw + nq, ... and issues the loads of kChunkBatch items before converting any. One SM
+// streams only ~60 GB/s of such loads, so the rows are spread over as many blocks as the host
+// gives (FrontParams::quant_blocks). Bytes and scales are bit-identical to quantize_row_warp /
+// the permute/quantise kernel.
 inline constexpr int kChunkBatch = 4;
 template <class TIn>
-__device__ __forceinline__ void quantize_chunks_warp(const FrontParams& f, int64_t tok0, int ntok, int qw, int lane) {
+__device__ __forceinline__ void quantize_chunks_warp(const FrontParams& f, int64_t ntok, int qw, int nq, int lane) {
   using namespace pq_detail;
   const int nchunks = (f.units + 31) / 32;
-  const int items = ntok * nchunks;
+  const int64_t items = ntok * nchunks;
   float t_scale = 1.f, t_inv = 1.f;
   if (f.quant_scheme == kStatic) {
     t_scale = __ldg(f.static_scale);
     t_inv = rcp_rn(t_scale);
   }
-  for (int i0 = qw; i0 < items; i0 += kRouteWarps * kChunkBatch) {
+  for (int64_t i0 = qw; i0 < items; i0 += static_cast<int64_t>(nq) * kChunkBatch) {
     uint4 raw[kChunkBatch][2];
 #pragma unroll
     for (int b = 0; b < kChunkBatch; ++b) {
-      const int item = i0 + b * kRouteWarps;
-      const int t = item / nchunks;
-      const int u = (item - t * nchunks) * 32 + lane;
+      const int64_t item = i0 + static_cast<int64_t>(b) * nq;
+      const int64_t t = item / nchunks;
+      const int u = static_cast<int>(item - t * nchunks) * 32 + lane;
       const bool in = item < items && u < f.units;
-      const uint4* xrow = reinterpret_cast<const uint4*>(static_cast<const TIn*>(f.x) + (tok0 + t) * f.x_stride);
+      const uint4* xrow = reinterpret_cast<const uint4*>(static_cast<const TIn*>(f.x) + t * f.x_stride);
 #pragma unroll
       for (int l = 0; l < 2; ++l) raw[b][l] = in ? __ldg(xrow + 2 * u + l) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int b = 0; b < kChunkBatch; ++b) {
-      const int item = i0 + b * kRouteWarps;  // warp-uniform
+      const int64_t item = i0 + static_cast<int64_t>(b) * nq;  // warp-uniform
       if (item >= items) break;
-      const int t = item / nchunks;
-      const int u = (item - t * nchunks) * 32 + lane;
+      const int64_t token = item / nchunks;
+      const int u = static_cast<int>(item - token * nchunks) * 32 + lane;
       const bool in = u < f.units;
-      const int64_t token = tok0 + t;
       float scale = t_scale, inv = t_inv;
       if (f.quant_scheme == kGroup) {
         float m = unit_amax<TIn>(raw[b]);
@@ -284,37 +287,76 @@ __device__ __forceinline__ void quantize_chunks_warp(const FrontParams& f, int64
   }
 }
 
+// Quantising warp `qw` of `nq` in the grid: the rows (per-token scheme) or the chunks of x.
+__device__ __forceinline__ void quantize_part(const FrontParams& f, int64_t num_tokens, int qw, int nq, int lane) {
+  if (f.quant_scheme == pq_detail::kToken) {  // a row-wide amax: one warp per row
+    for (int64_t t = qw; t < num_tokens; t += nq) {
+      if (f.x_f16) quantize_row_warp<__half>(f, t, lane);
+      else quantize_row_warp<__nv_bfloat16>(f, t, lane);
+    }
+  } else if (f.x_f16) {
+    quantize_chunks_warp<__half>(f, num_tokens, qw, nq, lane);
+  } else {
+    quantize_chunks_warp<__nv_bfloat16>(f, num_tokens, qw, nq, lane);
+  }
+}
+
 template <typename T, int VEC, int NV, router_detail::RowMode M>
 __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const FrontParams f) {
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ int32_t s_ids[kSharedIds];
+  __shared__ uint32_t s_mask[kMaxMaskWords];
+  __shared__ uint32_t s_cb[kMaxGroups];
+  __shared__ int s_dup;
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
-  const bool one_block = gridDim.x == 1;
+  const int G = f.plan.num_groups;
+  const int W = mask_words(G);
+  const bool routes = static_cast<int>(blockIdx.x) < f.route_blocks;
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
   const int64_t token = static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
   trace_stamp(f.trace, 0);
+  if (routes) {
+    for (int q = threadIdx.x; q < W; q += blockDim.x) s_mask[q] = 0u;
+    if (threadIdx.x == 0) s_dup = 0;
+    __syncthreads();  // the masks are zero before any routing warp sets a bit
+  }
 
-  if (warp < kRouteWarps) {
+  // The entry of a routing warp's lane: slot `lane` of the warp's token (lane < slots).
+  bool has_entry = false;
+  int g = G, slot = 0;
+  if (routes && warp < kRouteWarps) {
     if (token < num_tokens) {
+      int32_t* ids = s_ids + warp * f.r.k;
       uint32_t* wsm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(warp) * (f.r.num_experts + f.r.n_group);
       route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
-                                 one_block ? s_ids + warp * f.r.k : nullptr);
+                                       ids);
+      __syncwarp();
+      const plan_detail::PlanParams& p = f.plan;
+      if (lane < p.slots) {
+        has_entry = true;
+        slot = lane;
+        if (lane >= p.top_k) {
+          g = p.num_local;  // the shared expert: every token
+        } else {
+          const int32_t id = ids[lane];
+          if (id >= 0 && id < p.num_experts) {
+            const int32_t m = p.expert_map != nullptr ? __ldg(p.expert_map + id) : id;
+            if (m >= 0 && m < p.num_local) g = m;
+          }
+        }
+        if (g < G) {
+          const uint32_t bit = 1u << (8 * (g & 3) + warp);
+          if (atomicOr(s_mask + (g >> 2), bit) & bit) s_dup = 1;
+        }
+      }
     }
   } else if (f.quant_scheme != pq_detail::kNone) {
-    if (f.quant_scheme == pq_detail::kToken) {  // a row-wide amax: one warp per row
-      if (token < num_tokens) {
-        if (f.x_f16) quantize_row_warp<__half>(f, token, lane);
-        else quantize_row_warp<__nv_bfloat16>(f, token, lane);
-      }
-    } else {
-      const int64_t tok0 = static_cast<int64_t>(blockIdx.x) * kRouteWarps;
-      const int64_t left = num_tokens - tok0;
-      const int ntok = left <= 0 ? 0 : (left < kRouteWarps ? static_cast<int>(left) : kRouteWarps);
-      if (f.x_f16) quantize_chunks_warp<__half>(f, tok0, ntok, warp - kRouteWarps, lane);
-      else quantize_chunks_warp<__nv_bfloat16>(f, tok0, ntok, warp - kRouteWarps, lane);
-    }
+    // Quantising warps: 8 per routing block, 16 per quantising-only block.
+    const int qw = routes ? static_cast<int>(blockIdx.x) * kRouteWarps + (warp - kRouteWarps)
+                          : f.route_blocks * kRouteWarps + (static_cast<int>(blockIdx.x) - f.route_blocks) * (kMaxThreads / 32) + warp;
+    quantize_part(f, num_tokens, qw, f.quant_warps, lane);
     if (blockIdx.x == 0 && f.q_scales != nullptr) {
       const int qt = threadIdx.x - kRouteWarps * 32;
       const int qn = blockDim.x - kRouteWarps * 32;
@@ -330,23 +372,49 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     }
   }
 
-  if (f.trace != nullptr) {  // uniform: the diagnostic waits for the whole block
+  const int w = warp % kRouteWarps;
+  const int64_t entry = token * f.plan.slots + slot;
+  const bool writer = blockIdx.x == 0 && warp == 0;
+  bool dup;
+  if (gridDim.x == 1) {
     __syncthreads();
     trace_stamp(f.trace, 1);
-  }
-  // Every id is written: block 0 plans, the other blocks are done.
-  if (gridDim.x > 1) {
+    trace_stamp(f.trace, 2);
+    dup = s_dup != 0;
+    trace_stamp(f.trace, 3);
+    if (!dup && (writer || (routes && warp < kRouteWarps && token < num_tokens))) {  // warp-uniform
+      auto cb = [&](int q) -> uint32_t { return __popc((s_mask[q >> 2] >> (8 * (q & 3))) & 0xffu); };
+      warp_plan_rows(f.plan, cb, s_mask, has_entry, g, w, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot,
+                     writer);
+    }
+  } else {
+    // Every block with tokens exports its masks; the grid barrier orders them before the plan.
+    if (routes) {
+      __syncthreads();
+      trace_stamp(f.trace, 1);
+      if (threadIdx.x <= W) f.block_masks[static_cast<int64_t>(blockIdx.x) * (W + 1) + threadIdx.x] = threadIdx.x < W ? s_mask[threadIdx.x] : static_cast<uint32_t>(s_dup);
+    }
     __threadfence();
     cooperative_groups::this_grid().sync();
-  } else {
-    __syncthreads();
+    trace_stamp(f.trace, 2);
+    const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
+    if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
+    dup = gather_block_counts(f.block_masks, G, nb, s_cb);
+    trace_stamp(f.trace, 3);
+    if (!dup && (writer || (routes && warp < kRouteWarps && token < num_tokens))) {  // warp-uniform
+      auto cb = [&](int q) -> uint32_t { return s_cb[q]; };
+      warp_plan_rows(f.plan, cb, s_mask, has_entry, g, w, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot,
+                     writer);
+    }
   }
-  trace_stamp(f.trace, 2);
+  trace_stamp(f.trace, 4);
   if (blockIdx.x != 0) return;
-  const int32_t entries = static_cast<int32_t>(num_tokens * f.plan.slots);
-  if (!bitmask_plan(f.plan, entries, f.mask_words, one_block ? s_ids : nullptr, f.trace)) {
+  // A token reached a group twice (an expert map folding experts): block 0 runs the general plan
+  // (the ids are in global memory; every routing warp wrote them before the barrier).
+  if (dup) {
     __syncthreads();
-    plan_detail::plan_rank_scatter_body<true>(f.plan, 0, 0, entries, f.plan_entries_per_warp);
+    plan_detail::plan_rank_scatter_body<true>(f.plan, 0, 0, static_cast<int32_t>(num_tokens * f.plan.slots),
+                                              f.plan_entries_per_warp);
   }
   trace_stamp(f.trace, 5);
   // The whole error flag: zero, or the device token count that was clamped.

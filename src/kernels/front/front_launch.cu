@@ -20,6 +20,12 @@ namespace {
 std::atomic<unsigned long long*> g_front_trace{nullptr};
 }  // namespace
 
+size_t front_scratch_bytes(int64_t max_tokens, int groups) {
+  if (max_tokens <= front_detail::kRouteWarps || max_tokens > kFrontMaxTokens) return 0;
+  return front_detail::block_masks_bytes(static_cast<int>((max_tokens + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps),
+                                         std::max(groups, 0));
+}
+
 void set_front_trace(unsigned long long* buffer) { g_front_trace.store(buffer, std::memory_order_relaxed); }
 
 const char* front_small_kernel_name() {
@@ -53,6 +59,15 @@ bool front_small_eligible(const FrontArgs& a, const char** why) {
   if (!front_small_shape_ok(rc.kind, bound, a.plan.top_k + a.plan.num_shared_experts, &w)) return false;
   if (a.plan.num_tokens != bound || a.router.num_tokens_dev != a.plan.num_tokens_dev || a.plan.topk_ids != a.router.topk_ids) {
     w = "router and plan disagree";
+    return false;
+  }
+  if (a.plan.num_local_experts + a.plan.num_shared_experts > front_detail::kMaxGroups) {
+    w = "more than 1088 local groups";
+    return false;
+  }
+  if (bound > front_detail::kRouteWarps &&
+      (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_scratch_bytes(bound, a.plan.num_local_experts + a.plan.num_shared_experts))) {
+    w = "plan scratch below front_scratch_bytes (the blocks' masks)";
     return false;
   }
   switch (a.quant) {
@@ -94,19 +109,32 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
 
   const bool quant = a.quant != ActQuant::kNone;
   FrontLaunch l;
-  // 16 warps even without quantisation: the 8 that do not route join block 0's plan (half the
-  // entries per thread; H200, qwen3 routing at 256 tokens 10.4 -> 9.0 us per call).
+  // 16 warps even without quantisation (routing blocks: 8 route, 8 quantise or idle; block 0's
+  // general fallback plan gets them all).
   l.block = front_detail::kMaxThreads;
   const int warps = l.block / 32;
   const int64_t bound = a.router.num_tokens;
   const int64_t entries = f.plan.num_entries;
+  const int G = f.plan.num_groups;
   f.plan_entries_per_warp = static_cast<int>(std::max<int64_t>(1, (entries + warps - 1) / warps));
-  f.mask_words = static_cast<int>((bound + 31) / 32);
-  l.smem = std::max({rp.smem_per_warp * front_detail::kRouteWarps,
-                     plan_detail::plan_smem_bytes(warps, f.plan.num_groups, static_cast<int>(entries)),
-                     front_detail::bitmask_plan_smem_bytes(f.plan.num_groups, f.mask_words, static_cast<int>(entries))});
+  l.smem = std::max(rp.smem_per_warp * front_detail::kRouteWarps,
+                    plan_detail::plan_smem_bytes(warps, G, static_cast<int>(entries)));
   if (l.smem > front_detail::kFrontMaxSmem) return cudaErrorInvalidValue;
-  l.grid = static_cast<int>((bound + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps);
+  f.route_blocks = static_cast<int>((bound + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps);
+  l.grid = f.route_blocks;
+  if (quant && f.route_blocks > 1) {
+    // Spread x's rows: about kQuantBytesPerBlock of x per block, at most one block per SM. One
+    // routing block quantises up to 8 rows under its routing (~4 us) by itself: no spread.
+    const int64_t x_bytes = bound * a.hidden * 2;
+    const int64_t want = (x_bytes + front_detail::kQuantBytesPerBlock - 1) / front_detail::kQuantBytesPerBlock;
+    l.grid = static_cast<int>(std::max<int64_t>(f.route_blocks, std::min<int64_t>(want, vec::sm_count())));
+  }
+  f.quant_warps = f.route_blocks * front_detail::kRouteWarps + (l.grid - f.route_blocks) * warps;
+  if (l.grid > 1) {
+    if (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_detail::block_masks_bytes(f.route_blocks, G))
+      return cudaErrorInvalidValue;
+    f.block_masks = static_cast<uint32_t*>(a.plan.scratch);
+  }
 
   f.quant_scheme = pq_detail::kNone;
   if (quant) {
