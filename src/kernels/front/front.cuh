@@ -42,7 +42,7 @@ namespace fusedmoe::kernels::front_detail {
 inline constexpr int kRouteWarps = 8;   // tokens per block
 inline constexpr int kMaxThreads = 512; // 8 routing + 8 quantising warps
 inline constexpr size_t kFrontMaxSmem = 96 * 1024;  // dynamic shared memory bound (checked on the host)
-inline constexpr int64_t kQuantBytesPerBlock = 32 * 1024;  // of x per block when rows are spread
+inline constexpr int64_t kQuantBytesPerBlock = 16 * 1024;  // of x per block when rows are spread
 
 struct FrontParams {
   router_detail::Params r;      // r.num_tokens: the bound; r.num_tokens_dev: optional device count
@@ -100,11 +100,13 @@ inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) 
 
 // Phase B of a multi-block launch (after the grid barrier; every thread of a block that owns
 // tokens calls it): for each group, its tokens in all blocks (cnt) and in the blocks before this
-// one (bef), into s_cb[g] = bef << 16 | cnt. Warp w takes words w, w + 16, ...; lane l reads block
-// l's word (nb <= 32 blocks own tokens), one warp scan over the blocks gives both numbers for
-// four groups at once (two 16-bit pairs per register). Returns true, in every thread, when some
-// block saw a token reach a group twice. Ends with a block barrier.
-__device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int G, int nb, uint32_t* s_cb) {
+// one (bef), into s_cb[g] = bef << 16 | cnt, and per mask word the tokens of its four groups into
+// s_ws[j]. Warp w takes words w, w + 16, ...; lane l reads block l's word (nb <= 32 blocks own
+// tokens), one warp scan over the blocks gives both numbers for four groups at once (two 16-bit
+// pairs per register). Returns true, in every thread, when some block saw a token reach a group
+// twice. Ends with a block barrier.
+__device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int G, int nb, uint32_t* s_cb,
+                                                    uint32_t* s_ws) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int W = mask_words(G);
@@ -119,11 +121,14 @@ __device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int
   }
   const uint32_t dup_word = reads ? __ldcg(g_masks + static_cast<int64_t>(lane) * row + W) : 0u;
   const bool dup = __any_sync(kAll, dup_word != 0u);
-#pragma unroll
+#pragma unroll 1
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
     if (j >= W) break;  // warp-uniform
-    const uint32_t x = v[i];
+    uint32_t x = v[0];
+#pragma unroll
+    for (int q = 1; q < kMaskWordsPerWarp; ++q)
+      if (q == i) x = v[q];
     // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256.
     const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
     const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
@@ -140,77 +145,123 @@ __device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int
     if (lane == me) {
       const uint32_t ea = a - own02, eb = b - own13;  // blocks before this one
       const int g = 4 * j;
-      s_cb[g] = (ea << 16) | (ta & 0xffffu);
-      if (g + 1 < G) s_cb[g + 1] = (eb << 16) | (tb & 0xffffu);
-      if (g + 2 < G) s_cb[g + 2] = (ea & 0xffff0000u) | (ta >> 16);
-      if (g + 3 < G) s_cb[g + 3] = (eb & 0xffff0000u) | (tb >> 16);
+      s_cb[g] = (ea << 16) | (ta & 0xffffu);  // groups past G have no bits: zero counts
+      s_cb[g + 1] = (eb << 16) | (tb & 0xffffu);
+      s_cb[g + 2] = (ea & 0xffff0000u) | (ta >> 16);
+      s_cb[g + 3] = (eb & 0xffff0000u) | (tb >> 16);
+      s_ws[j] = (ta & 0xffffu) + (ta >> 16) + (tb & 0xffffu) + (tb >> 16);
     }
   }
   __syncthreads();
   return dup;
 }
 
-// Phase C: one warp, every lane calls (warp-uniform). The warp scans the G group counts itself
-// (lane l: groups [l * gpl, (l + 1) * gpl), one warp scan), so no block barrier is needed; an
-// entry lane (g < G: its group, w: its token's bit in the block, entry: its global entry index)
-// gets its row = the scan base of g's lane + the counts of the groups before g in that lane's
-// range + the group's tokens in earlier blocks + the block's tokens of g below it, and stores
-// slot_row / row_token / row_slot. `writer` (block 0, warp 0) also stores counts, offsets and
-// padded offsets. cb(q) returns bef << 16 | cnt of group q.
-template <class CountOf>
-__device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p, CountOf cb, const uint32_t* s_mask,
-                                               bool has_entry, int g, int w, int32_t entry, int32_t token, int slot,
-                                               bool writer) {
+// The group counts phase C reads: one block (its own masks: popcounts) or several (s_cb, s_ws).
+struct OneBlockCounts {
+  const uint32_t* mask;
+  __device__ __forceinline__ uint32_t word(int j) const { return __popc(mask[j]); }
+  __device__ __forceinline__ uint32_t cnt(int q) const { return __popc((mask[q >> 2] >> (8 * (q & 3))) & 0xffu); }
+  __device__ __forceinline__ uint32_t bef(int) const { return 0u; }
+  // Tokens of the groups of g's word below g.
+  __device__ __forceinline__ uint32_t in_word_below(int g) const {
+    return __popc(mask[g >> 2] & ((1u << (8 * (g & 3))) - 1u));
+  }
+};
+struct GridCounts {
+  const uint32_t* cb;
+  const uint32_t* ws;
+  __device__ __forceinline__ uint32_t word(int j) const { return ws[j]; }
+  __device__ __forceinline__ uint32_t cnt(int q) const { return cb[q] & 0xffffu; }
+  __device__ __forceinline__ uint32_t bef(int q) const { return cb[q] >> 16; }
+  __device__ __forceinline__ uint32_t in_word_below(int g) const {
+    uint32_t r = 0;
+#pragma unroll 1
+    for (int q = g & ~3; q < g; ++q) r += cb[q] & 0xffffu;
+    return r;
+  }
+};
+
+// Phase C: one warp, every lane calls (warp-uniform). The warp scans the group counts itself
+// (lane l: mask words [l * wpl, (l + 1) * wpl), four groups each; one warp scan), so no block
+// barrier is needed; an entry lane (g < G: its group, w: its token's bit in the block, entry:
+// its global entry index) gets its row = the scan base of g's lane + the tokens of the words
+// before g's in that lane's range and of the groups before g in its word + the group's tokens in
+// earlier blocks + the block's tokens of g below it, and stores slot_row / row_token / row_slot.
+// Compact loops on purpose: this code runs once per launch, and fetching it costs more than
+// executing it.
+template <class C>
+__device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p, const C& c, const uint32_t* s_mask,
+                                               bool has_entry, int g, int w, int32_t entry, int32_t token, int slot) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31;
   const int G = p.num_groups;
-  const int gpl = (G + 31) / 32;
-  const int g0 = lane * gpl, g1 = min(G, g0 + gpl);
+  const int W = mask_words(G);
+  const int wpl = (W + 31) / 32;
+  const int j0 = lane * wpl, j1 = min(W, j0 + wpl);
   uint32_t sum = 0;
-  for (int q = g0; q < g1; ++q) sum += cb(q) & 0xffffu;
+#pragma unroll 1
+  for (int j = j0; j < j1; ++j) sum += c.word(j);
   uint32_t inc = sum;
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
     const uint32_t o = __shfl_up_sync(kAll, inc, d);
     if (lane >= d) inc += o;
   }
-  if (writer) {
-    uint32_t psum = 0;
-    for (int q = g0; q < g1; ++q) psum += plan_detail::round_up_tile(cb(q) & 0xffffu, p.tile_m);
-    uint32_t pinc = psum;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const uint32_t o = __shfl_up_sync(kAll, pinc, d);
-      if (lane >= d) pinc += o;
-    }
-    uint32_t run = inc - sum, prun = pinc - psum;
-    for (int q = g0; q < g1; ++q) {
-      const uint32_t c = cb(q) & 0xffffu;
-      p.counts[q] = static_cast<int32_t>(c);
-      p.offsets[q] = static_cast<int32_t>(run);
-      p.padded_offsets[q] = static_cast<int32_t>(prun);
-      run += c;
-      prun += plan_detail::round_up_tile(c, p.tile_m);
-    }
-    if (lane == 31) {
-      p.offsets[G] = static_cast<int32_t>(inc);
-      p.padded_offsets[G] = static_cast<int32_t>(pinc);
-    }
-  }
   const bool mapped = has_entry && g < G;
-  const int owner = mapped ? g / gpl : 0;
+  const int jg = g >> 2;
+  const int owner = mapped ? jg / wpl : 0;
   const uint32_t base = __shfl_sync(kAll, inc - sum, owner);
   if (!has_entry) return;
   if (!mapped) {
     p.slot_row[entry] = -1;
     return;
   }
-  const uint32_t c = cb(g);
-  uint32_t r = base + (c >> 16) + __popc((s_mask[g >> 2] >> (8 * (g & 3))) & ((1u << w) - 1u));
-  for (int q = owner * gpl; q < g; ++q) r += cb(q) & 0xffffu;
+  uint32_t r = base + c.in_word_below(g) + c.bef(g) + __popc((s_mask[jg] >> (8 * (g & 3))) & ((1u << w) - 1u));
+#pragma unroll 1
+  for (int j = owner * wpl; j < jg; ++j) r += c.word(j);
   p.slot_row[entry] = static_cast<int32_t>(r);
   p.row_token[r] = token;
   p.row_slot[r] = slot;
+}
+
+// Block 0's counts, offsets and padded offsets, by one warp (its own scans of the counts).
+template <class C>
+__device__ __forceinline__ void warp_plan_offsets(const plan_detail::PlanParams& p, const C& c) {
+  constexpr unsigned kAll = 0xffffffffu;
+  const int lane = threadIdx.x & 31;
+  const int G = p.num_groups;
+  const int gpl = (G + 31) / 32;
+  const int g0 = lane * gpl, g1 = min(G, g0 + gpl);
+  uint32_t sum = 0, psum = 0;
+#pragma unroll 1
+  for (int q = g0; q < g1; ++q) {
+    const uint32_t n = c.cnt(q);
+    sum += n;
+    psum += plan_detail::round_up_tile(n, p.tile_m);
+  }
+  uint32_t inc = sum, pinc = psum;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const uint32_t o = __shfl_up_sync(kAll, inc, d), po = __shfl_up_sync(kAll, pinc, d);
+    if (lane >= d) {
+      inc += o;
+      pinc += po;
+    }
+  }
+  uint32_t run = inc - sum, prun = pinc - psum;
+#pragma unroll 1
+  for (int q = g0; q < g1; ++q) {
+    const uint32_t n = c.cnt(q);
+    p.counts[q] = static_cast<int32_t>(n);
+    p.offsets[q] = static_cast<int32_t>(run);
+    p.padded_offsets[q] = static_cast<int32_t>(prun);
+    run += n;
+    prun += plan_detail::round_up_tile(n, p.tile_m);
+  }
+  if (lane == 31) {
+    p.offsets[G] = static_cast<int32_t>(inc);
+    p.padded_offsets[G] = static_cast<int32_t>(pinc);
+  }
 }
 
 // Per-token scheme: quantise token t's row (one warp: the row-wide amax first, then the units).
@@ -308,6 +359,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   __shared__ int32_t s_ids[kSharedIds];
   __shared__ uint32_t s_mask[kMaxMaskWords];
   __shared__ uint32_t s_cb[kMaxGroups];
+  __shared__ uint32_t s_ws[kMaxMaskWords];
   __shared__ int s_dup;
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
@@ -374,37 +426,43 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
 
   const int w = warp % kRouteWarps;
   const int64_t entry = token * f.plan.slots + slot;
-  const bool writer = blockIdx.x == 0 && warp == 0;
+  // Block 0's warp 8 writes counts and offsets while the routing warps compute their rows.
+  const bool writer = blockIdx.x == 0 && warp == kRouteWarps;
+  const bool ranks = routes && warp < kRouteWarps && token < num_tokens;  // warp-uniform
   bool dup;
-  if (gridDim.x == 1) {
+  if (f.route_blocks == 1) {
+    // One routing block: no grid barrier (blocks after it only quantise, and are done).
+    if (!routes) return;
     __syncthreads();
     trace_stamp(f.trace, 1);
     trace_stamp(f.trace, 2);
     dup = s_dup != 0;
     trace_stamp(f.trace, 3);
-    if (!dup && (writer || (routes && warp < kRouteWarps && token < num_tokens))) {  // warp-uniform
-      auto cb = [&](int q) -> uint32_t { return __popc((s_mask[q >> 2] >> (8 * (q & 3))) & 0xffu); };
-      warp_plan_rows(f.plan, cb, s_mask, has_entry, g, w, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot,
-                     writer);
+    if (!dup) {
+      const OneBlockCounts c{s_mask};
+      if (ranks) warp_plan_rows(f.plan, c, s_mask, has_entry, g, w, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (writer) warp_plan_offsets(f.plan, c);
     }
   } else {
-    // Every block with tokens exports its masks; the grid barrier orders them before the plan.
+    // Every block with tokens exports its masks; the grid barrier (which orders memory: no fence
+    // of ours) makes them visible to the plan.
     if (routes) {
       __syncthreads();
       trace_stamp(f.trace, 1);
-      if (threadIdx.x <= W) f.block_masks[static_cast<int64_t>(blockIdx.x) * (W + 1) + threadIdx.x] = threadIdx.x < W ? s_mask[threadIdx.x] : static_cast<uint32_t>(s_dup);
+      if (threadIdx.x <= W)
+        f.block_masks[static_cast<int64_t>(blockIdx.x) * (W + 1) + threadIdx.x] =
+            threadIdx.x < W ? s_mask[threadIdx.x] : static_cast<uint32_t>(s_dup);
     }
-    __threadfence();
     cooperative_groups::this_grid().sync();
     trace_stamp(f.trace, 2);
     const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
-    dup = gather_block_counts(f.block_masks, G, nb, s_cb);
+    dup = gather_block_counts(f.block_masks, G, nb, s_cb, s_ws);
     trace_stamp(f.trace, 3);
-    if (!dup && (writer || (routes && warp < kRouteWarps && token < num_tokens))) {  // warp-uniform
-      auto cb = [&](int q) -> uint32_t { return s_cb[q]; };
-      warp_plan_rows(f.plan, cb, s_mask, has_entry, g, w, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot,
-                     writer);
+    if (!dup) {
+      const GridCounts c{s_cb, s_ws};
+      if (ranks) warp_plan_rows(f.plan, c, s_mask, has_entry, g, w, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (writer) warp_plan_offsets(f.plan, c);
     }
   }
   trace_stamp(f.trace, 4);

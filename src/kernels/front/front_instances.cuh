@@ -19,6 +19,7 @@ struct FrontLaunch {
   int grid = 1;
   int block = 256;
   size_t smem = 0;
+  bool cooperative = false;  // several routing blocks: a grid barrier in the kernel
 };
 
 cudaError_t launch_front_softmax(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s);
@@ -54,8 +55,8 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(fn), static_cast<int>(kFrontMaxSmem), &done);
     if (e != cudaSuccess) return e;
   }
-  if (l.grid == 1) {  // one block: no grid barrier in the kernel, a plain launch
-    fn<<<1, l.block, l.smem, s>>>(f);
+  if (!l.cooperative) {  // one routing block: no grid barrier in the kernel, a plain launch
+    fn<<<l.grid, l.block, l.smem, s>>>(f);
     return cudaGetLastError();
   }
   // A cooperative grid must be resident at once: blocks per SM of this instance at this block
