@@ -65,7 +65,7 @@ struct FrontParams {
   // per quantising-only block).
   int route_blocks;
   int quant_warps;
-  uint32_t* block_masks;        // a multi-block launch: route_blocks rows of mask_words(G) + 1 words
+  uint32_t* block_masks;        // a multi-block launch: block_masks_bytes(G) of scratch
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
@@ -85,13 +85,15 @@ __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot)
 // ---- the plan of the fused front (see the header comment) ----------------------------------
 // Group g's byte of a block: bit w set when the block's token 8b + w reaches g. Four groups per
 // 32-bit word (byte g % 4 of word g / 4), in shared memory (s_mask) and, for the other blocks,
-// exported to global scratch as one row of mask_words(G) + 1 words per block (the last word: the
-// block's duplicate flag).
+// exported to global scratch as word j of block b at [j * 32 + b] (blocks fastest: a warp reads
+// one word of all blocks as one 128-byte line; with blocks as rows, 32 blocks reading the same
+// 8 KB line by line cost 2-5 us), then each block's duplicate flag at [W * 32 + b].
 inline constexpr int kMaxGroups = 1088;  // G bound of the fused path (E <= 1024 + a shared expert)
 inline constexpr int kMaxMaskWords = kMaxGroups / 4;
 __host__ __device__ inline int mask_words(int groups) { return (groups + 3) / 4; }
-__host__ __device__ inline size_t block_masks_bytes(int blocks, int groups) {
-  return static_cast<size_t>(blocks) * (mask_words(groups) + 1) * 4;
+inline constexpr int kMaxRouteBlocks = 32;  // 256 tokens / 8
+__host__ __device__ inline size_t block_masks_bytes(int groups) {
+  return static_cast<size_t>(mask_words(groups) + 1) * kMaxRouteBlocks * 4;
 }
 // Token ids of the block's tokens, in shared memory for the plan (8 tokens x k <= kMaxTopK;
 // prepare_router refuses larger k).
@@ -110,16 +112,15 @@ __device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int W = mask_words(G);
-  const int row = W + 1;
   const int me = blockIdx.x;
   const bool reads = lane < nb;
   uint32_t v[kMaskWordsPerWarp];
 #pragma unroll
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
-    v[i] = (reads && j < W) ? __ldcg(g_masks + static_cast<int64_t>(lane) * row + j) : 0u;
+    v[i] = (reads && j < W) ? __ldcg(g_masks + j * kMaxRouteBlocks + lane) : 0u;
   }
-  const uint32_t dup_word = reads ? __ldcg(g_masks + static_cast<int64_t>(lane) * row + W) : 0u;
+  const uint32_t dup_word = reads ? __ldcg(g_masks + W * kMaxRouteBlocks + lane) : 0u;
   const bool dup = __any_sync(kAll, dup_word != 0u);
 #pragma unroll 1
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
@@ -450,8 +451,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       __syncthreads();
       trace_stamp(f.trace, 1);
       if (threadIdx.x <= W)
-        f.block_masks[static_cast<int64_t>(blockIdx.x) * (W + 1) + threadIdx.x] =
-            threadIdx.x < W ? s_mask[threadIdx.x] : static_cast<uint32_t>(s_dup);
+        f.block_masks[threadIdx.x * kMaxRouteBlocks + blockIdx.x] = threadIdx.x < W ? s_mask[threadIdx.x] : static_cast<uint32_t>(s_dup);
     }
     cooperative_groups::this_grid().sync();
     trace_stamp(f.trace, 2);

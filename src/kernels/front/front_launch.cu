@@ -22,8 +22,7 @@ std::atomic<unsigned long long*> g_front_trace{nullptr};
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
   if (max_tokens <= front_detail::kRouteWarps || max_tokens > kFrontMaxTokens) return 0;
-  return front_detail::block_masks_bytes(static_cast<int>((max_tokens + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps),
-                                         std::max(groups, 0));
+  return front_detail::block_masks_bytes(std::max(groups, 0));
 }
 
 void set_front_trace(unsigned long long* buffer) { g_front_trace.store(buffer, std::memory_order_relaxed); }
@@ -132,7 +131,7 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   f.quant_warps = f.route_blocks * front_detail::kRouteWarps + (l.grid - f.route_blocks) * warps;
   l.cooperative = f.route_blocks > 1;
   if (l.cooperative) {
-    if (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_detail::block_masks_bytes(f.route_blocks, G))
+    if (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_detail::block_masks_bytes(G))
       return cudaErrorInvalidValue;
     f.block_masks = static_cast<uint32_t*>(a.plan.scratch);
   }
