@@ -104,7 +104,7 @@ inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) 
 // tokens calls it): for each group, its tokens in all blocks (cnt) and in the blocks before this
 // one (bef), into s_cb[g] = bef << 16 | cnt, and per mask word the tokens of its four groups into
 // s_ws[j]. Warp w takes words w, w + 16, ...; lane l reads block l's word (nb <= 32 blocks own
-// tokens), one warp scan over the blocks gives both numbers for four groups at once (two 16-bit
+// tokens); warp reductions over the blocks give both numbers for four groups at once (two 16-bit
 // pairs per register). Returns true, in every thread, when some block saw a token reach a group
 // twice. Ends with a block barrier.
 __device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int G, int nb, uint32_t* s_cb,
@@ -122,29 +122,20 @@ __device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int
   }
   const uint32_t dup_word = reads ? __ldcg(g_masks + W * kMaxRouteBlocks + lane) : 0u;
   const bool dup = __any_sync(kAll, dup_word != 0u);
-#pragma unroll 1
+#pragma unroll
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
     if (j >= W) break;  // warp-uniform
-    uint32_t x = v[0];
-#pragma unroll
-    for (int q = 1; q < kMaskWordsPerWarp; ++q)
-      if (q == i) x = v[q];
+    const uint32_t x = v[i];
     // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256.
+    // Totals and the sums over the blocks before this one by warp reductions (REDUX: one
+    // instruction each, no shuffle chain).
     const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
     const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
-    uint32_t a = own02, b = own13;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const uint32_t oa = __shfl_up_sync(kAll, a, d), ob = __shfl_up_sync(kAll, b, d);
-      if (lane >= d) {
-        a += oa;
-        b += ob;
-      }
-    }
-    const uint32_t ta = __shfl_sync(kAll, a, 31), tb = __shfl_sync(kAll, b, 31);
-    if (lane == me) {
-      const uint32_t ea = a - own02, eb = b - own13;  // blocks before this one
+    const bool before = lane < me;
+    const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
+    const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
+    if (lane == 0) {
       const int g = 4 * j;
       s_cb[g] = (ea << 16) | (ta & 0xffffu);  // groups past G have no bits: zero counts
       s_cb[g + 1] = (eb << 16) | (tb & 0xffffu);
@@ -370,10 +361,12 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
   const int64_t token = static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
   trace_stamp(f.trace, 0);
-  if (routes) {
-    for (int q = threadIdx.x; q < W; q += blockDim.x) s_mask[q] = 0u;
-    if (threadIdx.x == 0) s_dup = 0;
-    __syncthreads();  // the masks are zero before any routing warp sets a bit
+  // The masks are zeroed by warps 8-15, which then arrive at named barrier 1; the routing warps
+  // wait there (long done by then) before setting bits. No block barrier before the routing.
+  if (routes && warp >= kRouteWarps) {
+    for (int q = threadIdx.x - kRouteWarps * 32; q < W; q += blockDim.x - kRouteWarps * 32) s_mask[q] = 0u;
+    if (threadIdx.x == kRouteWarps * 32) s_dup = 0;
+    asm volatile("bar.arrive 1, %0;" ::"r"(kMaxThreads) : "memory");
   }
 
   // The entry of a routing warp's lane: slot `lane` of the warp's token (lane < slots).
@@ -386,6 +379,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
                                        ids);
       __syncwarp();
+    }
+    asm volatile("bar.sync 1, %0;" ::"r"(kMaxThreads) : "memory");  // every routing warp: the masks are zero
+    if (token < num_tokens) {
+      const int32_t* ids = s_ids + warp * f.r.k;
       const plan_detail::PlanParams& p = f.plan;
       if (lane < p.slots) {
         has_entry = true;
