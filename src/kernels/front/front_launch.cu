@@ -108,8 +108,7 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
 
   const bool quant = a.quant != ActQuant::kNone;
   FrontLaunch l;
-  // 16 warps even without quantisation (routing blocks: 8 route, 8 quantise or idle; block 0's
-  // general fallback plan gets them all).
+  // 16 warps: each routes a token (routing blocks) or quantises (the blocks after them).
   l.block = front_detail::kMaxThreads;
   const int warps = l.block / 32;
   const int64_t bound = a.router.num_tokens;
@@ -122,13 +121,14 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   f.route_blocks = static_cast<int>((bound + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps);
   l.grid = f.route_blocks;
   if (quant) {
-    // Spread x's rows: about kQuantBytesPerBlock of x per block, at most one block per SM (one SM
-    // streams ~15-60 GB/s of them: 8 rows of K 7168 in one block took 8.8 us, H200).
+    // Quantising-only blocks after the routing ones: about kQuantBytesPerBlock of x each, at most
+    // one block per SM (one SM streams ~15-60 GB/s of rows: 8 rows of K 7168 quantised by one
+    // block took 8.8 us on the H200).
     const int64_t x_bytes = bound * a.hidden * 2;
     const int64_t want = (x_bytes + front_detail::kQuantBytesPerBlock - 1) / front_detail::kQuantBytesPerBlock;
-    l.grid = static_cast<int>(std::max<int64_t>(f.route_blocks, std::min<int64_t>(want, vec::sm_count())));
+    l.grid += static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(want, vec::sm_count() - f.route_blocks)));
   }
-  f.quant_warps = f.route_blocks * front_detail::kRouteWarps + (l.grid - f.route_blocks) * warps;
+  f.quant_warps = (l.grid - f.route_blocks) * warps;
   l.cooperative = f.route_blocks > 1;
   if (l.cooperative) {
     if (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_detail::block_masks_bytes(G))

@@ -1,6 +1,6 @@
 // Host launcher of the fused front half for small token counts (decode): route + plan (+ FP8
 // quantisation of x in token order, the gather layout) in one cooperative kernel launch (a
-// grid-wide barrier between routing and planning; at most 32 routing blocks, plus blocks that only
+// grid-wide barrier between routing and planning; at most 16 routing blocks, plus blocks that only
 // quantise). Results are identical to
 // launch_router + launch_plan (+ launch_permute_quant with permute == false). The kernel writes
 // the whole error flag (router.error_flag, int32[4]) itself: no memset before it. No allocation,
@@ -56,7 +56,7 @@ cudaError_t launch_front_small(const FrontArgs& args, cudaStream_t stream);
 const char* front_small_kernel_name();
 
 // Scratch the fused kernel needs in args.plan.scratch (each routing block's group masks, for
-// bounds above 8 tokens; 0 otherwise). The workspace reserves it in the plan's scratch.
+// bounds above 16 tokens; 0 otherwise). The workspace reserves it in the plan's scratch.
 size_t front_scratch_bytes(int64_t max_tokens, int groups);
 
 // One tiny cooperative launch on a private stream, synchronised: the process's first cooperative
