@@ -340,7 +340,7 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
   // An expert map sending several experts to one local slot: a token may reach a group twice, and
   // the fused front's plans (one routing block up to 16 tokens, several above) hand over to the general
   // single-block plan.
-  for (int64_t t : {1, 5, 16, 17, 32, 33, 200}) check_dispatch({"dsv3-ep8", t, fm::testing::Skew::kUniform, true}, true, 64);
+  for (int64_t t : {1, 5, 9, 16, 17, 32, 33, 200}) check_dispatch({"dsv3-ep8", t, fm::testing::Skew::kUniform, true}, true, 64);
 }
 
 // Fused and separate kernels give the same bytes for the other token-order quantisers
@@ -357,7 +357,7 @@ TEST(DispatchApi, FusedFrontMatchesSeparateKernelsBitwise) {
                                    fm::DType::kFloat32}};
   // Block FP8 needs N % 128 == 0: qwen235-tp8 (N 192) with N 256 for that scheme.
   for (const Q& q : schemes)
-    for (int64_t t : {1, 7, 16, 17, 100, 256}) {
+    for (int64_t t : {1, 7, 9, 16, 17, 100, 256}) {
       fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
       p.quant = q.q;
       if (q.q.act == fm::ActQuant::kGroup128) p.intermediate = 256;

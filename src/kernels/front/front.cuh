@@ -2,24 +2,27 @@
 // quantisation of x in token order + dispatch plan, in ONE cooperative launch (contract in
 // front_launch.h).
 //
-// Blocks [0, route_blocks) route 16 tokens each: warp w of block b routes token 16b + w with the
-// router's own per-token body (router.cuh: route_token, so ids/weights are bit-identical to the
-// router kernel). When x is quantised (FP8 in token order, the gather layout, with the
-// permute/quantise kernel's exact scalar helpers), the blocks after them do it: one SM streams
-// only ~15-60 GB/s of rows, so the host gives them ~16 KB of x each.
+// Routing: a warp per token with the router's own per-token body (router.cuh: route_token, so
+// ids/weights are bit-identical to the router kernel).
+//   * bound <= 16: ONE routing block, all 16 warps route (token = warp), no grid barrier;
+//   * above: blocks [0, route_blocks) route tokens 8b .. 8b + 7 with warps 0-7 (a cooperative
+//     launch: a grid barrier before the plan), warps 8-15 quantise.
+// When x is quantised (FP8 in token order, the gather layout, with the permute/quantise kernel's
+// exact scalar helpers), quantising-only blocks after the routing ones share x's rows too: one
+// SM streams only ~15-60 GB/s of them, so the host gives each block ~16 KB of x.
 //
 // The plan uses that top-k never picks an expert twice for a token, so a group's rows in (token,
 // slot) order are its tokens in ascending order:
-//   * each routing warp's entry lanes set their token's bit in the block's 16-bit field of their
-//     group (shared memory, two groups per word); block barriers around that;
-//   * one routing block (<= 16 tokens): every warp with a token scans the G counts (popcounts)
-//     itself and each entry lane computes its row (offset of its group + tokens of the group
-//     below it): no more barriers;
-//   * several (cooperative launch): each exports its masks to scratch, one grid barrier (the
-//     driver provides it, nothing to zero beforehand), then every routing block with tokens reads
-//     all blocks' masks (warp reductions over the blocks give each group's total and its tokens
-//     in earlier blocks), one block barrier, and its warps compute their own rows as above.
-//   * block 0's last warp also writes counts, offsets and padded offsets;
+//   * each routing warp's entry lanes set their token's bit in the block's byte of their group
+//     (shared memory, four groups per word; tokens 8-15 of a single block in a second array);
+//   * one routing block: after a block barrier every warp with a token scans the G counts
+//     (popcounts) itself and each entry lane computes its row (offset of its group + tokens of
+//     the group below it): no more barriers;
+//   * several: each exports its masks to scratch, one grid barrier (the driver provides it,
+//     nothing to zero beforehand), then every block with tokens reads all blocks' masks (warp
+//     reductions over the blocks give each group's total and its tokens in earlier blocks), one
+//     block barrier, and its warps compute their own rows as above;
+//   * a warp of block 0 also writes counts, offsets and padded offsets;
 //   * if a token reaches a group twice (an expert map sending two experts to one local slot),
 //     block 0 runs the general single-block plan body of plan.cuh instead.
 // Block 0 also writes the whole error flag (zero, or a device token count out of range), so no
@@ -39,7 +42,8 @@
 
 namespace fusedmoe::kernels::front_detail {
 
-inline constexpr int kRouteWarps = 16;  // tokens per routing block: every warp routes one
+inline constexpr int kRouteWarps = 8;   // tokens per routing block when there are several
+inline constexpr int kWideTokens = 16;  // bound of the single routing block (all 16 warps route)
 inline constexpr int kMaxThreads = 512; // 8 routing + 8 quantising warps
 inline constexpr size_t kFrontMaxSmem = 96 * 1024;  // dynamic shared memory bound (checked on the host)
 inline constexpr int64_t kQuantBytesPerBlock = 16 * 1024;  // of x per block when rows are spread
@@ -83,30 +87,29 @@ __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot)
 }
 
 // ---- the plan of the fused front (see the header comment) ----------------------------------
-// Group g's field of a block: bit w set when the block's token 16b + w reaches g. Two groups per
-// 32-bit word (bits 16 (g % 2) .. of word g / 2), in shared memory (s_mask) and, for the other
-// blocks, exported to global scratch as word j of block b at [j * 16 + b] (blocks fastest: a warp
-// reads one word of all blocks at once; with blocks as rows, 32 blocks of 8 tokens reading the
-// same 8 KB line by line cost 2-5 us on the H200), then each block's duplicate flag at
-// [W * 16 + b].
+// Group g's byte of a block: bit w set when the block's token 8b + w reaches g. Four groups per
+// 32-bit word (byte g % 4 of word g / 4), in shared memory (s_mask) and, for the other blocks,
+// exported to global scratch as word j of block b at [j * 32 + b] (blocks fastest: a warp reads
+// one word of all blocks as one 128-byte line; with blocks as rows, 32 blocks reading the same
+// 8 KB line by line cost 2-5 us), then each block's duplicate flag at [W * 32 + b].
 inline constexpr int kMaxGroups = 1088;  // G bound of the fused path (E <= 1024 + a shared expert)
-inline constexpr int kMaxMaskWords = kMaxGroups / 2;
-__host__ __device__ inline int mask_words(int groups) { return (groups + 1) / 2; }
-inline constexpr int kMaxRouteBlocks = 16;  // 256 tokens / 16
+inline constexpr int kMaxMaskWords = kMaxGroups / 4;
+__host__ __device__ inline int mask_words(int groups) { return (groups + 3) / 4; }
+inline constexpr int kMaxRouteBlocks = 32;  // 256 tokens / 8
 __host__ __device__ inline size_t block_masks_bytes(int groups) {
   return static_cast<size_t>(mask_words(groups) + 1) * kMaxRouteBlocks * 4;
 }
 // Token ids of the block's tokens, in shared memory for the plan (8 tokens x k <= kMaxTopK;
 // prepare_router refuses larger k).
-inline constexpr int kSharedIds = kRouteWarps * kMaxTopK;
+inline constexpr int kSharedIds = 2 * kRouteWarps * kMaxTopK;  // one routing block: 16 tokens
 inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) / (kMaxThreads / 32);
 
 // Phase B of a multi-block launch (after the grid barrier; every thread of a block that owns
 // tokens calls it): for each group, its tokens in all blocks (cnt) and in the blocks before this
-// one (bef), into s_cb[g] = bef << 16 | cnt, and per mask word the tokens of its two groups into
-// s_ws[j]. Warp w takes words w, w + 16, ...; lane l reads block l's word (nb <= 16 blocks own
-// tokens); warp reductions over the blocks give both numbers for the word's two groups at once
-// (a 16-bit pair per register). Returns true, in every thread, when some block saw a token reach a group
+// one (bef), into s_cb[g] = bef << 16 | cnt, and per mask word the tokens of its four groups into
+// s_ws[j]. Warp w takes words w, w + 16, ...; lane l reads block l's word (nb <= 32 blocks own
+// tokens); warp reductions over the blocks give both numbers for four groups at once (two 16-bit
+// pairs per register). Returns true, in every thread, when some block saw a token reach a group
 // twice. Ends with a block barrier.
 __device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int G, int nb, uint32_t* s_cb,
                                                     uint32_t* s_ws) {
@@ -128,17 +131,21 @@ __device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int
     const int j = warp + i * nwarps;
     if (j >= W) break;  // warp-uniform
     const uint32_t x = v[i];
-    // Groups 2j and 2j + 1 as a 16-bit pair (sums over 16 blocks stay <= 256). Totals and the
-    // sums over the blocks before this one by warp reductions (REDUX: one instruction each, no
-    // shuffle chain).
-    const uint32_t own = __popc(x & 0xffffu) | (__popc(x >> 16) << 16);
-    const uint32_t t = __reduce_add_sync(kAll, own);
-    const uint32_t e = __reduce_add_sync(kAll, lane < me ? own : 0u);
+    // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256.
+    // Totals and the sums over the blocks before this one by warp reductions (REDUX: one
+    // instruction each, no shuffle chain).
+    const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
+    const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
+    const bool before = lane < me;
+    const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
+    const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
     if (lane == 0) {
-      const int g = 2 * j;
-      s_cb[g] = (e << 16) | (t & 0xffffu);  // a group past G has no bits: zero counts
-      s_cb[g + 1] = (e & 0xffff0000u) | (t >> 16);
-      s_ws[j] = (t & 0xffffu) + (t >> 16);
+      const int g = 4 * j;
+      s_cb[g] = (ea << 16) | (ta & 0xffffu);  // groups past G have no bits: zero counts
+      s_cb[g + 1] = (eb << 16) | (tb & 0xffffu);
+      s_cb[g + 2] = (ea & 0xffff0000u) | (ta >> 16);
+      s_cb[g + 3] = (eb & 0xffff0000u) | (tb >> 16);
+      s_ws[j] = (ta & 0xffffu) + (ta >> 16) + (tb & 0xffffu) + (tb >> 16);
     }
   }
   __syncthreads();
@@ -146,29 +153,45 @@ __device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int
 }
 
 // The group counts phase C reads: one block (its own masks: popcounts) or several (s_cb, s_ws).
+// Bits [0, w) of group g's byte in a mask word array.
+__device__ __forceinline__ uint32_t byte_below(const uint32_t* mask, int g, int w) {
+  return __popc((mask[g >> 2] >> (8 * (g & 3))) & ((1u << w) - 1u));
+}
+// One routing block of up to 16 tokens: tokens 0-7 in mask, 8-15 in mask2 (same layout).
 struct OneBlockCounts {
   const uint32_t* mask;
-  __device__ __forceinline__ uint32_t word(int j) const { return __popc(mask[j]); }
-  __device__ __forceinline__ uint32_t cnt(int q) const { return __popc((mask[q >> 1] >> (16 * (q & 1))) & 0xffffu); }
+  const uint32_t* mask2;
+  __device__ __forceinline__ uint32_t word(int j) const { return __popc(mask[j]) + __popc(mask2[j]); }
+  __device__ __forceinline__ uint32_t cnt(int q) const { return byte_below(mask, q, 8) + byte_below(mask2, q, 8); }
   __device__ __forceinline__ uint32_t bef(int) const { return 0u; }
   // Tokens of the groups of g's word below g.
   __device__ __forceinline__ uint32_t in_word_below(int g) const {
-    return (g & 1) ? __popc(mask[g >> 1] & 0xffffu) : 0u;
+    const uint32_t m = (1u << (8 * (g & 3))) - 1u;
+    return __popc(mask[g >> 2] & m) + __popc(mask2[g >> 2] & m);
+  }
+  // The block's tokens of g below token `t` of the block.
+  __device__ __forceinline__ uint32_t own_below(int g, int t) const {
+    return t < 8 ? byte_below(mask, g, t) : byte_below(mask, g, 8) + byte_below(mask2, g, t - 8);
   }
 };
 struct GridCounts {
   const uint32_t* cb;
   const uint32_t* ws;
+  const uint32_t* mask;  // this block's
+  __device__ __forceinline__ uint32_t own_below(int g, int t) const { return byte_below(mask, g, t); }
   __device__ __forceinline__ uint32_t word(int j) const { return ws[j]; }
   __device__ __forceinline__ uint32_t cnt(int q) const { return cb[q] & 0xffffu; }
   __device__ __forceinline__ uint32_t bef(int q) const { return cb[q] >> 16; }
   __device__ __forceinline__ uint32_t in_word_below(int g) const {
-    return (g & 1) ? (cb[g - 1] & 0xffffu) : 0u;
+    uint32_t r = 0;
+#pragma unroll 1
+    for (int q = g & ~3; q < g; ++q) r += cb[q] & 0xffffu;
+    return r;
   }
 };
 
 // Phase C: one warp, every lane calls (warp-uniform). The warp scans the group counts itself
-// (lane l: mask words [l * wpl, (l + 1) * wpl), two groups each; one warp scan), so no block
+// (lane l: mask words [l * wpl, (l + 1) * wpl), four groups each; one warp scan), so no block
 // barrier is needed; an entry lane (g < G: its group, w: its token's bit in the block, entry:
 // its global entry index) gets its row = the scan base of g's lane + the tokens of the words
 // before g's in that lane's range and of the groups before g in its word + the group's tokens in
@@ -176,8 +199,8 @@ struct GridCounts {
 // Compact loops on purpose: this code runs once per launch, and fetching it costs more than
 // executing it.
 template <class C>
-__device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p, const C& c, const uint32_t* s_mask,
-                                               bool has_entry, int g, int w, int32_t entry, int32_t token, int slot) {
+__device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p, const C& c, bool has_entry, int g, int w,
+                                               int32_t entry, int32_t token, int slot) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31;
   const int G = p.num_groups;
@@ -194,7 +217,7 @@ __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p,
     if (lane >= d) inc += o;
   }
   const bool mapped = has_entry && g < G;
-  const int jg = g >> 1;
+  const int jg = g >> 2;
   const int owner = mapped ? jg / wpl : 0;
   const uint32_t base = __shfl_sync(kAll, inc - sum, owner);
   if (!has_entry) return;
@@ -202,7 +225,7 @@ __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p,
     p.slot_row[entry] = -1;
     return;
   }
-  uint32_t r = base + c.in_word_below(g) + c.bef(g) + __popc((s_mask[jg] >> (16 * (g & 1))) & ((1u << w) - 1u));
+  uint32_t r = base + c.in_word_below(g) + c.bef(g) + c.own_below(g, w);
 #pragma unroll 1
   for (int j = owner * wpl; j < jg; ++j) r += c.word(j);
   p.slot_row[entry] = static_cast<int32_t>(r);
@@ -344,30 +367,49 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ int32_t s_ids[kSharedIds];
   __shared__ uint32_t s_mask[kMaxMaskWords];
+  __shared__ uint32_t s_mask2[kMaxMaskWords];  // one routing block: tokens 8-15
   __shared__ uint32_t s_cb[kMaxGroups];
   __shared__ uint32_t s_ws[kMaxMaskWords];
   __shared__ int s_dup;
+  constexpr int kWarps = kMaxThreads / 32;
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
   const int G = f.plan.num_groups;
   const int W = mask_words(G);
+  // One routing block (bound <= 16): all 16 warps route (token = warp), no grid barrier, x is
+  // quantised by the blocks after it. Several: warps 0-7 route tokens 8b + w, warps 8-15 quantise.
+  const bool wide = f.route_blocks == 1;
   const bool routes = static_cast<int>(blockIdx.x) < f.route_blocks;
+  const bool route_warp = routes && (wide || warp < kRouteWarps);
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
-  const int64_t token = static_cast<int64_t>(blockIdx.x) * kRouteWarps + warp;
+  const int64_t token = wide ? warp : static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
   trace_stamp(f.trace, 0);
+  if (routes) {
+    if (wide) {  // zeroed by everyone; the block barrier after the routing orders it before the bits
+      for (int q = threadIdx.x; q < W; q += blockDim.x) s_mask[q] = s_mask2[q] = 0u;
+      if (threadIdx.x == 0) s_dup = 0;
+    } else if (warp >= kRouteWarps) {
+      // Zeroed by warps 8-15, which then arrive at named barrier 1; the routing warps wait there
+      // (long done by then) before setting bits. No block barrier before the routing.
+      for (int q = threadIdx.x - kRouteWarps * 32; q < W; q += blockDim.x - kRouteWarps * 32) s_mask[q] = 0u;
+      if (threadIdx.x == kRouteWarps * 32) s_dup = 0;
+      asm volatile("bar.arrive 1, %0;" ::"r"(kMaxThreads) : "memory");
+    }
+  }
+
   // The entry of a routing warp's lane: slot `lane` of the warp's token (lane < slots).
   bool has_entry = false;
   int g = G, slot = 0;
-  if (routes) {
-    for (int q = threadIdx.x; q < W; q += blockDim.x) s_mask[q] = 0u;  // ordered before the bits by the barrier below
-    if (threadIdx.x == 0) s_dup = 0;
+  if (route_warp) {
     if (token < num_tokens) {
       int32_t* ids = s_ids + warp * f.r.k;
       uint32_t* wsm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(warp) * (f.r.num_experts + f.r.n_group);
       route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
                                        ids);
+      __syncwarp();
     }
-    __syncthreads();
+    if (wide) __syncthreads();
+    else asm volatile("bar.sync 1, %0;" ::"r"(kMaxThreads) : "memory");  // every routing warp: the masks are zero
     if (token < num_tokens) {
       const int32_t* ids = s_ids + warp * f.r.k;
       const plan_detail::PlanParams& p = f.plan;
@@ -384,35 +426,36 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
           }
         }
         if (g < G) {
-          const uint32_t bit = 1u << (16 * (g & 1) + warp);
-          if (atomicOr(s_mask + (g >> 1), bit) & bit) s_dup = 1;
+          const uint32_t bit = 1u << (8 * (g & 3) + (warp & 7));
+          if (atomicOr((warp >= 8 ? s_mask2 : s_mask) + (g >> 2), bit) & bit) s_dup = 1;
         }
       }
     }
   } else if (f.quant_scheme != pq_detail::kNone) {
-    // The quantising-only blocks: 16 warps each share x's rows.
-    const int qb = static_cast<int>(blockIdx.x) - f.route_blocks;
-    quantize_part(f, num_tokens, qb * (kMaxThreads / 32) + warp, f.quant_warps, lane);
-    if (qb == 0 && f.q_scales != nullptr) {
+    // Quantising warps, numbered over the grid: warps 8-15 of the routing blocks (several), then
+    // 16 per quantising-only block. The first 8 also zero the scales' padding.
+    const int qw = routes ? static_cast<int>(blockIdx.x) * kRouteWarps + (warp - kRouteWarps)
+                          : (wide ? 0 : f.route_blocks * kRouteWarps) + (static_cast<int>(blockIdx.x) - f.route_blocks) * kWarps + warp;
+    quantize_part(f, num_tokens, qw, f.quant_warps, lane);
+    if (qw < kRouteWarps && f.q_scales != nullptr) {
+      const int qt = qw * 32 + lane;
+      constexpr int qn = kRouteWarps * 32;
       if (f.quant_scheme == pq_detail::kStatic) {
-        if (threadIdx.x == 0) f.q_scales[0] = __ldg(f.static_scale);
+        if (qt == 0) f.q_scales[0] = __ldg(f.static_scale);
       } else {
         // Zero the scale slots of rows [bound, rows_pad4) (the TMA padding), as the quantiser.
         const int pad = static_cast<int>(f.rows_pad4 - f.r.num_tokens);
         const int kb = f.quant_scheme == pq_detail::kGroup ? (f.hidden + 127) / 128 : 1;
-        for (int i = threadIdx.x; i < kb * pad; i += blockDim.x)
+        for (int i = qt; i < kb * pad; i += qn)
           f.q_scales[static_cast<int64_t>(i / pad) * f.rows_pad4 + f.r.num_tokens + i % pad] = 0.f;
       }
     }
   }
 
-  const int w = warp;
   const int64_t entry = token * f.plan.slots + slot;
-  // Block 0's last warp also writes counts and offsets (the warp least likely to own a token).
-  const bool writer = blockIdx.x == 0 && warp == kRouteWarps - 1;
-  const bool ranks = routes && token < num_tokens;  // warp-uniform
+  const bool ranks = route_warp && token < num_tokens;  // warp-uniform
   bool dup;
-  if (f.route_blocks == 1) {
+  if (wide) {
     // One routing block: no grid barrier (blocks after it only quantise, and are done).
     if (!routes) return;
     __syncthreads();
@@ -421,9 +464,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     dup = s_dup != 0;
     trace_stamp(f.trace, 3);
     if (!dup) {
-      const OneBlockCounts c{s_mask};
-      if (ranks) warp_plan_rows(f.plan, c, s_mask, has_entry, g, w, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
-      if (writer) warp_plan_offsets(f.plan, c);
+      // The first warp without a token (or the last) also writes counts and offsets.
+      const int writer = num_tokens < kWarps - 1 ? static_cast<int>(num_tokens) : kWarps - 1;
+      const OneBlockCounts c{s_mask, s_mask2};
+      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (warp == writer) warp_plan_offsets(f.plan, c);
     }
   } else {
     // Every block with tokens exports its masks; the grid barrier (which orders memory: no fence
@@ -441,9 +486,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     dup = gather_block_counts(f.block_masks, G, nb, s_cb, s_ws);
     trace_stamp(f.trace, 3);
     if (!dup) {
-      const GridCounts c{s_cb, s_ws};
-      if (ranks) warp_plan_rows(f.plan, c, s_mask, has_entry, g, w, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
-      if (writer) warp_plan_offsets(f.plan, c);
+      // Block 0's warp 8 writes counts and offsets while the routing warps compute their rows.
+      const GridCounts c{s_cb, s_ws, s_mask};
+      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
     }
   }
   trace_stamp(f.trace, 4);

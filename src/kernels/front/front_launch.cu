@@ -21,7 +21,7 @@ std::atomic<unsigned long long*> g_front_trace{nullptr};
 }  // namespace
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
-  if (max_tokens <= front_detail::kRouteWarps || max_tokens > kFrontMaxTokens) return 0;
+  if (max_tokens <= front_detail::kWideTokens || max_tokens > kFrontMaxTokens) return 0;
   return front_detail::block_masks_bytes(std::max(groups, 0));
 }
 
@@ -64,7 +64,7 @@ bool front_small_eligible(const FrontArgs& a, const char** why) {
     w = "more than 1088 local groups";
     return false;
   }
-  if (bound > front_detail::kRouteWarps &&
+  if (bound > front_detail::kWideTokens &&
       (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_scratch_bytes(bound, a.plan.num_local_experts + a.plan.num_shared_experts))) {
     w = "plan scratch below front_scratch_bytes (the blocks' masks)";
     return false;
@@ -108,27 +108,33 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
 
   const bool quant = a.quant != ActQuant::kNone;
   FrontLaunch l;
-  // 16 warps: each routes a token (routing blocks) or quantises (the blocks after them).
+  // 16 warps: a single routing block routes with all of them; several route with 8 and quantise
+  // (or idle) with the others; block 0's general fallback plan gets them all.
   l.block = front_detail::kMaxThreads;
   const int warps = l.block / 32;
   const int64_t bound = a.router.num_tokens;
   const int64_t entries = f.plan.num_entries;
   const int G = f.plan.num_groups;
   f.plan_entries_per_warp = static_cast<int>(std::max<int64_t>(1, (entries + warps - 1) / warps));
-  l.smem = std::max(rp.smem_per_warp * front_detail::kRouteWarps,
+  l.smem = std::max(rp.smem_per_warp * warps,
                     plan_detail::plan_smem_bytes(warps, G, static_cast<int>(entries)));
   if (l.smem > front_detail::kFrontMaxSmem) return cudaErrorInvalidValue;
-  f.route_blocks = static_cast<int>((bound + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps);
+  f.route_blocks = bound <= front_detail::kWideTokens
+                       ? 1
+                       : static_cast<int>((bound + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps);
+  const bool wide = f.route_blocks == 1;
   l.grid = f.route_blocks;
   if (quant) {
-    // Quantising-only blocks after the routing ones: about kQuantBytesPerBlock of x each, at most
-    // one block per SM (one SM streams ~15-60 GB/s of rows: 8 rows of K 7168 quantised by one
-    // block took 8.8 us on the H200).
+    // Quantising-only blocks after the routing ones: about kQuantBytesPerBlock of x per block
+    // (counting the routing blocks' 8 quantising warps as half a block each), at most one block
+    // per SM; at least one when a single block routes (all its warps route). One SM streams only
+    // ~15-60 GB/s of rows: 8 rows of K 7168 quantised by one block took 8.8 us on the H200.
     const int64_t x_bytes = bound * a.hidden * 2;
     const int64_t want = (x_bytes + front_detail::kQuantBytesPerBlock - 1) / front_detail::kQuantBytesPerBlock;
-    l.grid += static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(want, vec::sm_count() - f.route_blocks)));
+    const int64_t extra = wide ? std::max<int64_t>(1, want) : want - f.route_blocks / 2;
+    l.grid += static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(extra, vec::sm_count() - f.route_blocks)));
   }
-  f.quant_warps = (l.grid - f.route_blocks) * warps;
+  f.quant_warps = (wide ? 0 : f.route_blocks * front_detail::kRouteWarps) + (l.grid - f.route_blocks) * warps;
   l.cooperative = f.route_blocks > 1;
   if (l.cooperative) {
     if (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_detail::block_masks_bytes(G))

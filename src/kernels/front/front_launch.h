@@ -1,6 +1,6 @@
 // Host launcher of the fused front half for small token counts (decode): route + plan (+ FP8
 // quantisation of x in token order, the gather layout) in one cooperative kernel launch (a
-// grid-wide barrier between routing and planning; at most 16 routing blocks, plus blocks that only
+// grid-wide barrier between routing and planning; at most 32 routing blocks, plus blocks that only
 // quantise). Results are identical to
 // launch_router + launch_plan (+ launch_permute_quant with permute == false). The kernel writes
 // the whole error flag (router.error_flag, int32[4]) itself: no memset before it. No allocation,
