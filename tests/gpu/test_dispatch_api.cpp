@@ -3,6 +3,7 @@
 // graph capture and replay; device-side input errors reported.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -62,6 +63,7 @@ struct Case {
   int64_t tokens;
   fm::testing::Skew skew = fm::testing::Skew::kUniform;
   bool fold_map = false;  // expert map e -> e % local: every expert local, several per slot
+  int64_t max_tokens = 0;  // the workspace's bound when above `tokens` (0: the same)
 };
 
 // Whether dispatch() should take the fused front kernel (kernels/front/front_launch.h).
@@ -155,6 +157,7 @@ void check_dispatch(const Case& c, bool permute, int tile_m, bool fuse = true) {
   fm::testing::LayerData d;
   std::string why;
   ASSERT_TRUE(fm::testing::make_layer_data(p, seed, c.skew, &d, &why, false)) << why;
+  p.max_tokens = std::max(c.tokens, c.max_tokens);  // the workspace is sized for the bound
   if (c.fold_map) {
     ASSERT_GT(p.num_local_experts, 0);
     for (size_t e = 0; e < d.expert_map.size(); ++e) d.expert_map[e] = static_cast<int32_t>(e % p.num_local_experts);
@@ -341,6 +344,10 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
   // the fused front's plans (one routing block up to 16 tokens, several above) hand over to the general
   // single-block plan.
   for (int64_t t : {1, 5, 9, 16, 17, 32, 33, 200}) check_dispatch({"dsv3-ep8", t, fm::testing::Skew::kUniform, true}, true, 64);
+  // A workspace sized for more tokens than the fused path takes: a call of 100 still fuses (the
+  // front's block masks are reserved for every bound above 16 tokens).
+  check_dispatch({"qwen235-tp8", 100, fm::testing::Skew::kUniform, false, 1000}, false, 1);
+  check_dispatch({"dsv3-tp8", 40, fm::testing::Skew::kUniform, false, 5000}, true, 128);
 }
 
 // Fused and separate kernels give the same bytes for the other token-order quantisers

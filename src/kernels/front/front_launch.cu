@@ -21,7 +21,8 @@ std::atomic<unsigned long long*> g_front_trace{nullptr};
 }  // namespace
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
-  if (max_tokens <= front_detail::kWideTokens || max_tokens > kFrontMaxTokens) return 0;
+  // Any bound above one routing block: a call may run fewer tokens than the workspace's bound.
+  if (max_tokens <= front_detail::kWideTokens) return 0;
   return front_detail::block_masks_bytes(std::max(groups, 0));
 }
 
