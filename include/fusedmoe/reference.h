@@ -181,12 +181,17 @@ void fp8_grouped_gemm(const Fp8GroupedGemm& g, int64_t row_begin, int64_t row_en
 struct LayerResult {
   Routing routing;
   DispatchPlan plan;
+  std::vector<double> h;    // [R, N] GEMM1 + activation of the grouped rows (plan order), rounded
+                            // to act_dtype when activations are quantised (as the layer stores H)
   std::vector<double> out;  // [T, K]
 };
 // route -> plan -> GEMM1+act -> GEMM2 -> weight -> combine, in float64 from the given inputs.
 // Inputs are read as the layer reads them (x in act_dtype, weights in their format + scales);
 // with FP8 activations the GEMM inputs pass through fake_quantize_row.
-Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out);
+// h_override: optional [R, N] intermediate in plan order (e.g. a GPU's H, read back): GEMM2 and
+// the combine then run from it (quantised as the layer would quantise it), so a test can check
+// GEMM2 apart from GEMM1; out->h still holds the reference's own H.
+Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const double* h_override = nullptr);
 
 }  // namespace fusedmoe::ref
 

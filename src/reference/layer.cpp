@@ -106,7 +106,7 @@ void gemm2_row(const MoeProblem& p, const MoeTensors& t, int e, const double* h,
   }
 }
 
-Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out) {
+Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const double* h_override) {
   if (Status s = check_layer(p, t); !s.ok()) return s;
   LayerResult result;
   if (Status s = route(p, t, &result.routing); !s.ok()) return s;
@@ -158,6 +158,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out) {
       }
     }
   });
+  // The reference's own H is returned; GEMM2 may run from another one (a GPU's, see reference.h).
+  result.h = h;
+  if (h_override != nullptr) std::copy(h_override, h_override + rows * n_dim, h.begin());
   const float act2_scale = per_tensor_act_scale(p.quant, h.data(), rows * n_dim, t.act2_scale);
 
   // GEMM2, weighting and combine, in slot order per token (the shared expert's slot is last).

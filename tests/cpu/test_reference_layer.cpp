@@ -471,6 +471,36 @@ TEST(ReferenceLayer, TinyProblemByHand) {
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(res.out[i], expected[i], 1e-15) << i;
 }
 
+// The reference's H (grouped rows in plan order) and GEMM2 from a given H: the same problem by hand.
+// Row 0 is token 0's (expert 0), row 1 token 1's (expert 1). Its own H gives the same bits; H = [1, 4]
+// gives out = w * W2 h.
+TEST(ReferenceLayer, IntermediateOutAndOverride) {
+  LayerInputs in;
+  fm::MoeProblem& p = in.p;
+  p.num_tokens = 2;
+  p.num_experts = 2;
+  p.hidden = 2;
+  p.intermediate = 1;
+  p.router = fm::RouterConfig::softmax_topk(1, false);
+  for (float v : {1.f, 2.f, -1.f, 0.5f}) in.x.push_back(ref::float_to_bf16(v));
+  in.logits = {1, 0, 0, 2};
+  for (float v : {1.f, 0.f, 0.f, 1.f, 0.5f, 0.5f, 1.f, -1.f}) append_bytes(in.w1, ref::float_to_bf16(v));
+  for (float v : {1.f, -1.f, 2.f, 0.5f}) append_bytes(in.w2, ref::float_to_bf16(v));
+  ref::LayerResult res, same, other;
+  ASSERT_TRUE(ref::forward(p, in.tensors(), &res).ok());
+  ASSERT_EQ(res.h.size(), 2u);
+  EXPECT_NEAR(res.h[0], 1.4621171572600098, 1e-15);
+  EXPECT_NEAR(res.h[1], 0.375 / (1 + std::exp(0.25)), 1e-15);
+  ASSERT_TRUE(ref::forward(p, in.tensors(), &same, res.h.data()).ok());
+  EXPECT_EQ(same.out, res.out);
+  const std::vector<double> h = {1.0, 4.0};
+  ASSERT_TRUE(ref::forward(p, in.tensors(), &other, h.data()).ok());
+  EXPECT_EQ(other.h, res.h);  // its own H, whatever GEMM2 ran from
+  const double w0 = res.routing.weights[0], w1 = res.routing.weights[1];
+  const std::vector<double> expected = {w0 * 1.0, -w0 * 1.0, w1 * 2 * 4.0, w1 * 0.5 * 4.0};
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(other.out[i], expected[i], 1e-15) << i;
+}
+
 // Llama-4 style, squared-relu, with biases and a shared expert (scale 0.5); exact binary values.
 //   x = [1, 2]; logits [0, 0] -> tie -> expert 0, w = sigmoid(0) = 0.5
 //   expert 0: W1 [[1, 1]], b1 [.5];   W2 [[1], [2]], b2 [.25, -1]

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/workspace.h"
 #include "fusedmoe/fusedmoe.h"
 #include "fusedmoe/reference.h"
 #include "gpu_test_util.h"
@@ -137,13 +138,53 @@ void check_forward(fm::MoeProblem p, int64_t tokens, const fm::ForwardOptions& o
     }
     quant_floor = std::sqrt(num / std::max(den, 1e-300));
   }
+  // FP8 activations: GEMM1 and GEMM2 apart. The layer re-quantises H with scales from H itself, so
+  // where the GPU's bf16 H row max differs from the reference's by an ulp the whole row gets another
+  // scale, and the whole-layer comparison can exceed its bound on correct results (seen at 1 token,
+  // per-token scales, session 8). So: the GPU's H (read back from the workspace, grouped rows at
+  // their padded positions) against the reference's, and the output against the reference layer
+  // run from the GPU's H.
+  double err_h = -1, err_g2 = -1;
+  if (p.quant.weight.format == fm::WeightFormat::kFP8E4M3 && p.quant.act != fm::ActQuant::kNone && !ref.h.empty()) {
+    const fm::detail::WorkspaceLayout lay = fm::detail::WorkspaceLayout::plan(p);
+    const auto* ws = static_cast<const uint8_t*>(L.ws.get());
+    const int groups = ref.plan.num_groups;
+    const auto offs = to_host<int32_t>(ws + lay.offsets.offset, static_cast<size_t>(groups) + 1);
+    const auto pads = to_host<int32_t>(ws + lay.padded_offsets.offset, static_cast<size_t>(groups) + 1);
+    const int64_t n = p.intermediate, rows = static_cast<int64_t>(ref.h.size()) / n;
+    ASSERT_EQ(std::vector<int64_t>(offs.begin(), offs.end()), ref.plan.offsets) << "GPU plan offsets";
+    const auto hq = to_host<uint16_t>(ws + lay.intermediate.offset, static_cast<size_t>(pads[groups]) * n);
+    std::vector<double> h_gpu(static_cast<size_t>(rows * n));
+    for (int g = 0; g < groups; ++g)
+      for (int64_t r = offs[g]; r < offs[g + 1]; ++r)
+        for (int64_t c = 0; c < n; ++c) {
+          const uint16_t b = hq[static_cast<size_t>(pads[g] + (r - offs[g])) * n + c];
+          h_gpu[r * n + c] = p.act_dtype == fm::DType::kFloat16 ? fm::ref::fp16_to_float(b) : fm::ref::bf16_to_float(b);
+        }
+    double num = 0, den = 0;
+    for (size_t i = 0; i < h_gpu.size(); ++i) {
+      num += (h_gpu[i] - ref.h[i]) * (h_gpu[i] - ref.h[i]);
+      den += ref.h[i] * ref.h[i];
+    }
+    err_h = std::sqrt(num / std::max(den, 1e-300));
+    fm::ref::LayerResult r2;
+    ASSERT_TRUE(fm::ref::forward(p, L.data.host_tensors(), &r2, h_gpu.data()).ok());
+    int64_t bad2 = 0;
+    err_g2 = rel_error(p, got, r2.out, &bad2);
+  }
   std::printf("[ forward  ] %-28s T=%-6lld %-8s tile %-3d rel_err %.3e", label.c_str(),
               static_cast<long long>(tokens), fm::to_string(opt.tiles), opt.tokens_tile, err);
   if (err_unq >= 0)
     std::printf("  vs unquantised activations %.3e (the quantised math: %.3e)", err_unq, quant_floor);
+  if (err_h >= 0) std::printf("  H %.3e, out from the GPU's H %.3e", err_h, err_g2);
   std::printf("\n");
   EXPECT_EQ(bad, 0) << "non-finite (unwritten) outputs";
-  EXPECT_LE(err, tol);
+  if (err_h >= 0) {
+    EXPECT_LE(err_h, kTolerance) << "GEMM1 + activation (bf16 H) against the reference's H";
+    EXPECT_LE(err_g2, tol) << "the output against the reference layer run from the GPU's H";
+  } else {
+    EXPECT_LE(err, tol);
+  }
   if (err_unq >= 0)
     EXPECT_LE(err_unq, std::max(kFp8LayerTol, quant_floor + kFp8OverQuantisedMath))
         << "vs the layer with unquantised activations";
