@@ -188,9 +188,9 @@ struct LayerResult {
 // route -> plan -> GEMM1+act -> GEMM2 -> weight -> combine, in float64 from the given inputs.
 // Inputs are read as the layer reads them (x in act_dtype, weights in their format + scales);
 // with FP8 activations the GEMM inputs pass through fake_quantize_row.
-// h_override: optional [R, N] intermediate in plan order (e.g. a GPU's H, read back): GEMM2 and
-// the combine then run from it (quantised as the layer would quantise it), so a test can check
-// GEMM2 apart from GEMM1; out->h still holds the reference's own H.
+// h_override: optional [R, N] intermediate in plan order (e.g. a GPU's H, read back): GEMM1 is
+// skipped and GEMM2 and the combine run from it (quantised as the layer would quantise it), so a
+// test can check GEMM2 apart from GEMM1; out->h is then left empty.
 Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const double* h_override = nullptr);
 
 }  // namespace fusedmoe::ref

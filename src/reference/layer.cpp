@@ -143,7 +143,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const
   // GEMM1 + activation. h stays float64 when activations are not quantised.
   // (rows in parallel: each writes only its own H row)
   std::vector<double> h(static_cast<size_t>(rows * n_dim));
-  detail::parallel_for(rows, 4, [&](int64_t row) {
+  if (h_override != nullptr) std::copy(h_override, h_override + rows * n_dim, h.begin());  // no GEMM1
+  else detail::parallel_for(rows, 4, [&](int64_t row) {
     std::vector<double> quantised_in(static_cast<size_t>(k_dim));
     fake_quantize_row(p.quant, &gemm1_in[row * k_dim], k_dim, act1_scale, quantised_in.data());
     gemm1_activation_row(p, t, row_group[row], quantised_in.data(), &h[row * n_dim]);
@@ -158,9 +159,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const
       }
     }
   });
-  // The reference's own H is returned; GEMM2 may run from another one (a GPU's, see reference.h).
-  result.h = h;
-  if (h_override != nullptr) std::copy(h_override, h_override + rows * n_dim, h.begin());
+  if (h_override == nullptr) result.h = h;  // the reference's own H (see reference.h)
   const float act2_scale = per_tensor_act_scale(p.quant, h.data(), rows * n_dim, t.act2_scale);
 
   // GEMM2, weighting and combine, in slot order per token (the shared expert's slot is last).

@@ -100,7 +100,9 @@ double rel_error(const fm::MoeProblem& p, const std::vector<uint16_t>& got, cons
 
 // Runs forward() with `opt` and checks every element against the reference (the float64 layer of
 // the quantised math for FP8: same FP8 weights and scales, activations fake-quantised in the same
-// scheme; `tol` relative L2).
+// scheme; `tol` relative L2). FP8 activations: GEMM1's H against the reference's (kTolerance) and
+// the output against the reference run from the GPU's H (`tol`); measured on the H200 (session 8,
+// every FP8 layer case): H <= 1.9e-3, output <= 2.5e-3 (the bf16 output rounding is ~1.1e-3).
 void check_forward(fm::MoeProblem p, int64_t tokens, const fm::ForwardOptions& opt, const std::string& label,
                    fm::testing::Skew skew = fm::testing::Skew::kUniform, double tol = kTolerance,
                    uint8_t ws_poison = 0xFF) {
@@ -526,11 +528,12 @@ TEST(Forward, Fp8LargeTokenCounts) {
 // Per-tensor FP8 with dynamic activation scales (a global absmax of x, and of H's valid rows
 // only): the workspace is poisoned with 0x7F bytes (bf16 3.4e38, finite), so stale padding rows of
 // H entering the absmax would flush every H value to zero (validated on the H200 in session 6).
-// Bound against the quantised reference: 4e-2, not 2e-2 as for the other schemes. H's scale comes
-// from its largest element, which the GPU (fp32 accumulation) and the reference (float64) can round
-// to bf16 values one ulp apart; the whole tensor's scale then moves by 2^-8 and a few per cent of
-// the e4m3 roundings flip (seen once at T = 1: 2.4e-2, while the distance to unquantised
-// activations matched the quantised math's own, 5.3e-2).
+// Bound 4e-2 (not 2e-2 as for the other schemes) since session 6: H's scale comes from its largest
+// element, which the GPU (fp32 accumulation) and the reference (float64) can round to bf16 values
+// one ulp apart; the whole tensor's scale then moves by 2^-8 and a few per cent of the e4m3
+// roundings flip (seen once at T = 1: 2.4e-2). Since session 8 check_forward compares the output
+// with the reference run from the GPU's own H, which removes that effect (measured 2.3e-3); the
+// bound is still the old one, to tighten.
 TEST(Forward, Fp8DynamicPerTensor) {
   constexpr double kFp8Tol = 4e-2;
   fm::MoeProblem p = small_problem(16, 4, 192, 512);
