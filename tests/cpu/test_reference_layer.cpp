@@ -446,7 +446,8 @@ TEST(ReferenceLayer, Fp8IsCloseToBf16) {
 //            h = silu(1) * 2 = 1.4621171572600098;  out = w * [h, -h]
 //   token 1: x = [-1, .5],  logits [0, 2] -> expert 1, w = 1/(1 + e^-2)
 //            g = -.25, u = -1.5, h = silu(-.25) * -1.5 = 0.16418381...;  out = w * [2h, .5h]
-TEST(ReferenceLayer, TinyProblemByHand) {
+// (tiny_by_hand builds it; the tests below check it.)
+static LayerInputs tiny_by_hand() {
   LayerInputs in;
   fm::MoeProblem& p = in.p;
   p.num_tokens = 2;
@@ -458,6 +459,12 @@ TEST(ReferenceLayer, TinyProblemByHand) {
   in.logits = {1, 0, 0, 2};
   for (float v : {1.f, 0.f, 0.f, 1.f, 0.5f, 0.5f, 1.f, -1.f}) append_bytes(in.w1, ref::float_to_bf16(v));
   for (float v : {1.f, -1.f, 2.f, 0.5f}) append_bytes(in.w2, ref::float_to_bf16(v));
+  return in;
+}
+
+TEST(ReferenceLayer, TinyProblemByHand) {
+  LayerInputs in = tiny_by_hand();
+  const fm::MoeProblem& p = in.p;
 
   ref::LayerResult res;
   ASSERT_TRUE(ref::forward(p, in.tensors(), &res).ok());
@@ -476,17 +483,8 @@ TEST(ReferenceLayer, TinyProblemByHand) {
 // Row 0 is token 0's (expert 0), row 1 token 1's (expert 1). Its own H gives the same bits; H = [1, 4]
 // gives out = w * W2 h.
 TEST(ReferenceLayer, IntermediateOutAndOverride) {
-  LayerInputs in;
-  fm::MoeProblem& p = in.p;
-  p.num_tokens = 2;
-  p.num_experts = 2;
-  p.hidden = 2;
-  p.intermediate = 1;
-  p.router = fm::RouterConfig::softmax_topk(1, false);
-  for (float v : {1.f, 2.f, -1.f, 0.5f}) in.x.push_back(ref::float_to_bf16(v));
-  in.logits = {1, 0, 0, 2};
-  for (float v : {1.f, 0.f, 0.f, 1.f, 0.5f, 0.5f, 1.f, -1.f}) append_bytes(in.w1, ref::float_to_bf16(v));
-  for (float v : {1.f, -1.f, 2.f, 0.5f}) append_bytes(in.w2, ref::float_to_bf16(v));
+  LayerInputs in = tiny_by_hand();
+  const fm::MoeProblem& p = in.p;
   ref::LayerResult res, same, other;
   ASSERT_TRUE(ref::forward(p, in.tensors(), &res).ok());
   ASSERT_EQ(res.h.size(), 2u);
