@@ -44,7 +44,7 @@ namespace fusedmoe::kernels::front_detail {
 
 inline constexpr int kRouteWarps = 8;   // tokens per routing block when there are several
 inline constexpr int kWideTokens = 16;  // bound of the single routing block (all 16 warps route)
-inline constexpr int kMaxThreads = 512; // 8 routing + 8 quantising warps
+inline constexpr int kMaxThreads = 512; // 16 warps: all route (one routing block), or 8 + 8 quantising
 inline constexpr size_t kFrontMaxSmem = 96 * 1024;  // dynamic shared memory bound (checked on the host)
 inline constexpr int64_t kQuantBytesPerBlock = 16 * 1024;  // of x per block when rows are spread
 
@@ -64,9 +64,9 @@ struct FrontParams {
   uint8_t* q_out;
   float* q_scales;
   int64_t rows_pad4;            // scale row stride: bound rounded up to 4
-  // Launch shape: blocks [0, route_blocks) route 8 tokens each (ceil(bound / 8)); the blocks
-  // after them only quantise. quant_warps: quantising warps of the grid (8 per routing block, 16
-  // per quantising-only block).
+  // Launch shape: blocks [0, route_blocks) route (one block of 16 tokens when the bound is <= 16,
+  // else 8 tokens per block); the blocks after them only quantise. quant_warps: quantising warps
+  // of the grid (8 per routing block when there are several, 16 per quantising-only block).
   int route_blocks;
   int quant_warps;
   uint32_t* block_masks;        // a multi-block launch: block_masks_bytes(G) of scratch
@@ -80,7 +80,7 @@ struct FrontParams {
 // written; block 0 [5] after the fallback plan, [6] end.
 inline constexpr int kTraceSlots = 8;
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
-  if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= 32) return;  // routing blocks only
+  if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= 32) return;  // routing blocks (<= 32) only
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   trace[blockIdx.x * kTraceSlots + slot] = t;
@@ -99,9 +99,9 @@ inline constexpr int kMaxRouteBlocks = 32;  // 256 tokens / 8
 __host__ __device__ inline size_t block_masks_bytes(int groups) {
   return static_cast<size_t>(mask_words(groups) + 1) * kMaxRouteBlocks * 4;
 }
-// Token ids of the block's tokens, in shared memory for the plan (8 tokens x k <= kMaxTopK;
+// Token ids of the block's tokens, in shared memory for the plan (up to 16 tokens x k <= kMaxTopK;
 // prepare_router refuses larger k).
-inline constexpr int kSharedIds = 2 * kRouteWarps * kMaxTopK;  // one routing block: 16 tokens
+inline constexpr int kSharedIds = kWideTokens * kMaxTopK;
 inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) / (kMaxThreads / 32);
 
 // Phase B of a multi-block launch (after the grid barrier; every thread of a block that owns
