@@ -70,7 +70,7 @@ std::vector<Case> dispatch_cases() {
 // (and counts/offsets) written, [5] after the general fallback plan (when it ran), [6] end.
 template <class Fn>
 std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21) {
-  const int blocks = tokens <= 16 ? 1 : static_cast<int>((tokens + 7) / 8);  // routing blocks (front.cuh)
+  const int blocks = tokens <= 8 ? 1 : static_cast<int>((tokens + 7) / 8);  // routing blocks (front.cuh)
   constexpr int kSlots = 8;
   Buf tr(size_t{8} * 32 * kSlots);
   fm::kernels::set_front_trace(static_cast<unsigned long long*>(tr.p));

@@ -43,7 +43,8 @@
 namespace fusedmoe::kernels::front_detail {
 
 inline constexpr int kRouteWarps = 8;   // tokens per routing block when there are several
-inline constexpr int kWideTokens = 16;  // bound of the single routing block (all 16 warps route)
+inline constexpr int kWideTokens = 8;   // bound of the single routing block (all 16 warps route)
+inline constexpr int kMaxClusterBlocks = 8;  // routing blocks as one portable cluster: bounds <= 64
 inline constexpr int kMaxThreads = 512; // 8 routing + 8 quantising warps
 inline constexpr size_t kFrontMaxSmem = 96 * 1024;  // dynamic shared memory bound (checked on the host)
 inline constexpr int64_t kQuantBytesPerBlock = 16 * 1024;  // of x per block when rows are spread
@@ -69,7 +70,8 @@ struct FrontParams {
   // per quantising-only block).
   int route_blocks;
   int quant_warps;
-  uint32_t* block_masks;        // a multi-block launch: block_masks_bytes(G) of scratch
+  uint32_t* block_masks;        // a cooperative launch: block_masks_bytes(G) of scratch
+  int cluster_blocks;           // > 1: the routing blocks form one thread-block cluster (no scratch)
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
@@ -111,8 +113,28 @@ inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) 
 // tokens); warp reductions over the blocks give both numbers for four groups at once (two 16-bit
 // pairs per register). Returns true, in every thread, when some block saw a token reach a group
 // twice. Ends with a block barrier.
-__device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int G, int nb, uint32_t* s_cb,
-                                                    uint32_t* s_ws) {
+// Where the blocks' masks are read from: global scratch (cooperative launch) or the other blocks'
+// shared memory (a thread-block cluster).
+struct ScratchMasks {
+  const uint32_t* g;
+  __device__ __forceinline__ uint32_t word(int b, int j) const { return __ldcg(g + j * kMaxRouteBlocks + b); }
+  __device__ __forceinline__ uint32_t dup(int b, int W) const { return __ldcg(g + W * kMaxRouteBlocks + b); }
+};
+struct ClusterMasks {
+  uint32_t* mask;  // this block's s_mask / s_dup; block b's through distributed shared memory
+  int* dup_flag;
+  __device__ __forceinline__ uint32_t word(int b, int j) const {
+    return cooperative_groups::this_cluster().map_shared_rank(mask, b)[j];
+  }
+  __device__ __forceinline__ uint32_t dup(int b, int) const {
+    return static_cast<uint32_t>(*cooperative_groups::this_cluster().map_shared_rank(dup_flag, b));
+  }
+};
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+
+template <class Masks>
+__device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int W = mask_words(G);
@@ -122,9 +144,9 @@ __device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int
 #pragma unroll
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
-    v[i] = (reads && j < W) ? __ldcg(g_masks + j * kMaxRouteBlocks + lane) : 0u;
+    v[i] = (reads && j < W) ? masks.word(lane, j) : 0u;
   }
-  const uint32_t dup_word = reads ? __ldcg(g_masks + W * kMaxRouteBlocks + lane) : 0u;
+  const uint32_t dup_word = reads ? masks.dup(lane, W) : 0u;
   const bool dup = __any_sync(kAll, dup_word != 0u);
 #pragma unroll
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
@@ -470,6 +492,26 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
       if (warp == writer) warp_plan_offsets(f.plan, c);
     }
+  } else if (f.cluster_blocks > 1) {
+    // A thread-block cluster of routing blocks (blocks after it only quantise, and are done): the
+    // cluster barrier publishes every block's masks in shared memory, read through distributed
+    // shared memory; a block arrives once it has read them and waits before exiting, so no block
+    // leaves while another may still read its masks.
+    if (!routes) return;
+    trace_stamp(f.trace, 1);
+    cluster_arrive();
+    cluster_wait();
+    trace_stamp(f.trace, 2);
+    const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
+    dup = gather_block_counts(ClusterMasks{s_mask, &s_dup}, G, nb, s_cb, s_ws);
+    cluster_arrive();
+    trace_stamp(f.trace, 3);
+    if (!dup) {
+      const GridCounts c{s_cb, s_ws, s_mask};
+      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
+    }
+    cluster_wait();
   } else {
     // Every block with tokens exports its masks; the grid barrier (which orders memory: no fence
     // of ours) makes them visible to the plan.
@@ -483,7 +525,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     trace_stamp(f.trace, 2);
     const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
-    dup = gather_block_counts(f.block_masks, G, nb, s_cb, s_ws);
+    dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws);
     trace_stamp(f.trace, 3);
     if (!dup) {
       // Block 0's warp 8 writes counts and offsets while the routing warps compute their rows.

@@ -20,6 +20,7 @@ struct FrontLaunch {
   int block = 256;
   size_t smem = 0;
   bool cooperative = false;  // several routing blocks: a grid barrier in the kernel
+  int cluster = 0;           // > 1: clusters of this many blocks (the routing blocks form the first)
 };
 
 cudaError_t launch_front_softmax(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s);
@@ -54,6 +55,39 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     static std::atomic<uint64_t> done{0};  // per instance
     const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(fn), static_cast<int>(kFrontMaxSmem), &done);
     if (e != cudaSuccess) return e;
+  }
+  if (l.cluster > 1) {
+    // The routing blocks as one cluster: it must fit a GPC at this block size and shared memory
+    // (the occupancy calculator, host-side; cached per instance and cluster size). Else nothing
+    // is launched and the caller runs the separate kernels.
+    static std::atomic<uint32_t> fits_mask{0}, known_mask{0};  // bit c: cluster size c
+    const uint32_t bit = 1u << l.cluster;
+    if (!(known_mask.load(std::memory_order_relaxed) & bit)) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(static_cast<unsigned>(l.grid));
+      cfg.blockDim = dim3(static_cast<unsigned>(l.block));
+      cfg.dynamicSmemBytes = l.smem;
+      cudaLaunchAttribute attr = {};
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = static_cast<unsigned>(l.cluster);
+      attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      int clusters = 0;
+      if (cudaOccupancyMaxActiveClusters(&clusters, fn, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        clusters = 0;
+      }
+      if (clusters >= 1) fits_mask.fetch_or(bit, std::memory_order_relaxed);
+      known_mask.fetch_or(bit, std::memory_order_relaxed);
+    }
+    if (!(fits_mask.load(std::memory_order_relaxed) & bit)) return cudaErrorCooperativeLaunchTooLarge;
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(l.cluster);
+    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+    return launch_with_attribute(fn, dim3(static_cast<unsigned>(l.grid)), dim3(static_cast<unsigned>(l.block)), l.smem, s,
+                                 attr, f);
   }
   if (!l.cooperative) {  // one routing block: no grid barrier in the kernel, a plain launch
     fn<<<l.grid, l.block, l.smem, s>>>(f);

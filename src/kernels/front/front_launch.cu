@@ -135,8 +135,15 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     const int64_t extra = wide ? std::max<int64_t>(1, want) : want - f.route_blocks / 2;
     l.grid += static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(extra, vec::sm_count() - f.route_blocks)));
   }
+  if (!wide && f.route_blocks <= front_detail::kMaxClusterBlocks) {
+    // The routing blocks form one cluster (the grid a whole number of clusters: blocks past the
+    // quantisers' share quantise nothing).
+    l.cluster = f.route_blocks;
+    l.grid = (l.grid + l.cluster - 1) / l.cluster * l.cluster;
+    f.cluster_blocks = l.cluster;
+  }
   f.quant_warps = (wide ? 0 : f.route_blocks * front_detail::kRouteWarps) + (l.grid - f.route_blocks) * warps;
-  l.cooperative = f.route_blocks > 1;
+  l.cooperative = f.route_blocks > 1 && l.cluster <= 1;
   if (l.cooperative) {
     if (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_detail::block_masks_bytes(G))
       return cudaErrorInvalidValue;
