@@ -67,14 +67,16 @@ std::vector<Case> dispatch_cases() {
 // launches of `fn`, each synchronised; per stamp the median over calls of (stamp - first block's
 // entry) in microseconds. Stamps: [0] last block entered, [1] last block done routing/quantising,
 // [2] block 0 past the grid barrier, [3] group counts of all blocks read, [4] block 0's rows
-// (and counts/offsets) written, [5] after the general fallback plan (when it ran), [6] end.
+// (and counts/offsets) written, [5] after the general fallback plan (when it ran), [6] end; then
+// block 0's token 0 inside the routing: scores, groups kept, sorted, k rounds, slots stored.
 template <class Fn>
 std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21) {
-  const int blocks = tokens <= 16 ? 1 : static_cast<int>((tokens + 7) / 8);  // routing blocks (front.cuh)
-  constexpr int kSlots = 8;
+  const int blocks = tokens <= 8 ? 1 : static_cast<int>((tokens + 7) / 8);  // routing blocks (front.cuh)
+  constexpr int kSlots = 16;  // front.cuh kTraceSlots
+  constexpr int kStamps = 12;
   Buf tr(size_t{8} * 32 * kSlots);
   fm::kernels::set_front_trace(static_cast<unsigned long long*>(tr.p));
-  std::vector<std::vector<double>> at(7);
+  std::vector<std::vector<double>> at(kStamps);
   std::vector<unsigned long long> h(size_t{32} * kSlots);
   for (int c = 0; c < calls; ++c) {
     BENCH_CUDA(cudaMemsetAsync(tr.p, 0, size_t{8} * 32 * kSlots, s));
@@ -92,17 +94,20 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
     at[0].push_back(us(last_in));
     at[1].push_back(us(last_done));
     for (int k = 2; k < 7; ++k) at[k].push_back(us(h[k]));
+    for (int k = 7; k < kStamps; ++k) at[k].push_back(us(h[k + 1]));
   }
   fm::kernels::set_front_trace(nullptr);
   if (at[0].empty()) return "fused kernel did not run";
-  char buf[256];
-  std::vector<double> m(7);
-  for (int k = 0; k < 7; ++k) {
+  char buf[384];
+  std::vector<double> m(kStamps);
+  for (int k = 0; k < kStamps; ++k) {
     std::sort(at[k].begin(), at[k].end());
     m[k] = at[k][at[k].size() / 2];
   }
-  std::snprintf(buf, sizeof(buf), "all in %.2f | routed %.2f | barrier %.2f | counts %.2f | rows %.2f | fallback %.2f | end %.2f us",
-                m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
+  std::snprintf(buf, sizeof(buf),
+                "all in %.2f | routed %.2f | barrier %.2f | counts %.2f | rows %.2f | fallback %.2f | end %.2f us"
+                " || token 0: scores %.2f | groups %.2f | sorted %.2f | rounds %.2f | stored %.2f",
+                m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10], m[11]);
   return buf;
 }
 

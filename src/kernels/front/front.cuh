@@ -43,7 +43,11 @@
 namespace fusedmoe::kernels::front_detail {
 
 inline constexpr int kRouteWarps = 8;   // tokens per routing block when there are several
-inline constexpr int kWideTokens = 16;  // bound of the single routing block (all 16 warps route)
+inline constexpr int kWideTokens = 8;   // bound of the single routing block (all 16 warps route)
+// Routing blocks as one thread-block cluster up to this many (16 is a non-portable size: used
+// when the occupancy calculator says such a cluster fits, else 8), bounds <= 8 x that.
+inline constexpr int kMaxClusterBlocks = 16;
+inline constexpr int kPortableClusterBlocks = 8;
 inline constexpr int kMaxThreads = 512; // 16 warps: all route (one routing block), or 8 + 8 quantising
 inline constexpr size_t kFrontMaxSmem = 96 * 1024;  // dynamic shared memory bound (checked on the host)
 inline constexpr int64_t kQuantBytesPerBlock = 16 * 1024;  // of x per block when rows are spread
@@ -69,16 +73,19 @@ struct FrontParams {
   // of the grid (8 per routing block when there are several, 16 per quantising-only block).
   int route_blocks;
   int quant_warps;
-  uint32_t* block_masks;        // a multi-block launch: block_masks_bytes(G) of scratch
+  uint32_t* block_masks;        // a cooperative launch: block_masks_bytes(G) of scratch
+  int cluster_blocks;           // > 1: the routing blocks form one thread-block cluster (no scratch)
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
 };
 
 // Timeline stamps of the diagnostic trace (routing blocks): per block [0] entry, [1] routing and
-// quantisation done; [2] past the grid barrier, [3] group counts of all blocks read, [4] rows
-// written; block 0 [5] after the fallback plan, [6] end.
-inline constexpr int kTraceSlots = 8;
+// quantisation done; [2] past the grid (or cluster) barrier, [3] group counts of all blocks read,
+// [4] rows written; block 0 [5] after the fallback plan, [6] end; block 0's token 0 (route_token's
+// route_stamp) [8] scores, [9] groups kept, [10] candidates sorted, [11] k rounds, [12] slots stored.
+inline constexpr int kTraceSlots = 16;
+inline constexpr int kRouteTraceSlot = 8;
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
   if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= 32) return;  // routing blocks (<= 32) only
   unsigned long long t;
@@ -111,8 +118,28 @@ inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) 
 // tokens); warp reductions over the blocks give both numbers for four groups at once (two 16-bit
 // pairs per register). Returns true, in every thread, when some block saw a token reach a group
 // twice. Ends with a block barrier.
-__device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int G, int nb, uint32_t* s_cb,
-                                                    uint32_t* s_ws) {
+// Where the blocks' masks are read from: global scratch (cooperative launch) or the other blocks'
+// shared memory (a thread-block cluster).
+struct ScratchMasks {
+  const uint32_t* g;
+  __device__ __forceinline__ uint32_t word(int b, int j) const { return __ldcg(g + j * kMaxRouteBlocks + b); }
+  __device__ __forceinline__ uint32_t dup(int b, int W) const { return __ldcg(g + W * kMaxRouteBlocks + b); }
+};
+struct ClusterMasks {
+  uint32_t* mask;  // this block's s_mask / s_dup; block b's through distributed shared memory
+  int* dup_flag;
+  __device__ __forceinline__ uint32_t word(int b, int j) const {
+    return cooperative_groups::this_cluster().map_shared_rank(mask, b)[j];
+  }
+  __device__ __forceinline__ uint32_t dup(int b, int) const {
+    return static_cast<uint32_t>(*cooperative_groups::this_cluster().map_shared_rank(dup_flag, b));
+  }
+};
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+
+template <class Masks>
+__device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int W = mask_words(G);
@@ -122,9 +149,9 @@ __device__ __forceinline__ bool gather_block_counts(const uint32_t* g_masks, int
 #pragma unroll
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
-    v[i] = (reads && j < W) ? __ldcg(g_masks + j * kMaxRouteBlocks + lane) : 0u;
+    v[i] = (reads && j < W) ? masks.word(lane, j) : 0u;
   }
-  const uint32_t dup_word = reads ? __ldcg(g_masks + W * kMaxRouteBlocks + lane) : 0u;
+  const uint32_t dup_word = reads ? masks.dup(lane, W) : 0u;
   const bool dup = __any_sync(kAll, dup_word != 0u);
 #pragma unroll
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
@@ -404,8 +431,9 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     if (token < num_tokens) {
       int32_t* ids = s_ids + warp * f.r.k;
       uint32_t* wsm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(warp) * (f.r.num_experts + f.r.n_group);
+      unsigned long long* rtrace = (f.trace != nullptr && blockIdx.x == 0 && warp == 0) ? f.trace + kRouteTraceSlot : nullptr;
       route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
-                                       ids);
+                                       ids, rtrace);
       __syncwarp();
     }
     if (wide) __syncthreads();
@@ -470,6 +498,26 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
       if (warp == writer) warp_plan_offsets(f.plan, c);
     }
+  } else if (f.cluster_blocks > 1) {
+    // A thread-block cluster of routing blocks (blocks after it only quantise, and are done): the
+    // cluster barrier publishes every block's masks in shared memory, read through distributed
+    // shared memory; a block arrives once it has read them and waits before exiting, so no block
+    // leaves while another may still read its masks.
+    if (!routes) return;
+    trace_stamp(f.trace, 1);
+    cluster_arrive();
+    cluster_wait();
+    trace_stamp(f.trace, 2);
+    const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
+    dup = gather_block_counts(ClusterMasks{s_mask, &s_dup}, G, nb, s_cb, s_ws);
+    cluster_arrive();
+    trace_stamp(f.trace, 3);
+    if (!dup) {
+      const GridCounts c{s_cb, s_ws, s_mask};
+      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
+    }
+    cluster_wait();
   } else {
     // Every block with tokens exports its masks; the grid barrier (which orders memory: no fence
     // of ours) makes them visible to the plan.
@@ -483,7 +531,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     trace_stamp(f.trace, 2);
     const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
-    dup = gather_block_counts(f.block_masks, G, nb, s_cb, s_ws);
+    dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws);
     trace_stamp(f.trace, 3);
     if (!dup) {
       // Block 0's warp 8 writes counts and offsets while the routing warps compute their rows.

@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -20,6 +21,8 @@ struct FrontLaunch {
   int block = 256;
   size_t smem = 0;
   bool cooperative = false;  // several routing blocks: a grid barrier in the kernel
+  int cluster = 0;           // > 1: try clusters of this many blocks (the routing blocks form the first),
+                             // else the cooperative launch
 };
 
 cudaError_t launch_front_softmax(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s);
@@ -54,6 +57,49 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     static std::atomic<uint64_t> done{0};  // per instance
     const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(fn), static_cast<int>(kFrontMaxSmem), &done);
     if (e != cudaSuccess) return e;
+  }
+  if (l.cluster > 1) {
+    // The routing blocks as one cluster, if such a cluster fits a GPC at this block size and
+    // shared memory (the occupancy calculator, host-side; cached per instance and cluster size;
+    // sizes above 8 are non-portable and need the attribute). Else the cooperative launch below.
+    static std::atomic<int> max_clusters[kMaxClusterBlocks + 1];  // 0: unknown; else clusters + 1
+    std::atomic<int>& known = max_clusters[l.cluster];
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(l.cluster);
+    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+    int clusters = known.load(std::memory_order_relaxed) - 1;
+    if (clusters < 0) {
+      clusters = 0;
+      cudaError_t e = cudaSuccess;
+      if (l.cluster > kPortableClusterBlocks)
+        e = cudaFuncSetAttribute(reinterpret_cast<const void*>(fn), cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+      if (e == cudaSuccess) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(static_cast<unsigned>(l.cluster));
+        cfg.blockDim = dim3(static_cast<unsigned>(l.block));
+        cfg.dynamicSmemBytes = l.smem;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        e = cudaOccupancyMaxActiveClusters(&clusters, fn, &cfg);
+      }
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        clusters = 0;
+      }
+      known.store(clusters + 1, std::memory_order_relaxed);
+    }
+    if (clusters >= 1) {
+      // The grid a whole number of clusters, all resident at once (blocks past the quantisers'
+      // share quantise nothing); the quantising warps renumbered for it.
+      FrontParams fc = f;
+      int grid = (l.grid + l.cluster - 1) / l.cluster * l.cluster;
+      grid = std::max(l.cluster, std::min(grid, clusters * l.cluster));
+      fc.cluster_blocks = l.cluster;
+      fc.quant_warps = fc.route_blocks * kRouteWarps + (grid - fc.route_blocks) * (l.block / 32);
+      return launch_with_attribute(fn, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(l.block)), l.smem,
+                                   s, attr, fc);
+    }
   }
   if (!l.cooperative) {  // one routing block: no grid barrier in the kernel, a plain launch
     fn<<<l.grid, l.block, l.smem, s>>>(f);

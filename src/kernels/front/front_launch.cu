@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 
 #include "kernels/front/front_instances.cuh"
 #include "kernels/quant/vec.cuh"
@@ -18,6 +19,18 @@ using router_detail::RowMode;
 
 namespace {
 std::atomic<unsigned long long*> g_front_trace{nullptr};
+
+// The most routing blocks that form one cluster: kMaxClusterBlocks, or FUSEDMOE_FRONT_CLUSTER
+// (a tuning and diagnostic override, read once: 0 or 1 = never a cluster, always the
+// cooperative launch; at most kMaxClusterBlocks).
+int front_cluster_max() {
+  static const int v = [] {
+    const char* e = std::getenv("FUSEDMOE_FRONT_CLUSTER");
+    if (e == nullptr || *e == '\0') return front_detail::kMaxClusterBlocks;
+    return std::clamp(std::atoi(e), 0, front_detail::kMaxClusterBlocks);
+  }();
+  return v;
+}
 }  // namespace
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
@@ -136,6 +149,10 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     l.grid += static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(extra, vec::sm_count() - f.route_blocks)));
   }
   f.quant_warps = (wide ? 0 : f.route_blocks * front_detail::kRouteWarps) + (l.grid - f.route_blocks) * warps;
+  // Several routing blocks: one thread-block cluster when they are few enough (the launcher
+  // checks that it fits, else it makes the cooperative launch), else a cooperative launch. Both
+  // need the scratch (reserved for every bound above kWideTokens).
+  if (!wide && f.route_blocks <= front_cluster_max()) l.cluster = f.route_blocks;
   l.cooperative = f.route_blocks > 1;
   if (l.cooperative) {
     if (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_detail::block_masks_bytes(G))

@@ -114,6 +114,15 @@ __device__ __forceinline__ void load_chunk(const T* p, bool aligned, float* out)
 }
 
 // ---- small helpers ----
+// Diagnostic stamp of route_token's phases (the fused front's trace; nullptr elsewhere): the
+// global timer once `dep` is computed, by lane 0.
+__device__ __forceinline__ void route_stamp(unsigned long long* trace, int slot, uint32_t dep) {
+  if (trace == nullptr || (threadIdx.x & 31) != 0) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) : "r"(dep) : "memory");
+  trace[slot] = t;
+}
+
 __device__ __forceinline__ uint32_t umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
 __device__ __forceinline__ uint32_t umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
 __device__ __forceinline__ void report_error(int32_t* flag, int code, int64_t token, int slot, int32_t id) {
@@ -352,9 +361,11 @@ __device__ __forceinline__ uint32_t group_eligible_regs(const Params& p, const u
 // ---- one warp routes one token: every router that reads the whole row of logits ----
 // wsm: this warp's shared scratch of num_experts + n_group words (grouped kBiasedTopK only);
 // ids_shared: see finish_slots.
+// trace: the fused front's diagnostic stamps of the phases (route_stamp), nullptr elsewhere.
 template <typename T, int VEC, int NV, RowMode M, bool kGroupRegs = false>
 __device__ __forceinline__ void route_token(const Params& p, int64_t token, int lane, uint32_t* wsm,
-                                            uint32_t valid, int32_t* ids_shared = nullptr) {
+                                            uint32_t valid, int32_t* ids_shared = nullptr,
+                                            unsigned long long* trace = nullptr) {
   constexpr int kCap = VEC * NV;
   static_assert(kCap <= 32 && (VEC & (VEC - 1)) == 0, "slots per lane");
   // Up to 16 slots per lane the correction bias is loaded together with the logits (one memory
@@ -433,6 +444,7 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
       }
     }
 
+    route_stamp(trace, 0, hd::as_uint(v[0]));
     // Selection keys: softmax p | s (+ bias) | logits.
     uint32_t key[kCap];
 #pragma unroll
@@ -525,6 +537,7 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
       taken |= ~eligible;
     }
 
+    route_stamp(trace, 1, taken);
     // k rounds of warp argmax (ties -> lower expert id). kCarry: the winner's unbiased score
     // travels with it (see kWide).
     constexpr bool kCarry = !kWide && M != RowMode::kLogitsRow;
@@ -550,6 +563,7 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
           sv[s] = kCarry ? v[s] : 0.f;
         }
       sort_candidates<kCap>(sk, se, sv);
+      route_stamp(trace, 2, sk[0]);
       for (int r = 0; r < k; ++r) {
         const uint32_t m = __reduce_max_sync(kFull, sk[0]);
         const uint32_t win = __reduce_min_sync(kFull, sk[0] == m ? se[0] : 0xffffffffu);
@@ -599,6 +613,7 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
       }
     }
 
+    route_stamp(trace, 3, my_key);
     // Weights (lane r < k: slot r).
     float w = 0.f;
     if (lane < k) {
@@ -623,6 +638,7 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
       }
     }
     finish_slots(p, token, lane, lane < k, my_id, w, false, 32, ids_shared);
+    route_stamp(trace, 4, hd::as_uint(w));
   }
 }
 
