@@ -184,13 +184,16 @@ struct LayerResult {
   std::vector<double> h;    // [R, N] GEMM1 + activation of the grouped rows (plan order), rounded
                             // to act_dtype when activations are quantised (as the layer stores H)
   std::vector<double> out;  // [T, K]
+  std::vector<double> y;    // [R, K] GEMM2 of every grouped row (plan order; expert bias added, not
+                            // weighted: what the layer's GEMM2 writes for the combine), only when
+                            // run from an h_override
 };
 // route -> plan -> GEMM1+act -> GEMM2 -> weight -> combine, in float64 from the given inputs.
 // Inputs are read as the layer reads them (x in act_dtype, weights in their format + scales);
 // with FP8 activations the GEMM inputs pass through fake_quantize_row.
 // h_override: optional [R, N] intermediate in plan order (e.g. a GPU's H, read back): GEMM1 is
 // skipped and GEMM2 and the combine run from it (quantised as the layer would quantise it), so a
-// test can check GEMM2 apart from GEMM1; out->h is then left empty.
+// test can check GEMM2 apart from GEMM1; out->h is then left empty and out->y is filled.
 Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const double* h_override = nullptr);
 
 }  // namespace fusedmoe::ref

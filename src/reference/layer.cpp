@@ -165,6 +165,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const
   // GEMM2, weighting and combine, in slot order per token (the shared expert's slot is last).
   // (tokens in parallel: each sums its own slots, in slot order, into its own output row)
   result.out.assign(static_cast<size_t>(num_tokens * k_dim), 0.0);
+  if (h_override != nullptr) result.y.assign(static_cast<size_t>(rows * k_dim), 0.0);
   detail::parallel_for(num_tokens, 2, [&](int64_t token) {
     std::vector<double> quantised_h(static_cast<size_t>(n_dim));
     std::vector<double> y(static_cast<size_t>(k_dim));
@@ -173,6 +174,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const
       if (row < 0) continue;  // expert on another rank
       fake_quantize_row(p.quant, &h[row * n_dim], n_dim, act2_scale, quantised_h.data());
       gemm2_row(p, t, row_group[row], quantised_h.data(), y.data());
+      if (h_override != nullptr) std::copy(y.begin(), y.end(), result.y.begin() + row * k_dim);  // own row
       double weight = p.shared_expert_scale;
       if (slot < top_k) weight = weight_on_input ? 1.0 : routing.weights[token * top_k + slot];
       double* out_row = &result.out[token * k_dim];

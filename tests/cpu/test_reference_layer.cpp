@@ -498,6 +498,14 @@ TEST(ReferenceLayer, IntermediateOutAndOverride) {
   const double w0 = res.routing.weights[0], w1 = res.routing.weights[1];
   const std::vector<double> expected = {w0 * 1.0, -w0 * 1.0, w1 * 2 * 4.0, w1 * 0.5 * 4.0};
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(other.out[i], expected[i], 1e-15) << i;
+  // GEMM2's rows (unweighted), in plan order: slot 0's row [1, -1], slot 1's [8, 2]
+  EXPECT_TRUE(res.y.empty());
+  ASSERT_EQ(other.y.size(), 4u);
+  const int32_t r0 = other.plan.slot_row[0], r1 = other.plan.slot_row[1];
+  EXPECT_EQ(other.y[2 * r0], 1.0);
+  EXPECT_EQ(other.y[2 * r0 + 1], -1.0);
+  EXPECT_EQ(other.y[2 * r1], 8.0);
+  EXPECT_EQ(other.y[2 * r1 + 1], 2.0);
 }
 
 // Llama-4 style, squared-relu, with biases and a shared expert (scale 0.5); exact binary values.
