@@ -71,7 +71,7 @@ std::vector<Case> dispatch_cases() {
 // block 0's token 0 inside the routing: scores, groups kept, sorted, k rounds, slots stored.
 template <class Fn>
 std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21) {
-  const int blocks = tokens <= 8 ? 1 : static_cast<int>((tokens + 7) / 8);  // routing blocks (front.cuh)
+  const int blocks = tokens <= 16 ? 1 : static_cast<int>((tokens + 7) / 8);  // routing blocks (front.cuh)
   constexpr int kSlots = 16;  // front.cuh kTraceSlots
   constexpr int kStamps = 12;
   Buf tr(size_t{8} * 32 * kSlots);
@@ -104,10 +104,12 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
     std::sort(at[k].begin(), at[k].end());
     m[k] = at[k][at[k].size() / 2];
   }
-  std::snprintf(buf, sizeof(buf),
-                "all in %.2f | routed %.2f | barrier %.2f | counts %.2f | rows %.2f | fallback %.2f | end %.2f us"
-                " || token 0: scores %.2f | groups %.2f | sorted %.2f | rounds %.2f | stored %.2f",
-                m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10], m[11]);
+  int n = std::snprintf(buf, sizeof(buf),
+                        "all in %.2f | routed %.2f | barrier %.2f | counts %.2f | rows %.2f | fallback %.2f | end %.2f us",
+                        m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
+  if (m[7] >= 0 && m[11] > 0)  // route_token's stamps (a build with FUSEDMOE_ROUTE_TRACE=1)
+    std::snprintf(buf + n, sizeof(buf) - n, " || token 0: scores %.2f | groups %.2f | sorted %.2f | rounds %.2f | stored %.2f",
+                  m[7], m[8], m[9], m[10], m[11]);
   return buf;
 }
 

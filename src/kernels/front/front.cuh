@@ -43,11 +43,12 @@
 namespace fusedmoe::kernels::front_detail {
 
 inline constexpr int kRouteWarps = 8;   // tokens per routing block when there are several
-inline constexpr int kWideTokens = 8;   // bound of the single routing block (its warps 0-7 route)
-// Routing blocks as one thread-block cluster up to this many (16 is a non-portable size: used
-// when the occupancy calculator says such a cluster fits, else 8), bounds <= 8 x that.
-inline constexpr int kMaxClusterBlocks = 16;
-inline constexpr int kPortableClusterBlocks = 8;
+inline constexpr int kWideTokens = 16;  // bound of the single routing block (all 16 warps route)
+// Routing blocks as one thread-block cluster up to this many (portable size), bounds <= 64.
+// Measured on the H200 (session 9): a cluster of 16 (non-portable) read the other blocks' masks
+// 3.4 us slower than the cooperative launch's scratch; 2 blocks of 8 tokens lost 1 us at 9 tokens
+// to the single block of 16 warps.
+inline constexpr int kMaxClusterBlocks = 8;
 inline constexpr int kMaxThreads = 512; // 16 warps: all route (one routing block), or 8 + 8 quantising
 inline constexpr size_t kFrontMaxSmem = 96 * 1024;  // dynamic shared memory bound (checked on the host)
 inline constexpr int64_t kQuantBytesPerBlock = 16 * 1024;  // of x per block when rows are spread
@@ -75,7 +76,6 @@ struct FrontParams {
   int quant_warps;
   uint32_t* block_masks;        // a cooperative launch: block_masks_bytes(G) of scratch
   int cluster_blocks;           // > 1: the routing blocks form one thread-block cluster (no scratch)
-  int warm;                     // run the plan's phases dry first (instruction cache; see gather_block_counts)
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
@@ -109,7 +109,7 @@ __host__ __device__ inline size_t block_masks_bytes(int groups) {
 }
 // Token ids of the block's tokens, in shared memory for the plan (up to 16 tokens x k <= kMaxTopK;
 // prepare_router refuses larger k).
-inline constexpr int kSharedIds = kRouteWarps * kMaxTopK;
+inline constexpr int kSharedIds = kWideTokens * kMaxTopK;
 inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) / (kMaxThreads / 32);
 
 // Phase B of a multi-block launch (after the grid barrier; every thread of a block that owns
@@ -118,30 +118,29 @@ inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) 
 // s_ws[j]. Warp w takes words w, w + 16, ...; lane l reads block l's word (nb <= 32 blocks own
 // tokens); warp reductions over the blocks give both numbers for four groups at once (two 16-bit
 // pairs per register). Returns true, in every thread, when some block saw a token reach a group
-// twice. The caller ends the phase with a block barrier. Where the blocks' masks are read from:
-// global scratch (cooperative launch) or this block's shared memory (a cluster, PushedMasks).
+// twice. Ends with a block barrier.
+// Where the blocks' masks are read from: global scratch (cooperative launch) or the other blocks'
+// shared memory (a thread-block cluster).
 struct ScratchMasks {
   const uint32_t* g;
   __device__ __forceinline__ uint32_t word(int b, int j) const { return __ldcg(g + j * kMaxRouteBlocks + b); }
   __device__ __forceinline__ uint32_t dup(int b, int W) const { return __ldcg(g + W * kMaxRouteBlocks + b); }
 };
-// A cluster: every block pushed its words into every block's shared memory before the cluster
-// barrier (remote stores; a remote load per word and block cost ~0.15 us per block, H200), word j
-// of block b at [j * kMaxClusterBlocks + b], the duplicate flags after the W words.
-struct PushedMasks {
-  const uint32_t* s;
-  __device__ __forceinline__ uint32_t word(int b, int j) const { return s[j * kMaxClusterBlocks + b]; }
-  __device__ __forceinline__ uint32_t dup(int b, int W) const { return s[W * kMaxClusterBlocks + b]; }
+struct ClusterMasks {
+  uint32_t* mask;  // this block's s_mask / s_dup; block b's through distributed shared memory
+  int* dup_flag;
+  __device__ __forceinline__ uint32_t word(int b, int j) const {
+    return cooperative_groups::this_cluster().map_shared_rank(mask, b)[j];
+  }
+  __device__ __forceinline__ uint32_t dup(int b, int) const {
+    return static_cast<uint32_t>(*cooperative_groups::this_cluster().map_shared_rank(dup_flag, b));
+  }
 };
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
-// The plan's phases after the routing are compiled once each (__noinline__) and, with
-// FrontParams::warm, first run `dry` (no stores) by warps that would otherwise wait for the routing
-// warps: the real run then finds its instructions in the SM's instruction cache. Each phase of a
-// few dozen instructions took ~0.5-1 us cold (H200, sessions 7-9), most of it fetching code.
 template <class Masks>
-__device__ __noinline__ bool gather_block_counts(const Masks masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws, bool dry) {
+__device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int W = mask_words(G);
@@ -168,7 +167,7 @@ __device__ __noinline__ bool gather_block_counts(const Masks masks, int G, int n
     const bool before = lane < me;
     const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
     const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
-    if (lane == 0 && !dry) {
+    if (lane == 0) {
       const int g = 4 * j;
       s_cb[g] = (ea << 16) | (ta & 0xffffu);  // groups past G have no bits: zero counts
       s_cb[g + 1] = (eb << 16) | (tb & 0xffffu);
@@ -177,6 +176,7 @@ __device__ __noinline__ bool gather_block_counts(const Masks masks, int G, int n
       s_ws[j] = (ta & 0xffffu) + (ta >> 16) + (tb & 0xffffu) + (tb >> 16);
     }
   }
+  __syncthreads();
   return dup;
 }
 
@@ -185,18 +185,22 @@ __device__ __noinline__ bool gather_block_counts(const Masks masks, int G, int n
 __device__ __forceinline__ uint32_t byte_below(const uint32_t* mask, int g, int w) {
   return __popc((mask[g >> 2] >> (8 * (g & 3))) & ((1u << w) - 1u));
 }
-// One routing block of up to 8 tokens: its own masks.
+// One routing block of up to 16 tokens: tokens 0-7 in mask, 8-15 in mask2 (same layout).
 struct OneBlockCounts {
   const uint32_t* mask;
-  __device__ __forceinline__ uint32_t word(int j) const { return __popc(mask[j]); }
-  __device__ __forceinline__ uint32_t cnt(int q) const { return byte_below(mask, q, 8); }
+  const uint32_t* mask2;
+  __device__ __forceinline__ uint32_t word(int j) const { return __popc(mask[j]) + __popc(mask2[j]); }
+  __device__ __forceinline__ uint32_t cnt(int q) const { return byte_below(mask, q, 8) + byte_below(mask2, q, 8); }
   __device__ __forceinline__ uint32_t bef(int) const { return 0u; }
   // Tokens of the groups of g's word below g.
   __device__ __forceinline__ uint32_t in_word_below(int g) const {
-    return __popc(mask[g >> 2] & ((1u << (8 * (g & 3))) - 1u));
+    const uint32_t m = (1u << (8 * (g & 3))) - 1u;
+    return __popc(mask[g >> 2] & m) + __popc(mask2[g >> 2] & m);
   }
   // The block's tokens of g below token `t` of the block.
-  __device__ __forceinline__ uint32_t own_below(int g, int t) const { return byte_below(mask, g, t); }
+  __device__ __forceinline__ uint32_t own_below(int g, int t) const {
+    return t < 8 ? byte_below(mask, g, t) : byte_below(mask, g, 8) + byte_below(mask2, g, t - 8);
+  }
 };
 struct GridCounts {
   const uint32_t* cb;
@@ -222,21 +226,12 @@ struct GridCounts {
 // earlier blocks + the block's tokens of g below it, and stores slot_row / row_token / row_slot.
 // Compact loops on purpose: this code runs once per launch, and fetching it costs more than
 // executing it.
-struct RowsOut {
-  int G;
-  int32_t* slot_row;
-  int32_t* row_token;
-  int32_t* row_slot;
-};
-__device__ __forceinline__ RowsOut rows_out(const plan_detail::PlanParams& p) {
-  return RowsOut{p.num_groups, p.slot_row, p.row_token, p.row_slot};
-}
 template <class C>
-__device__ __noinline__ void warp_plan_rows(const RowsOut p, const C c, bool has_entry, int g, int w, int32_t entry,
-                                            int32_t token, int slot, bool dry) {
+__device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p, const C& c, bool has_entry, int g, int w,
+                                               int32_t entry, int32_t token, int slot) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31;
-  const int G = p.G;
+  const int G = p.num_groups;
   const int W = mask_words(G);
   const int wpl = (W + 31) / 32;
   const int j0 = lane * wpl, j1 = min(W, j0 + wpl);
@@ -255,34 +250,23 @@ __device__ __noinline__ void warp_plan_rows(const RowsOut p, const C c, bool has
   const uint32_t base = __shfl_sync(kAll, inc - sum, owner);
   if (!has_entry) return;
   if (!mapped) {
-    if (!dry) p.slot_row[entry] = -1;
+    p.slot_row[entry] = -1;
     return;
   }
   uint32_t r = base + c.in_word_below(g) + c.bef(g) + c.own_below(g, w);
 #pragma unroll 1
   for (int j = owner * wpl; j < jg; ++j) r += c.word(j);
-  if (dry) return;
   p.slot_row[entry] = static_cast<int32_t>(r);
   p.row_token[r] = token;
   p.row_slot[r] = slot;
 }
 
 // Block 0's counts, offsets and padded offsets, by one warp (its own scans of the counts).
-struct OffsetsOut {
-  int G;
-  int tile_m;
-  int32_t* counts;
-  int32_t* offsets;
-  int32_t* padded_offsets;
-};
-__device__ __forceinline__ OffsetsOut offsets_out(const plan_detail::PlanParams& p) {
-  return OffsetsOut{p.num_groups, p.tile_m, p.counts, p.offsets, p.padded_offsets};
-}
 template <class C>
-__device__ __noinline__ void warp_plan_offsets(const OffsetsOut p, const C c, bool dry) {
+__device__ __forceinline__ void warp_plan_offsets(const plan_detail::PlanParams& p, const C& c) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31;
-  const int G = p.G;
+  const int G = p.num_groups;
   const int gpl = (G + 31) / 32;
   const int g0 = lane * gpl, g1 = min(G, g0 + gpl);
   uint32_t sum = 0, psum = 0;
@@ -301,7 +285,6 @@ __device__ __noinline__ void warp_plan_offsets(const OffsetsOut p, const C c, bo
       pinc += po;
     }
   }
-  if (dry) return;
   uint32_t run = inc - sum, prun = pinc - psum;
 #pragma unroll 1
   for (int q = g0; q < g1; ++q) {
@@ -406,29 +389,13 @@ __device__ __forceinline__ void quantize_part(const FrontParams& f, int64_t num_
   }
 }
 
-// The first 8 quantising warps of the grid also write the static scale or zero the scale slots of
-// rows [bound, rows_pad4) (the TMA padding), as the quantiser does.
-__device__ __forceinline__ void quantize_pad_scales(const FrontParams& f, int qw, int lane) {
-  if (qw >= kRouteWarps || f.q_scales == nullptr) return;
-  const int qt = qw * 32 + lane;
-  constexpr int qn = kRouteWarps * 32;
-  if (f.quant_scheme == pq_detail::kStatic) {
-    if (qt == 0) f.q_scales[0] = __ldg(f.static_scale);
-  } else {
-    const int pad = static_cast<int>(f.rows_pad4 - f.r.num_tokens);
-    const int kb = f.quant_scheme == pq_detail::kGroup ? (f.hidden + 127) / 128 : 1;
-    for (int i = qt; i < kb * pad; i += qn)
-      f.q_scales[static_cast<int64_t>(i / pad) * f.rows_pad4 + f.r.num_tokens + i % pad] = 0.f;
-  }
-}
-
 template <typename T, int VEC, int NV, router_detail::RowMode M>
 __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const FrontParams f) {
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ int32_t s_ids[kSharedIds];
   __shared__ uint32_t s_mask[kMaxMaskWords];
-  __shared__ uint32_t s_all[(kMaxMaskWords + 1) * kMaxClusterBlocks];  // a cluster: PushedMasks
+  __shared__ uint32_t s_mask2[kMaxMaskWords];  // one routing block: tokens 8-15
   __shared__ uint32_t s_cb[kMaxGroups];
   __shared__ uint32_t s_ws[kMaxMaskWords];
   __shared__ int s_dup;
@@ -437,36 +404,24 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   const int warp = static_cast<int>(threadIdx.x >> 5);
   const int G = f.plan.num_groups;
   const int W = mask_words(G);
-  // Warps 0-7 of routing block b route tokens 8b + w. One routing block (bound <= 8): no grid
-  // barrier, x is quantised by the blocks after it. Several: warps 8-15 also quantise.
+  // One routing block (bound <= 16): all 16 warps route (token = warp), no grid barrier, x is
+  // quantised by the blocks after it. Several: warps 0-7 route tokens 8b + w, warps 8-15 quantise.
   const bool wide = f.route_blocks == 1;
   const bool routes = static_cast<int>(blockIdx.x) < f.route_blocks;
-  const bool route_warp = routes && warp < kRouteWarps;
+  const bool route_warp = routes && (wide || warp < kRouteWarps);
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
-  const int64_t token = static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
+  const int64_t token = wide ? warp : static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
   trace_stamp(f.trace, 0);
-  // Warps 0-7 of a routing block route; warps 8-15 zero the masks and arrive at named barrier 1
-  // (the routing warps wait there, long done by then, before setting bits: no block barrier before
-  // the routing), then warm the plan's code (FrontParams::warm) and, with several routing blocks,
-  // quantise.
-  if (routes && warp >= kRouteWarps) {
-    for (int q = threadIdx.x - kRouteWarps * 32; q < W; q += blockDim.x - kRouteWarps * 32) s_mask[q] = 0u;
-    if (threadIdx.x == kRouteWarps * 32) s_dup = 0;
-    asm volatile("bar.arrive 1, %0;" ::"r"(kMaxThreads) : "memory");
-    if (f.warm) {
-      const bool entry_lane = lane < f.plan.slots;
-      const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
-      if (wide) {
-        const OneBlockCounts c{s_mask};
-        warp_plan_rows(rows_out(f.plan), c, entry_lane, 0, 0, 0, 0, 0, true);
-        warp_plan_offsets(offsets_out(f.plan), c, true);
-      } else {
-        if (f.cluster_blocks > 1) (void)gather_block_counts(PushedMasks{s_all}, G, nb, s_cb, s_ws, true);
-        else (void)gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws, true);
-        const GridCounts c{s_cb, s_ws, s_mask};
-        warp_plan_rows(rows_out(f.plan), c, entry_lane, 0, 0, 0, 0, 0, true);
-        warp_plan_offsets(offsets_out(f.plan), c, true);
-      }
+  if (routes) {
+    if (wide) {  // zeroed by everyone; the block barrier after the routing orders it before the bits
+      for (int q = threadIdx.x; q < W; q += blockDim.x) s_mask[q] = s_mask2[q] = 0u;
+      if (threadIdx.x == 0) s_dup = 0;
+    } else if (warp >= kRouteWarps) {
+      // Zeroed by warps 8-15, which then arrive at named barrier 1; the routing warps wait there
+      // (long done by then) before setting bits. No block barrier before the routing.
+      for (int q = threadIdx.x - kRouteWarps * 32; q < W; q += blockDim.x - kRouteWarps * 32) s_mask[q] = 0u;
+      if (threadIdx.x == kRouteWarps * 32) s_dup = 0;
+      asm volatile("bar.arrive 1, %0;" ::"r"(kMaxThreads) : "memory");
     }
   }
 
@@ -482,7 +437,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
                                        ids, rtrace);
       __syncwarp();
     }
-    asm volatile("bar.sync 1, %0;" ::"r"(kMaxThreads) : "memory");  // every routing warp: the masks are zero
+    if (wide) __syncthreads();
+    else asm volatile("bar.sync 1, %0;" ::"r"(kMaxThreads) : "memory");  // every routing warp: the masks are zero
     if (token < num_tokens) {
       const int32_t* ids = s_ids + warp * f.r.k;
       const plan_detail::PlanParams& p = f.plan;
@@ -499,24 +455,30 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
           }
         }
         if (g < G) {
-          const uint32_t bit = 1u << (8 * (g & 3) + warp);
-          if (atomicOr(s_mask + (g >> 2), bit) & bit) s_dup = 1;
+          const uint32_t bit = 1u << (8 * (g & 3) + (warp & 7));
+          if (atomicOr((warp >= 8 ? s_mask2 : s_mask) + (g >> 2), bit) & bit) s_dup = 1;
         }
       }
     }
-  } else if (!wide && f.quant_scheme != pq_detail::kNone) {
+  } else if (f.quant_scheme != pq_detail::kNone) {
     // Quantising warps, numbered over the grid: warps 8-15 of the routing blocks (several), then
     // 16 per quantising-only block. The first 8 also zero the scales' padding.
     const int qw = routes ? static_cast<int>(blockIdx.x) * kRouteWarps + (warp - kRouteWarps)
-                          : f.route_blocks * kRouteWarps + (static_cast<int>(blockIdx.x) - f.route_blocks) * kWarps + warp;
+                          : (wide ? 0 : f.route_blocks * kRouteWarps) + (static_cast<int>(blockIdx.x) - f.route_blocks) * kWarps + warp;
     quantize_part(f, num_tokens, qw, f.quant_warps, lane);
-    quantize_pad_scales(f, qw, lane);
-  } else if (!routes && f.quant_scheme != pq_detail::kNone) {
-    // One routing block (its warps 8-15 only warm and write the counts): the blocks after it
-    // quantise, 16 warps each.
-    const int qw = (static_cast<int>(blockIdx.x) - 1) * kWarps + warp;
-    quantize_part(f, num_tokens, qw, f.quant_warps, lane);
-    quantize_pad_scales(f, qw, lane);
+    if (qw < kRouteWarps && f.q_scales != nullptr) {
+      const int qt = qw * 32 + lane;
+      constexpr int qn = kRouteWarps * 32;
+      if (f.quant_scheme == pq_detail::kStatic) {
+        if (qt == 0) f.q_scales[0] = __ldg(f.static_scale);
+      } else {
+        // Zero the scale slots of rows [bound, rows_pad4) (the TMA padding), as the quantiser.
+        const int pad = static_cast<int>(f.rows_pad4 - f.r.num_tokens);
+        const int kb = f.quant_scheme == pq_detail::kGroup ? (f.hidden + 127) / 128 : 1;
+        for (int i = qt; i < kb * pad; i += qn)
+          f.q_scales[static_cast<int64_t>(i / pad) * f.rows_pad4 + f.r.num_tokens + i % pad] = 0.f;
+      }
+    }
   }
 
   const int64_t entry = token * f.plan.slots + slot;
@@ -531,44 +493,32 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     dup = s_dup != 0;
     trace_stamp(f.trace, 3);
     if (!dup) {
-      // Warp 8 (never a routing warp) writes counts and offsets.
-      const OneBlockCounts c{s_mask};
-      if (ranks)
-        warp_plan_rows(rows_out(f.plan), c, has_entry, g, warp, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot,
-                       false);
-      if (warp == kRouteWarps) warp_plan_offsets(offsets_out(f.plan), c, false);
+      // The first warp without a token (or the last) also writes counts and offsets.
+      const int writer = num_tokens < kWarps - 1 ? static_cast<int>(num_tokens) : kWarps - 1;
+      const OneBlockCounts c{s_mask, s_mask2};
+      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (warp == writer) warp_plan_offsets(f.plan, c);
     }
   } else if (f.cluster_blocks > 1) {
-    // A thread-block cluster of routing blocks (blocks after it only quantise, and are done). Each
-    // block with tokens pushes its mask words and duplicate flag into every such block's shared
-    // memory (remote stores, PushedMasks), the cluster barrier publishes them, and every block
-    // reads them locally: no distributed shared memory access after the barrier, so a block may
-    // exit once past it.
+    // A thread-block cluster of routing blocks (blocks after it only quantise, and are done): the
+    // cluster barrier publishes every block's masks in shared memory, read through distributed
+    // shared memory; a block arrives once it has read them and waits before exiting, so no block
+    // leaves while another may still read its masks.
     if (!routes) return;
-    __syncthreads();  // the block's bits
     trace_stamp(f.trace, 1);
-    const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
-    if (static_cast<int>(blockIdx.x) < nb) {
-      const int per = W + 1;
-      for (int i = threadIdx.x; i < per * nb; i += blockDim.x) {
-        const int dst = i / per, j = i - dst * per;
-        uint32_t* remote = cooperative_groups::this_cluster().map_shared_rank(s_all, dst);
-        remote[j * kMaxClusterBlocks + blockIdx.x] = j < W ? s_mask[j] : static_cast<uint32_t>(s_dup);
-      }
-    }
     cluster_arrive();
     cluster_wait();
     trace_stamp(f.trace, 2);
-    dup = gather_block_counts(PushedMasks{s_all}, G, nb, s_cb, s_ws, false);
-    __syncthreads();
+    const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
+    dup = gather_block_counts(ClusterMasks{s_mask, &s_dup}, G, nb, s_cb, s_ws);
+    cluster_arrive();
     trace_stamp(f.trace, 3);
     if (!dup) {
       const GridCounts c{s_cb, s_ws, s_mask};
-      if (ranks)
-        warp_plan_rows(rows_out(f.plan), c, has_entry, g, warp, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot,
-                       false);
-      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(offsets_out(f.plan), c, false);
+      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
     }
+    cluster_wait();
   } else {
     // Every block with tokens exports its masks; the grid barrier (which orders memory: no fence
     // of ours) makes them visible to the plan.
@@ -582,16 +532,13 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     trace_stamp(f.trace, 2);
     const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
-    dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws, false);
-    __syncthreads();
+    dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws);
     trace_stamp(f.trace, 3);
     if (!dup) {
       // Block 0's warp 8 writes counts and offsets while the routing warps compute their rows.
       const GridCounts c{s_cb, s_ws, s_mask};
-      if (ranks)
-        warp_plan_rows(rows_out(f.plan), c, has_entry, g, warp, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot,
-                       false);
-      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(offsets_out(f.plan), c, false);
+      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
     }
   }
   trace_stamp(f.trace, 4);

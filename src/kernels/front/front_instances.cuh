@@ -53,15 +53,15 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     if (nv > NV) return launch_front_nv<T, VEC, NV * 2, M>(f, nv, l, s);
   }
   auto fn = front_small_kernel<T, VEC, NV, M>;
-  if (l.smem > 48 * 1024) {
-    static std::atomic<uint64_t> done{0};  // per instance
+  {  // static + dynamic shared memory may pass 48 KB: opt in once per instance
+    static std::atomic<uint64_t> done{0};
     const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(fn), static_cast<int>(kFrontMaxSmem), &done);
     if (e != cudaSuccess) return e;
   }
   if (l.cluster > 1) {
     // The routing blocks as one cluster, if such a cluster fits a GPC at this block size and
-    // shared memory (the occupancy calculator, host-side; cached per instance and cluster size;
-    // sizes above 8 are non-portable and need the attribute). Else the cooperative launch below.
+    // shared memory (the occupancy calculator, host-side; cached per instance and cluster size).
+    // Else the cooperative launch below.
     static std::atomic<int> max_clusters[kMaxClusterBlocks + 1];  // 0: unknown; else clusters + 1
     std::atomic<int>& known = max_clusters[l.cluster];
     cudaLaunchAttribute attr = {};
@@ -70,20 +70,13 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
     int clusters = known.load(std::memory_order_relaxed) - 1;
     if (clusters < 0) {
-      clusters = 0;
-      cudaError_t e = cudaSuccess;
-      if (l.cluster > kPortableClusterBlocks)
-        e = cudaFuncSetAttribute(reinterpret_cast<const void*>(fn), cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-      if (e == cudaSuccess) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(static_cast<unsigned>(l.cluster));
-        cfg.blockDim = dim3(static_cast<unsigned>(l.block));
-        cfg.dynamicSmemBytes = l.smem;
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
-        e = cudaOccupancyMaxActiveClusters(&clusters, fn, &cfg);
-      }
-      if (e != cudaSuccess) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(static_cast<unsigned>(l.cluster));
+      cfg.blockDim = dim3(static_cast<unsigned>(l.block));
+      cfg.dynamicSmemBytes = l.smem;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      if (cudaOccupancyMaxActiveClusters(&clusters, fn, &cfg) != cudaSuccess) {
         (void)cudaGetLastError();
         clusters = 0;
       }

@@ -31,15 +31,6 @@ int front_cluster_max() {
   }();
   return v;
 }
-// Warming the plan's code by the idle warps (front.cuh, FrontParams::warm): on unless
-// FUSEDMOE_FRONT_WARM=0 (a diagnostic override, read once).
-int front_warm() {
-  static const int v = [] {
-    const char* e = std::getenv("FUSEDMOE_FRONT_WARM");
-    return (e != nullptr && e[0] == '0' && e[1] == '\0') ? 0 : 1;
-  }();
-  return v;
-}
 }  // namespace
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
@@ -128,7 +119,6 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   if (e != cudaSuccess) return e;
   f.r = rp.p;
   f.trace = g_front_trace.load(std::memory_order_relaxed);
-  f.warm = front_warm();
 
   const bool quant = a.quant != ActQuant::kNone;
   FrontLaunch l;
