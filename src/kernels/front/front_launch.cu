@@ -20,13 +20,13 @@ using router_detail::RowMode;
 namespace {
 std::atomic<unsigned long long*> g_front_trace{nullptr};
 
-// The most routing blocks that form one cluster: kMaxClusterBlocks, or FUSEDMOE_FRONT_CLUSTER
+// The most routing blocks that form one cluster: kDefaultClusterBlocks, or FUSEDMOE_FRONT_CLUSTER
 // (a tuning and diagnostic override, read once: 0 or 1 = never a cluster, always the
 // cooperative launch; at most kMaxClusterBlocks).
 int front_cluster_max() {
   static const int v = [] {
     const char* e = std::getenv("FUSEDMOE_FRONT_CLUSTER");
-    if (e == nullptr || *e == '\0') return front_detail::kMaxClusterBlocks;
+    if (e == nullptr || *e == '\0') return front_detail::kDefaultClusterBlocks;
     return std::clamp(std::atoi(e), 0, front_detail::kMaxClusterBlocks);
   }();
   return v;
