@@ -77,7 +77,6 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
   Buf tr(size_t{8} * 32 * kSlots);
   fm::kernels::set_front_trace(static_cast<unsigned long long*>(tr.p));
   std::vector<std::vector<double>> at(kStamps);
-  std::vector<double> mhz;  // block 0's SM clock over the kernel (clock64 / globaltimer)
   std::vector<unsigned long long> h(size_t{32} * kSlots);
   for (int c = 0; c < calls; ++c) {
     BENCH_CUDA(cudaMemsetAsync(tr.p, 0, size_t{8} * 32 * kSlots, s));
@@ -96,7 +95,6 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
     at[1].push_back(us(last_done));
     for (int k = 2; k < 7; ++k) at[k].push_back(us(h[k]));
     for (int k = 7; k < kStamps; ++k) at[k].push_back(us(h[k + 1]));
-    if (h[14] > h[13] && h[6] > h[0]) mhz.push_back(static_cast<double>(h[14] - h[13]) * 1e3 / static_cast<double>(h[6] - h[0]));
   }
   fm::kernels::set_front_trace(nullptr);
   if (at[0].empty()) return "fused kernel did not run";
@@ -106,13 +104,9 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
     std::sort(at[k].begin(), at[k].end());
     m[k] = at[k][at[k].size() / 2];
   }
-  int n = std::snprintf(buf, sizeof(buf),
+  const int n = std::snprintf(buf, sizeof(buf),
                         "all in %.2f | routed %.2f | barrier %.2f | counts %.2f | rows %.2f | fallback %.2f | end %.2f us",
                         m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
-  if (!mhz.empty()) {
-    std::sort(mhz.begin(), mhz.end());
-    n += std::snprintf(buf + n, sizeof(buf) - n, " | SM clock %.0f MHz", mhz[mhz.size() / 2]);
-  }
   if (m[7] >= 0 && m[11] > 0)  // route_token's stamps (a build with FUSEDMOE_ROUTE_TRACE=1)
     std::snprintf(buf + n, sizeof(buf) - n, " || token 0: scores %.2f | groups %.2f | sorted %.2f | rounds %.2f | stored %.2f",
                   m[7], m[8], m[9], m[10], m[11]);

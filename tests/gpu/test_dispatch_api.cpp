@@ -411,7 +411,7 @@ TEST(DispatchApi, FusedFrontMatchesSeparateKernelsBitwise) {
 
 // One captured graph per bound: the token count is read on the device. Every count from 0 to
 // the bound replays the same graph; results equal the reference for that count. Covers the
-// fused front (bound 256: a cooperative launch; 32: a cluster), the single-block plan (bound 900 x 9)
+// fused front (bound 256: a cooperative launch; 40: a cluster of 5 blocks), the single-block plan (bound 900 x 9)
 // and the chunked plan (4096).
 TEST(DispatchApi, DeviceTokenCountOneGraphServesEveryCount) {
   struct B {
@@ -421,7 +421,7 @@ TEST(DispatchApi, DeviceTokenCountOneGraphServesEveryCount) {
   };
   for (const B& b : {B{"dsv3-tp8", 256, false}, B{"dsv3-tp8", 256, true}, B{"qwen235-tp8", 900, true},
                      B{"dsv3-tp8", 4096, true}, B{"qwen3next-tp1", 300, true},
-                     B{"qwen235-tp8", 32, false}}) {
+                     B{"qwen235-tp8", 40, false}}) {
     fm::MoeProblem p = fm::find_preset(b.preset)->problem;
     p.num_tokens = p.max_tokens = b.bound;
     const uint64_t seed = fm::gputest::test_seed();

@@ -45,12 +45,13 @@ namespace fusedmoe::kernels::front_detail {
 inline constexpr int kRouteWarps = 8;   // tokens per routing block when there are several
 inline constexpr int kWideTokens = 16;  // bound of the single routing block (all 16 warps route)
 // Routing blocks as one thread-block cluster: by default up to kDefaultClusterBlocks (bounds
-// 17-32), at most kMaxClusterBlocks (portable size; FUSEDMOE_FRONT_CLUSTER). Measured on the H200
-// (session 9, per call): 17-32 tokens 6.4 -> 5.75 us (qwen3), 9.8 -> 9.3 (dsv3 + FP8) against the
-// cooperative launch; at 64 tokens (8 blocks) reading 8 blocks' masks through distributed shared
-// memory ate the barrier's gain (qwen3 6.38 vs 6.41, dsv3 10.5 vs 9.9); a cluster of 16 was 3.4 us
-// slower; 2 blocks of 8 tokens lost 1 us at 9 tokens to the single block of 16 warps.
-inline constexpr int kDefaultClusterBlocks = 4;
+// 17-48), at most kMaxClusterBlocks (portable size; FUSEDMOE_FRONT_CLUSTER). Measured on the H200
+// (session 9, per call, against the cooperative launch in the same run): qwen3 17-48 tokens
+// 6.4-6.6 -> 5.75-6.0 us, dsv3 + FP8 9.8-9.9 -> 9.1-9.6 us; at 64 tokens (8 blocks) reading 8
+// blocks' masks through distributed shared memory ate the barrier's gain (qwen3 6.38 vs 6.41, dsv3
+// 10.5 vs 9.9); a cluster of 16 was 3.4 us slower; 2 blocks of 8 tokens lost 1 us at 9 tokens to
+// the single block of 16 warps.
+inline constexpr int kDefaultClusterBlocks = 6;
 inline constexpr int kMaxClusterBlocks = 8;
 inline constexpr int kMaxThreads = 512; // 16 warps: all route (one routing block), or 8 + 8 quantising
 inline constexpr size_t kFrontMaxSmem = 96 * 1024;  // dynamic shared memory bound (checked on the host)
@@ -88,7 +89,7 @@ struct FrontParams {
 // quantisation done; [2] past the grid (or cluster) barrier, [3] group counts of all blocks read,
 // [4] rows written; block 0 [5] after the fallback plan, [6] end; block 0's token 0 (route_token's
 // route_stamp, a FUSEDMOE_ROUTE_TRACE build) [8] scores, [9] groups kept, [10] candidates sorted,
-// [11] k rounds, [12] slots stored; block 0's clock64 at [0] and [6] in [13] and [14].
+// [11] k rounds, [12] slots stored.
 inline constexpr int kTraceSlots = 16;
 inline constexpr int kRouteTraceSlot = 8;
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
