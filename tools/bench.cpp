@@ -720,7 +720,7 @@ int cmd_bench(int argc, char** argv) {
       // GEMMs).
       struct Variant {
         std::string stage;
-        bool permute, fuse, pdl = false;
+        bool permute, fuse, pdl = false, by_token = false;
       };
       const bool fp8 = p.quant.act != fm::ActQuant::kNone;
       std::vector<Variant> variants;
@@ -728,6 +728,9 @@ int cmd_bench(int argc, char** argv) {
         if (t <= 256) variants.push_back({"route+plan+quant token-order", false, true});
         variants.push_back({"route+plan+quant contiguous", true, true});
         if (t >= 1024) variants.push_back({"route+plan+quant contiguous, pdl", true, true, true});
+        // forward()'s FP8 block path: the 1x128 scales stay in token order (no gather)
+        if (p.quant.act == fm::ActQuant::kGroup128)
+          variants.push_back({"route+plan+quant contiguous, scales by token", true, true, false, true});
         if (t <= 256) variants.push_back({"route+plan+quant token-order unfused", false, false});
       } else {
         variants.push_back({"route+plan", false, true});
@@ -743,6 +746,7 @@ int cmd_bench(int argc, char** argv) {
         o.permute = v.permute;
         o.fuse_front = v.fuse;
         o.overlap_launches = v.pdl;
+        o.group_scales_by_token = v.by_token;
         st = fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r);
         BENCH_CUDA(cudaStreamSynchronize(s));
         if (!st.ok()) {
@@ -764,7 +768,8 @@ int cmd_bench(int argc, char** argv) {
         double bytes = logit_bytes + d.correction_bias.size() * 4.0 + tk * 8 + tk * 4 + slots * 4 * 3;
         if (fp8) {
           const double out_rows = v.permute ? slots : static_cast<double>(t);
-          bytes += static_cast<double>(t) * p.hidden * 2 + out_rows * p.hidden * 1 + out_rows * (p.hidden / 128) * 4;
+          const double scale_rows = v.by_token ? static_cast<double>(t) : out_rows;  // by token: each token's once
+          bytes += static_cast<double>(t) * p.hidden * 2 + out_rows * p.hidden * 1 + scale_rows * (p.hidden / 128) * 4;
         } else if (v.permute) {
           bytes += static_cast<double>(t) * p.hidden * 2 + slots * p.hidden * 2;
         }

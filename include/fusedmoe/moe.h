@@ -110,6 +110,12 @@ struct DispatchOptions {
   // each launch starts while its predecessor finishes and waits on the device for its results).
   // Same results; bench --suite dispatch prints both from 1024 tokens.
   bool overlap_launches = false;
+  // 1x128 activation groups (ActQuant::kGroup128), contiguous layout, no weight on the input: keep
+  // the scales in token order, each token's once (DispatchResult::act_scales_by_token; act_scales
+  // is then null), for a GEMM that reads row r's scales as those of token row_token[r]. forward()'s
+  // FP8 GEMM1 does: no gather of the scales into row order (at 16384 tokens of DeepSeek-V3, 21 us
+  // and a launch). Ignored (row-order act_scales as usual) for any other scheme or layout.
+  bool group_scales_by_token = false;
 };
 
 // Device pointers into the workspace. G = weight_experts() groups, R = rows (<= T * slots).
@@ -127,6 +133,10 @@ struct DispatchResult {
                                             // exactly T rows; keep x unchanged until the GEMM has read it)
   int64_t act_rows = 0;                     // T (token order) or max padded rows (permuted)
   const float* act_scales = nullptr;        // per quant scheme (see quant.h), null for kNone
+  // DispatchOptions::group_scales_by_token (when it applied): token t's 1x128 scales at
+  // act_scales_by_token[t * act_scales_token_stride + kb], stride ceil(K/128) rounded up to 4
+  const float* act_scales_by_token = nullptr;
+  int act_scales_token_stride = 0;
   int num_groups = 0;
   const int32_t* num_tokens_device = nullptr;  // MoeTensors::num_tokens_device (used by combine())
   bool fused_front = false;                 // the fused front kernel ran (see DispatchOptions)

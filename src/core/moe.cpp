@@ -81,6 +81,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   DispatchOptions o;
   o.permute = !gather;
   o.tile_m = d.tokens_tile;
+  // FP8 block scales: x's 1x128 scales stay in token order and GEMM1 reads them through row_token
+  // (no gather of the scales into row order: at 16384 tokens of DeepSeek-V3, 21 us and a launch).
+  o.group_scales_by_token = true;
   DispatchResult r;
   FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
   if (options.stop_after == Stage::kDispatch) return Status::Ok();
@@ -133,6 +136,11 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     // block scales: [K/128 (N/128 for H), rows_pad4] activation scales, rows fastest
     f.block_scales = p.quant.weight.granularity == ScaleGranularity::kBlock;
     f.a_scale_stride = (r.act_rows + 3) / 4 * 4;
+    if (r.act_scales_by_token != nullptr) {
+      f.a_scale = r.act_scales_by_token;
+      f.a_scale_stride = r.act_scales_token_stride;
+      f.a_scale_row_token = r.row_token;
+    }
     f.w_scale_ue8m0 = p.quant.weight.scale_format == ScaleFormat::kUE8M0;
   }
   cudaError_t e = fp8 ? kernels::launch_fp8_grouped_gemm1(f, stream) : kernels::launch_grouped_gemm1(g, stream);
@@ -169,7 +177,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     e = kernels::launch_permute_quant(hq, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
     f.a = inter_q;
-    f.a_scale = inter_scales;
+    f.a_scale = inter_scales;  // H's scales in row order
+    f.a_scale_stride = (r.act_rows + 3) / 4 * 4;
+    f.a_scale_row_token = nullptr;
     // (safe: the quantise of H above waits for GEMM1 before it triggers, so the plan is complete
     // when GEMM2 starts; a quantise fused into GEMM1 would need GEMM2's early weights off)
     f.early_weights = true;

@@ -201,6 +201,15 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
   qa.rows_out = r->act_rows;
   qa.scratch = region<void>(ws, w.quant_scratch);
   qa.scratch_bytes = w.quant_scratch.bytes;
+  // 1x128 scales kept in token order (DispatchOptions::group_scales_by_token): the permute's stage
+  // in the quantiser's scratch is the result.
+  qa.scales_by_token = o.group_scales_by_token && o.permute && p.quant.act == ActQuant::kGroup128 &&
+                       !p.router.weight_on_input;
+  if (qa.scales_by_token) {
+    r->act_scales = nullptr;
+    r->act_scales_by_token = kernels::permute_quant_token_scales(qa.scratch);
+    r->act_scales_token_stride = kernels::scale_stage_stride(p.hidden);
+  }
   if (x_as_is) {
     r->act = t.x;
     return Status::Ok();

@@ -121,6 +121,37 @@ TEST(Fp8GroupedGemmArgs, BadArgumentsAreRejectedBeforeAnyCudaCall) {
   EXPECT_EQ(fusedmoe::kernels::check_fp8_grouped_gemm_args(a, /*gemm2=*/false), cudaSuccess);
 }
 
+// Block scales in row order (stride >= max_rows) or in token order through row_token (GEMM1
+// only, stride >= ceil(K/128), offsets needed, tokens x stride in 32 bits).
+TEST(Fp8GroupedGemmArgs, BlockScalesRowOrTokenOrder) {
+  namespace fk = fusedmoe::kernels;
+  Fp8GroupedGemmArgs a = valid_args();
+  a.block_scales = true;
+  a.a_scale_stride = 1024;
+  EXPECT_EQ(fk::check_fp8_grouped_gemm_args(a, false), cudaSuccess);
+  EXPECT_EQ(fk::check_fp8_grouped_gemm_args(a, true), cudaSuccess);
+  a.a_scale_stride = 1020;  // < max_rows
+  EXPECT_EQ(fk::check_fp8_grouped_gemm_args(a, false), cudaErrorInvalidValue);
+  Fp8GroupedGemmArgs t = valid_args();
+  t.block_scales = true;
+  t.a_scale_row_token = static_cast<const int32_t*>(fake(0xA0000));
+  t.a_scale_stride = 4;  // K 512: 4 blocks
+  EXPECT_EQ(fk::check_fp8_grouped_gemm_args(t, false), cudaSuccess);
+  EXPECT_EQ(fk::check_fp8_grouped_gemm_args(t, true), cudaErrorInvalidValue) << "GEMM2 reads H's row-order scales";
+  Fp8GroupedGemmArgs u = t;
+  u.a_scale_stride = 3;
+  EXPECT_EQ(fk::check_fp8_grouped_gemm_args(u, false), cudaErrorInvalidValue) << "stride below the K blocks";
+  u = t;
+  u.offsets = nullptr;
+  EXPECT_EQ(fk::check_fp8_grouped_gemm_args(u, false), cudaErrorInvalidValue) << "row_token needs offsets";
+  u = t;
+  u.block_scales = false;
+  EXPECT_EQ(fk::check_fp8_grouped_gemm_args(u, false), cudaErrorInvalidValue) << "row_token without block scales";
+  u = t;
+  u.a_scale_stride = int64_t(1) << 24;  // 1024 rows x 2^24 > 2^31
+  EXPECT_EQ(fk::check_fp8_grouped_gemm_args(u, false), cudaErrorInvalidValue) << "token offsets past 32 bits";
+}
+
 TEST(Fp8GroupedGemmArgs, NoRowsIsANoOpWithoutTouchingTheDevice) {
   Fp8GroupedGemmArgs a = valid_args();
   a.max_rows = 0;

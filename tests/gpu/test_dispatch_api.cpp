@@ -109,8 +109,17 @@ void verify_dispatch(const fm::MoeProblem& p, const fm::testing::LayerData& d, c
   const auto act = to_host<uint8_t>(r.act, static_cast<size_t>(r.act_rows) * kdim * esz);
   const int64_t rows4 = (r.act_rows + 3) / 4 * 4;
   const int kgroups = kdim / 128;
+  // 1x128 scales in row order [K/128][rows4], or (DispatchOptions::group_scales_by_token) in token
+  // order [T][stride], each token's once
+  const bool by_token = r.act_scales_by_token != nullptr;
+  if (by_token) {
+    EXPECT_EQ(r.act_scales, nullptr);
+    ASSERT_GE(r.act_scales_token_stride, kgroups);
+  }
   std::vector<float> scales;
-  if (fp8 && p.quant.act == fm::ActQuant::kGroup128) scales = to_host<float>(r.act_scales, static_cast<size_t>(kgroups) * rows4);
+  if (fp8 && p.quant.act == fm::ActQuant::kGroup128)
+    scales = by_token ? to_host<float>(r.act_scales_by_token, static_cast<size_t>(c.tokens) * r.act_scales_token_stride)
+                      : to_host<float>(r.act_scales, static_cast<size_t>(kgroups) * rows4);
   std::vector<float> xrow(kdim);
   std::vector<uint8_t> q(kdim);
   std::vector<float> qs(kgroups > 0 ? kgroups : 1);
@@ -131,8 +140,11 @@ void verify_dispatch(const fm::MoeProblem& p, const fm::testing::LayerData& d, c
       ASSERT_LT(out_row, r.act_rows);
       if (fp8) {
         ASSERT_EQ(0, std::memcmp(act.data() + out_row * kdim, q.data(), kdim)) << "token " << tok << " slot " << s;
-        for (int gk = 0; gk < kgroups; ++gk)
-          ASSERT_EQ(scales[static_cast<size_t>(gk) * rows4 + out_row], qs[gk]) << "token " << tok << " group " << gk;
+        for (int gk = 0; gk < kgroups; ++gk) {
+          const size_t at = by_token ? static_cast<size_t>(tok) * r.act_scales_token_stride + gk
+                                     : static_cast<size_t>(gk) * rows4 + out_row;
+          ASSERT_EQ(scales[at], qs[gk]) << "token " << tok << " group " << gk;
+        }
       } else if (p.router.weight_on_input && s < p.top_k()) {
         // Llama-4: the routed rows carry x * w (float32 product, rounded once to bf16).
         const float wt = rr.weights[tok * p.top_k() + s];
@@ -148,10 +160,11 @@ void verify_dispatch(const fm::MoeProblem& p, const fm::testing::LayerData& d, c
   }
 }
 
-void check_dispatch(const Case& c, bool permute, int tile_m, bool fuse = true) {
+void check_dispatch(const Case& c, bool permute, int tile_m, bool fuse = true, bool scales_by_token = false) {
   const uint64_t seed = fm::gputest::test_seed();
   SCOPED_TRACE(c.preset + " T=" + std::to_string(c.tokens) + " permute=" + std::to_string(permute) +
-               " tile_m=" + std::to_string(tile_m) + " fuse=" + std::to_string(fuse) + " seed=" + std::to_string(seed));
+               " tile_m=" + std::to_string(tile_m) + " fuse=" + std::to_string(fuse) +
+               " scales_by_token=" + std::to_string(scales_by_token) + " seed=" + std::to_string(seed));
   fm::MoeProblem p = fm::find_preset(c.preset)->problem;
   p.num_tokens = p.max_tokens = c.tokens;
   fm::testing::LayerData d;
@@ -171,6 +184,7 @@ void check_dispatch(const Case& c, bool permute, int tile_m, bool fuse = true) {
   o.permute = permute;
   o.tile_m = tile_m;
   o.fuse_front = fuse;
+  o.group_scales_by_token = scales_by_token;
   fm::DispatchResult r;
   const fm::Status st = fm::dispatch(p, g.t, ws.get(), bytes, nullptr, o, &r);
   ASSERT_TRUE(st.ok()) << st.to_string();
@@ -186,6 +200,12 @@ TEST(DispatchApi, DeepSeekV3Fp8BlockPermuted) {
   for (int64_t t : {1, 3, 64, 255, 1000, 4096}) check_dispatch({"dsv3-tp8", t}, true, 128);
   check_dispatch({"dsv3-tp8", 4096, fm::testing::Skew::kOneHot}, true, 64);
   check_dispatch({"dsv3-tp8", 1000, fm::testing::Skew::kZipf}, true, 1);
+  // the 1x128 scales kept in token order (forward()'s FP8 path): small and staged sizes, a hot
+  // expert, a workspace bound above the count; token order (permute off) ignores the option
+  for (int64_t t : {1, 17, 255, 4096}) check_dispatch({"dsv3-tp8", t}, true, 128, true, true);
+  check_dispatch({"dsv3-tp8", 1000, fm::testing::Skew::kOneHot, false, 3000}, true, 64, true, true);
+  check_dispatch({"dsv4f-tp4", 77}, true, 128, true, true);  // UE8M0 scales
+  check_dispatch({"dsv3-tp8", 64}, false, 128, true, true);
 }
 
 TEST(DispatchApi, QwenBf16GatherAndPermuted) {

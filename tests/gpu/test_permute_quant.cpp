@@ -47,14 +47,16 @@ struct QCase {
   int experts = 16;
   int shared = 1;
   int tile = 8;
+  bool by_token = false;  // PermuteQuantArgs::scales_by_token (kGroup128, permuted, unweighted)
 };
 
 std::string describe(const QCase& c) {
   char buf[320];
-  std::snprintf(buf, sizeof buf, "T=%lld K=%d %s %s %s %s%s stride+%d%s k=%d E=%d shared=%d tile=%d",
+  std::snprintf(buf, sizeof buf, "T=%lld K=%d %s %s %s %s%s stride+%d%s k=%d E=%d shared=%d tile=%d%s",
                 static_cast<long long>(c.tokens), c.hidden, fm::to_string(c.dtype), fm::to_string(c.quant),
                 fm::to_string(c.fmt), c.permute ? "permuted" : "token-order", c.weighted ? " weighted" : "",
-                c.stride_pad, c.specials ? " inf/nan" : "", c.k, c.experts, c.shared, c.tile);
+                c.stride_pad, c.specials ? " inf/nan" : "", c.k, c.experts, c.shared, c.tile,
+                c.by_token ? " scales-by-token" : "");
   return buf;
 }
 
@@ -224,6 +226,7 @@ void run_case(const QCase& c) {
   a.rows_out = rows_out;
   a.scratch = dscratch.get();
   a.scratch_bytes = dscratch.bytes();
+  a.scales_by_token = c.by_token;
   int kernels = 0;
   a.kernels_launched = &kernels;
 
@@ -233,11 +236,16 @@ void run_case(const QCase& c) {
   FM_CUDA_CHECK(fk::launch_permute_quant(a, nullptr));
   FM_CUDA_CHECK(cudaDeviceSynchronize());
   if (T > 0) {
-    const bool staged = c.permute && c.quant == ActQuant::kGroup128 && !c.weighted && a.row_token != nullptr;
+    const bool staged = c.permute && c.quant == ActQuant::kGroup128 && !c.weighted && a.row_token != nullptr && !c.by_token;
     EXPECT_EQ(kernels, 1 + (c.quant == ActQuant::kPerTensorDynamic) + staged) << describe(c);
   }
   const std::vector<uint8_t> out = to_host<uint8_t>(dout.get(), static_cast<size_t>(rows_out * K) * elem);
   const std::vector<uint32_t> sc = to_host<uint32_t>(dsc.get(), scale_count);
+  // scales_by_token: token t's scales at the stage's [t * stride + b]; out_scales untouched
+  const int stage_stride = fk::scale_stage_stride(K);
+  const std::vector<uint32_t> stage =
+      c.by_token ? to_host<uint32_t>(fk::permute_quant_token_scales(dscratch.get()), static_cast<size_t>(T) * stage_stride)
+                 : std::vector<uint32_t>{};
 
   // Expected row of token t with weight w (has_w) written at row `dest`.
   std::vector<uint8_t> eq(K * elem);
@@ -290,11 +298,12 @@ void run_case(const QCase& c) {
     }
     for (int b = 0; b < nscales; ++b) {
       const size_t at = c.quant == ActQuant::kGroup128 ? static_cast<size_t>(b * rows_pad4 + dest) : static_cast<size_t>(dest);
+      const uint32_t g = c.by_token ? stage[static_cast<size_t>(t) * stage_stride + b] : sc[at];
       uint32_t e;
       std::memcpy(&e, &es[b], 4);
-      if (sc[at] != e) {
+      if (g != e) {
         float gf;
-        std::memcpy(&gf, &sc[at], 4);
+        std::memcpy(&gf, &g, 4);
         ADD_FAILURE() << "scale of token " << t << " row " << dest << " group " << b << ": got " << gf << ", expected "
                       << es[b];
         ++bad;
@@ -334,7 +343,8 @@ void run_case(const QCase& c) {
       for (int64_t b = 0; b < nb; ++b)
         for (int64_t r = 0; r < rows_pad4; ++r) {
           const uint32_t v = sc[b * rows_pad4 + r];
-          if (r >= rows_out) EXPECT_EQ(v, 0u) << "scale padding slot " << r << " group " << b;
+          if (c.by_token) EXPECT_EQ(v, 0xFFFFFFFFu) << "row-order scale slot " << r << " group " << b << " (by token: untouched)";
+          else if (r >= rows_out) EXPECT_EQ(v, 0u) << "scale padding slot " << r << " group " << b;
           else if (!written[r]) EXPECT_EQ(v, 0xFFFFFFFFu) << "unowned scale slot " << r << " group " << b;
         }
     }
@@ -400,6 +410,46 @@ TEST(PermuteQuant, LargeTokenCounts) {
       {70, 32768, bf, Q::kGroup128, f32, false, false, 8, true},
   };
   for (const QCase& c : cases) run_case(c);
+}
+
+// The 1x128 scales kept in token order (PermuteQuantArgs::scales_by_token, forward()'s FP8 path):
+// rows bit-identical, each token's scales once in the stage, out_scales untouched, one launch.
+TEST(PermuteQuant, GroupScalesByToken) {
+  using Q = ActQuant;
+  const ScaleFormat f32 = ScaleFormat::kFloat32, e8 = ScaleFormat::kUE8M0;
+  const DType bf = DType::kBFloat16, hf = DType::kFloat16;
+  std::vector<QCase> cases = {
+      {1, 7168, bf, Q::kGroup128, f32, true, false, 0, false, 8, 32, 1, 128, true},
+      {65, 2880, hf, Q::kGroup128, e8, true, false, 64, true, 4, 16, 1, 8, true},
+      {1000, 2048, bf, Q::kGroup128, e8, true, false, 0, true, 6, 64, 0, 1, true},
+      {4096, 7168, bf, Q::kGroup128, f32, true, false, 0, false, 8, 32, 1, 128, true},
+  };
+  for (const QCase& c : cases) run_case(c);
+  // any other scheme, layout or a routing weight on the rows: refused
+  for (QCase c : {QCase{5, 256, bf, Q::kPerToken, f32, true, false, 0, false, 2, 8, 0, 8, true},
+                  QCase{5, 256, bf, Q::kGroup128, f32, false, false, 0, false, 2, 8, 0, 8, true},
+                  QCase{5, 256, bf, Q::kGroup128, f32, true, true, 0, false, 2, 8, 0, 8, true}}) {
+    SCOPED_TRACE(describe(c));
+    DeviceBuffer buf(1 << 20);
+    fk::PermuteQuantArgs a;
+    a.x = buf.get();
+    a.out = buf.get();
+    a.out_scales = buf.as<float>();
+    a.num_tokens = c.tokens;
+    a.hidden = c.hidden;
+    a.quant = c.quant;
+    a.permute = c.permute;
+    a.slots = 2;
+    a.num_groups = 8;
+    a.slot_row = a.offsets = a.padded_offsets = buf.as<int32_t>();
+    a.top_k = 2;
+    a.rows_out = 64;
+    a.row_weight = c.weighted ? buf.as<float>() : nullptr;
+    a.scratch = buf.get();
+    a.scratch_bytes = buf.bytes();
+    a.scales_by_token = true;
+    EXPECT_EQ(fk::launch_permute_quant(a, nullptr), cudaErrorInvalidValue);
+  }
 }
 
 // Long rows (K up to 16384: the staged scale gather takes two passes of 64 k-blocks at 16384) and

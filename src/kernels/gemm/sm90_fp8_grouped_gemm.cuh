@@ -113,6 +113,7 @@ struct SharedStorage {
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
   int info[4];  // expert, count, unpadded offset, padded offset of this CTA's token tile
+  int tok_scale[Cfg::kTokTile];  // token-order block scales: token * a_scale_stride per tile row (-1: padding)
 };
 
 template <class Cfg>
@@ -157,6 +158,7 @@ struct Params {
   // and the epilogue applies none (the "row" scale fields above are unused).
   int block_scales;
   int64_t a_scale_stride;
+  const int32_t* a_scale_row_token;  // token-order activation block scales (Fp8GroupedGemmArgs)
   int w_row_blocks;
   int w_scale_ue8m0;
   // Split-K over a cluster and early weights under PDL: as the BF16 kernel's Params
@@ -226,7 +228,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     const int lo = __ldcg(p.padded_offsets + i);  // (L2 loads: may run before the PDL wait)
     const int hi = __ldcg(p.padded_offsets + i + 1);
     const int cnt = __ldcg(p.counts + i);
-    const int off = p.out_unpadded ? __ldcg(p.offsets + i) : 0;
+    const int off = (p.out_unpadded || p.a_scale_row_token != nullptr) ? __ldcg(p.offsets + i) : 0;
     if (lo <= row0 && row0 < hi) {
       ss.info[0] = i;
       ss.info[1] = cnt;
@@ -244,6 +246,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int rows_valid = min(Cfg::kTokTile, count - local0);
   const int64_t out_row0 =
       int64_t(__shfl_sync(0xffffffff, p.out_unpadded ? ss.info[2] : ss.info[3], 0)) + local0;
+  // Token-order block scales (a_scale_row_token): where each tile row's scales start, token *
+  // a_scale_stride (32-bit: checked on the host; -1 for padding rows), from the grouped row
+  // offsets[e] + local0 + i (ss.info[2] holds offsets[e] then). In shared memory, not registers:
+  // the consumers read them once per K block. (row_token is the plan's, complete two launches back:
+  // readable before the PDL wait, as padded_offsets above.)
+  if (p.block_scales && p.a_scale_row_token != nullptr) {  // block-uniform
+    const int64_t grow0 = int64_t(__shfl_sync(0xffffffff, ss.info[2], 0)) + local0;
+    const int stride = int(p.a_scale_stride);
+    for (int i = tid; i < Cfg::kTokTile; i += Cfg::kThreads)
+      ss.tok_scale[i] = i < rows_valid ? __ldcg(p.a_scale_row_token + grow0 + i) * stride : -1;
+    __syncthreads();
+  }
   const int w_begin = w_chunk * p.tiles_per_cta;
   const int w_end = min(p.w_tiles, w_begin + p.tiles_per_cta);
 
@@ -371,7 +385,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       CUTE_UNROLL
       for (int q = 0; q < kTokVals; ++q) sa_col[q] = tok_of(q) < rows_valid ? sa_at(tok_of(q)) : 0.f;
     }
-
     int stage = 0;
     uint32_t phase = 0;
     for (int w = w_begin; w < w_end; ++w) {
@@ -395,8 +408,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
         if (p.block_scales) {
           CUTE_UNROLL
-          for (int q = 0; q < kTokVals; ++q)
-            sa_k[q] = tok_of(q) < rows_valid ? __ldcg(p.a_scale + int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)) : 0.f;
+          for (int q = 0; q < kTokVals; ++q) {
+            if (p.a_scale_row_token != nullptr)
+              sa_k[q] = ss.tok_scale[tok_of(q)] >= 0 ? __ldcg(p.a_scale + (ss.tok_scale[tok_of(q)] + kt)) : 0.f;
+            else
+              sa_k[q] = tok_of(q) < rows_valid ? __ldcg(p.a_scale + int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)) : 0.f;
+          }
           if (p.w_scale_ue8m0) {
             const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
             sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
@@ -657,6 +674,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.w_scale_row_mul = a.w_scale_per_channel ? 1 : 0;
   p.block_scales = a.block_scales ? 1 : 0;
   p.a_scale_stride = a.a_scale_stride;
+  p.a_scale_row_token = a.block_scales ? a.a_scale_row_token : nullptr;
   p.w_row_blocks = (w_rows + 127) / 128;
   p.w_scale_ue8m0 = a.w_scale_ue8m0 ? 1 : 0;
   if (a.block_scales) {  // (the row-scale fields are not read; keep their pointers in range)

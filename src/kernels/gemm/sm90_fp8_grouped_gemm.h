@@ -1,12 +1,11 @@
 // sm90_fp8_grouped_gemm.h — host entry points of the FP8 e4m3 W8A8 expert GEMMs (sm_90a, TMA +
 // WGMMA e4m3, warp-specialised), issue #5, docs/fp8_plan.md steps 2-3. Plain C++ header.
 //
-// STATUS: the normal tile family (128 token rows x 128 weight rows x 128 K) with "row" scales
-// (per-tensor / per-channel weight scales, per-tensor / per-token activation scales, applied in
-// fp32 in the epilogue) is validated on the H200 (every element within the accumulator model's
-// bound) and run by forward(). Compiled but NOT yet run on a GPU: the Swap-AB family (token tiles
-// 8, 16, 32) and block scales (below). No FP8 output yet (GEMM1 writes bf16 H; forward() quantises
-// it in a separate pass).
+// STATUS: both tile families (normal: 128 token rows x 128 weight rows x 128 K; Swap-AB: 64 weight
+// rows x 8/16/32 tokens) with "row" scales (per-tensor / per-channel weight scales, per-tensor /
+// per-token activation scales, applied in fp32 in the epilogue) and with block scales (below) are
+// validated on the H200 and run by forward(). No FP8 output yet (GEMM1 writes bf16 H; forward()
+// quantises it in a separate pass).
 //
 // Layouts are those of the BF16 kernels (sm90_bf16_grouped_gemm.h: contiguous expert order,
 // padded_offsets multiples of 128, padding rows are garbage and never affect a valid output) with
@@ -42,7 +41,7 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
   const float* w_scale = nullptr;   // weight scale(s), see above (device, 4-B aligned, non-null)
   bool a_scale_per_token = false;
   bool w_scale_per_channel = false;
-  // Block scales instead (DeepSeek; compiled, NOT yet run on a GPU): 128x128 weight blocks and 1x128
+  // Block scales instead (DeepSeek): 128x128 weight blocks and 1x128
   // activation groups, applied per 128-wide K block in fp32 at each promotion (so the sum never
   // mixes blocks at reduced precision); needs N and K multiples of 128. Then
   //   sa(r, kb)     = a_scale[kb * a_scale_stride + r]        (r: row of `a`; a_scale_stride >= max_rows)
@@ -52,6 +51,11 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
   bool block_scales = false;
   int64_t a_scale_stride = 0;
   bool w_scale_ue8m0 = false;
+  // GEMM1 with block scales, activation scales in token order (DispatchOptions::
+  // group_scales_by_token): row r of `a` (padded row padded_offsets[e] + i, grouped row
+  // offsets[e] + i) takes token t = a_scale_row_token[offsets[e] + i]'s scales,
+  //   sa(r, kb) = a_scale[t * a_scale_stride + kb]   (a_scale_stride >= ceil(K/128); needs offsets).
+  const int32_t* a_scale_row_token = nullptr;
 };
 
 // Host-only argument checks (no CUDA call): cudaErrorInvalidValue for N or K not a positive
@@ -59,7 +63,9 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
 // [1, 65536], max_rows < 0 or too large, an unsupported family/tile; and when max_rows > 0: null
 // a / w / out / counts / padded_offsets (offsets for GEMM2) / a_scale / w_scale, a / w / out not
 // 16-byte aligned, scales or bias not 4-byte aligned (UE8M0 weight scales: any alignment); block
-// scales with N or K not a multiple of 128 or a_scale_stride < max_rows. cudaSuccess otherwise.
+// scales with N or K not a multiple of 128 or a_scale_stride < max_rows (with a_scale_row_token:
+// < ceil(K/128), or GEMM2, or no offsets); a_scale_row_token without block scales. cudaSuccess
+// otherwise.
 cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& args, bool gemm2);
 
 // Enqueue on `stream`; allocate nothing, never synchronise. Arguments are checked (above) before

@@ -75,8 +75,17 @@ cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& a, bool gemm2)
   if (a.n <= 0 || a.k <= 0 || a.n % 16 != 0 || a.k % 16 != 0) return cudaErrorInvalidValue;
   if (a.max_rows < 0 || a.max_rows > int64_t(INT_MAX) - 256) return cudaErrorInvalidValue;
   if (a.weight_tiles_per_cta < 0) return cudaErrorInvalidValue;
-  if (a.block_scales && (a.n % 128 != 0 || a.k % 128 != 0 || a.a_scale_stride < a.max_rows)) return cudaErrorInvalidValue;
+  if (a.block_scales && (a.n % 128 != 0 || a.k % 128 != 0)) return cudaErrorInvalidValue;
+  // activation block scales: row order (stride >= max_rows), or token order through row_token
+  // (stride >= the reduction's 128-blocks; not for GEMM2, whose rows are H's)
+  const int64_t red_blocks = ((gemm2 ? a.n : a.k) + 127) / 128;
+  if (a.a_scale_row_token != nullptr && (!a.block_scales || gemm2)) return cudaErrorInvalidValue;
+  if (a.block_scales && a.a_scale_stride < (a.a_scale_row_token != nullptr ? red_blocks : a.max_rows))
+    return cudaErrorInvalidValue;
   if (a.max_rows == 0) return cudaSuccess;
+  if (a.a_scale_row_token != nullptr && !a.offsets) return cudaErrorInvalidValue;
+  // token-order scales: token * stride in 32 bits (tokens <= rows)
+  if (a.a_scale_row_token != nullptr && a.max_rows * a.a_scale_stride > int64_t(INT_MAX)) return cudaErrorInvalidValue;
   // pointers
   if (!a.a || !a.w || !a.out || !a.counts || !a.padded_offsets) return cudaErrorInvalidValue;
   if (gemm2 && !a.offsets) return cudaErrorInvalidValue;

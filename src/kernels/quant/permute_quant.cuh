@@ -197,6 +197,7 @@ struct PQParams {
   // K 7168: 555 us with the scattered stores, 337 us without any scale store).
   float* scale_stage;
   int stage_stride;  // ceil(K / 128) rounded up to 4
+  int stage_only;    // PermuteQuantArgs::scales_by_token: the stage is the result (no gather; out_scales null)
   const int32_t* row_token;
 };
 

@@ -51,7 +51,7 @@ cudaError_t launch_typed(const PQParams& p, bool fp8, int vpt, int64_t grid, int
     if (e != cudaSuccess) return e;
   }
   const cudaError_t e = fp8 ? launch_rows<TIn, true>(p, vpt, grid, block, stream) : launch_rows<TIn, false>(p, vpt, grid, block, stream);
-  if (e != cudaSuccess || p.scale_stage == nullptr) return e;
+  if (e != cudaSuccess || p.scale_stage == nullptr || p.stage_only) return e;
   const int64_t rows_bound = p.num_tokens * p.slots;
   return launch_chain(scale_gather_kernel, dim3(resident_grid(scale_gather_kernel, kScaleGatherThreads, (rows_bound + kGatherRows - 1) / kGatherRows)),
                       dim3(kScaleGatherThreads), 0, stream, p);
@@ -63,6 +63,10 @@ const char* permute_quant_kernel_name() { return "permute_quant_rowteam_e4m3x16_
 
 // Stride (floats) of a token's staged 1x128 scales.
 int scale_stage_stride(int hidden) { return ((hidden + 127) / 128 + 3) / 4 * 4; }
+
+float* permute_quant_token_scales(void* scratch) {
+  return reinterpret_cast<float*>(static_cast<unsigned char*>(scratch) + kScratchBytes);
+}
 
 size_t permute_quant_scratch_bytes(int64_t max_tokens, int hidden) {
   return kScratchBytes + static_cast<size_t>(std::max<int64_t>(0, max_tokens)) * scale_stage_stride(hidden) * sizeof(float);
@@ -140,8 +144,18 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
       a.num_tokens >= (a.stage_min_tokens >= 0 ? a.stage_min_tokens : kStageMinTokens) &&
       p.out_scales != nullptr && a.scratch != nullptr && vec::aligned16(a.scratch) &&
       a.scratch_bytes >= kScratchBytes + stage_bytes)
-    p.scale_stage = reinterpret_cast<float*>(static_cast<unsigned char*>(a.scratch) + kScratchBytes);
-  if (a.kernels_launched != nullptr) *a.kernels_launched = 1 + (p.scheme == kDynamic) + (p.scale_stage != nullptr);
+    p.scale_stage = permute_quant_token_scales(a.scratch);
+  if (a.scales_by_token) {
+    // The stage is the result: no row-order scales, no gather (see the header).
+    if (p.scheme != kGroup || !p.permute || a.row_weight != nullptr || a.scratch == nullptr || !vec::aligned16(a.scratch) ||
+        a.scratch_bytes < kScratchBytes + stage_bytes)
+      return cudaErrorInvalidValue;
+    p.scale_stage = permute_quant_token_scales(a.scratch);
+    p.out_scales = nullptr;
+    p.stage_only = 1;
+  }
+  if (a.kernels_launched != nullptr)
+    *a.kernels_launched = 1 + (p.scheme == kDynamic) + (p.scale_stage != nullptr && !p.stage_only);
 
   const int sms = vec::sm_count();
   const int64_t grid = (a.num_tokens + shape.teams - 1) / shape.teams;  // blocks needed; launch_rows caps it

@@ -56,7 +56,18 @@ struct PermuteQuantArgs {
   // Token bound from which permuted 1x128 scales are staged and gathered (-1: the measured
   // default, 4096; tests set 0 to cover the path at any size).
   int64_t stage_min_tokens = -1;
+  // kGroup128, permuted, no row_weight: keep the 1x128 scales in token order, each token's once, at
+  // permute_quant_token_scales(scratch)[t * scale_stage_stride(K) + kb] (the stage), and write no
+  // row-order scales (out_scales is not touched) and launch no gather: for a GEMM that reads each
+  // row's scales through row_token (the FP8 grouped GEMM's a_scale_row_token). Needs the scratch
+  // of permute_quant_scratch_bytes(num_tokens, K); any other scheme or layout: cudaErrorInvalidValue.
+  bool scales_by_token = false;
 };
+
+// Stride (floats) of a token's 1x128 scales in the stage: ceil(K / 128) rounded up to 4.
+int scale_stage_stride(int hidden);
+// Where the stage lies in the scratch (PermuteQuantArgs::scales_by_token).
+float* permute_quant_token_scales(void* scratch);
 
 // Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).
 const char* permute_quant_kernel_name();
