@@ -584,6 +584,7 @@ int cmd_bench(int argc, char** argv) {
   std::vector<std::string> only;  // --cases: names of the cases to run (default: all)
   bool pdl = false;               // --pdl: layer suite, also each case with overlapped launches on / off
   bool staged = false;            // --staged: layer suite, also each case without the staged GEMM epilogue
+  bool scales = false;            // --scales: layer suite, FP8 block cases also with row-order activation scales
   bool gather = false;            // --gather: layer suite, also each case with gathered GEMM1 rows
   bool splitk = false;            // --splitk: layer suite, also each case without split-K
   bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences)
@@ -596,6 +597,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--peer" && i + 1 < argc) peer_path = argv[++i];
     else if (a == "--pdl") pdl = true;
     else if (a == "--staged") staged = true;
+    else if (a == "--scales") scales = true;
     else if (a == "--gather") gather = true;
     else if (a == "--splitk") splitk = true;
     else if (a == "--stages") stages = true;
@@ -610,7 +612,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--splitk] [--stages] [--precomputed] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--splitk] [--stages] [--precomputed] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -657,6 +659,8 @@ int cmd_bench(int argc, char** argv) {
     }
     if (gather) add("gather on", &fusedmoe::ForwardOptions::gather_rows, Toggle::kOn);  // no permuted copy
     if (staged) add("staged off", &fusedmoe::ForwardOptions::staged_epilogue, Toggle::kOff);
+    // (FP8 block cases only; elsewhere the switch changes nothing)
+    if (scales) add("scales by token off", &fusedmoe::ForwardOptions::scales_by_token, Toggle::kOff);
     if (splitk) add("split-k off", &fusedmoe::ForwardOptions::split_k, Toggle::kOff);
     const std::vector<Case> cases = selected(layer_cases(), only);
     const double fp8_tflops = fp8_rate_if_needed(s, cases, tflops);

@@ -63,6 +63,11 @@ struct ForwardOptions {
   // partial sums are added in a fixed order: the same bits every run, rounding may differ from
   // the unsplit sum. Auto: that heuristic; kOff never splits; kOn = auto (bench --splitk).
   Toggle split_k = Toggle::kAuto;
+  // FP8 with 128x128 weight blocks: x's 1x128 activation scales stay in token order (each token's
+  // written once by the permute) and GEMM1 reads each row's through the plan's row_token, instead
+  // of a row-order copy (DispatchOptions::group_scales_by_token). Same values. Auto: on (bench
+  // --scales compares).
+  Toggle scales_by_token = Toggle::kAuto;
   // Benchmarking aid: stop after this stage (kDispatch: route + plan + permute; kGemm1; kGemm2;
   // kAll: the whole layer). The output is left unwritten when it stops early; timing prefixes
   // gives per-stage times (fusedmoe bench --suite layer --stages).
@@ -71,7 +76,8 @@ struct ForwardOptions {
 
 // The switches above as forward() resolves them for a problem, with the reasons.
 struct ResolvedOptions {
-  bool overlap_launches = false, staged_epilogue = false, gather_rows = false, split_k = false;
+  bool overlap_launches = false, staged_epilogue = false, gather_rows = false, split_k = false,
+       scales_by_token = false;
   std::string why;
 };
 ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& options);

@@ -50,6 +50,11 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
     *why << "    (not applicable: quantised input or weights on the input)\n";
   r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
                    "auto: swap-ab tiles filling under half of the CTA slots split K over a cluster");
+  const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
+                         p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
+  if (block_fp8)
+    r.scales_by_token = pick("scales_by_token", o.scales_by_token, true,
+                             "auto: x's 1x128 scales in token order, read through row_token (no gather)");
   return r;
 }
 }  // namespace
@@ -83,7 +88,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   o.tile_m = d.tokens_tile;
   // FP8 block scales: x's 1x128 scales stay in token order and GEMM1 reads them through row_token
   // (no gather of the scales into row order: at 16384 tokens of DeepSeek-V3, 21 us and a launch).
-  o.group_scales_by_token = true;
+  o.group_scales_by_token = ro.scales_by_token;
   DispatchResult r;
   FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
   if (options.stop_after == Stage::kDispatch) return Status::Ok();

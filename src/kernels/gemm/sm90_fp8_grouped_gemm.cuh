@@ -409,8 +409,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         if (p.block_scales) {
           CUTE_UNROLL
           for (int q = 0; q < kTokVals; ++q) {
+            // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
+            // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
+            // L2-only __ldcg, so the next K blocks hit L1
             if (p.a_scale_row_token != nullptr)
-              sa_k[q] = ss.tok_scale[tok_of(q)] >= 0 ? __ldcg(p.a_scale + (ss.tok_scale[tok_of(q)] + kt)) : 0.f;
+              sa_k[q] = ss.tok_scale[tok_of(q)] >= 0 ? p.a_scale[ss.tok_scale[tok_of(q)] + kt] : 0.f;
             else
               sa_k[q] = tok_of(q) < rows_valid ? __ldcg(p.a_scale + int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)) : 0.f;
           }
