@@ -459,12 +459,24 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
 
 // One captured graph of the whole layer serves every token count up to its bound: the count is
 // read on the device (MoeTensors::num_tokens_device). Rows past the count stay untouched.
+// Also block FP8 (x's 1x128 scales in token order, read through row_token): against the float64
+// layer of the quantised math, the FP8 layer cases' whole-layer bound.
 TEST(Forward, DeviceTokenCountOneGraph) {
-  fm::MoeProblem p = small_problem(32, 8, 256, 1024);
-  for (int64_t bound : {64, 1000}) {
+  struct C {
+    fm::MoeProblem p;
+    int64_t bound;
+    double tol;
+  };
+  fm::MoeProblem block = small_problem(16, 4, 256, 512);
+  block.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  for (C cc : {C{small_problem(32, 8, 256, 1024), 64, kTolerance}, C{small_problem(32, 8, 256, 1024), 1000, kTolerance},
+               C{block, 64, 2e-2}}) {
+    fm::MoeProblem p = cc.p;
+    const int64_t bound = cc.bound;
     p.num_tokens = p.max_tokens = bound;
     const uint64_t seed = fm::gputest::test_seed();
-    SCOPED_TRACE("bound " + std::to_string(bound) + " seed " + std::to_string(seed));
+    SCOPED_TRACE("bound " + std::to_string(bound) + " " + std::string(fm::to_string(p.quant.weight.format)) + " seed " +
+                 std::to_string(seed));
     Layer L;
     upload(p, seed, fm::testing::Skew::kUniform, &L);
     if (::testing::Test::HasFatalFailure()) return;
@@ -496,7 +508,7 @@ TEST(Forward, DeviceTokenCountOneGraph) {
       std::printf("[ forward  ] device count %lld of bound %lld: rel_err %.3e\n", static_cast<long long>(c),
                   static_cast<long long>(bound), err);
       EXPECT_EQ(bad, 0);
-      EXPECT_LE(err, kTolerance) << "count " << c;
+      EXPECT_LE(err, cc.tol) << "count " << c;
     }
     cudaStreamDestroy(s);
   }
@@ -596,6 +608,15 @@ TEST(Forward, Fp8BlockScaledLayers) {
     const std::string label = f == fm::ScaleFormat::kUE8M0 ? "fp8 block ue8m0" : "fp8 block f32";
     for (int64_t t : {1, 65, 1000}) check_forward(p, t, {}, label, fm::testing::Skew::kUniform, kFp8Tol);
     check_forward(p, 5, tiles(fm::TileFamily::kSwapAB, 8), label + " swap-ab", fm::testing::Skew::kUniform, kFp8Tol);
+    // x's scales in token order (the default, ForwardOptions::scales_by_token) on the wider
+    // Swap-AB tiles, and the row-order scales (off) on both families
+    for (int tile : {16, 32})
+      check_forward(p, 33, tiles(fm::TileFamily::kSwapAB, tile), label + " swap-ab", fm::testing::Skew::kZipf, kFp8Tol);
+    for (const fm::ForwardOptions& o : {fm::ForwardOptions{}, tiles(fm::TileFamily::kSwapAB, 16)}) {
+      fm::ForwardOptions off = o;
+      off.scales_by_token = fm::Toggle::kOff;
+      check_forward(p, 65, off, label + " row-order scales", fm::testing::Skew::kUniform, kFp8Tol);
+    }
   }
   fm::MoeProblem d = fm::find_preset("tiny-dsv3")->problem;  // grouped router, shared expert, block FP8
   check_forward(d, 37, {}, "tiny-dsv3", fm::testing::Skew::kZipf, kFp8Tol);

@@ -141,8 +141,16 @@ struct ClusterMasks {
     return static_cast<uint32_t>(*cooperative_groups::this_cluster().map_shared_rank(dup_flag, b));
   }
 };
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+// (.aligned: every thread of a warp executes the same barrier instruction; the __syncwarp makes
+// sure the warp has reconverged after the divergent routing and ranking code)
+__device__ __forceinline__ void cluster_arrive() {
+  __syncwarp();
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  __syncwarp();
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
 
 template <class Masks>
 __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws) {

@@ -83,15 +83,17 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
       known.store(clusters + 1, std::memory_order_relaxed);
     }
     if (clusters >= 1) {
-      // The grid a whole number of clusters, all resident at once (blocks past the quantisers'
-      // share quantise nothing); the quantising warps renumbered for it.
+      // The grid a whole number of clusters, all resident at once; the quantising warps
+      // renumbered for it (every block after the routing cluster quantises its share).
       FrontParams fc = f;
       int grid = (l.grid + l.cluster - 1) / l.cluster * l.cluster;
       grid = std::max(l.cluster, std::min(grid, clusters * l.cluster));
       fc.cluster_blocks = l.cluster;
       fc.quant_warps = fc.route_blocks * kRouteWarps + (grid - fc.route_blocks) * (l.block / 32);
-      return launch_with_attribute(fn, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(l.block)), l.smem,
-                                   s, attr, fc);
+      const cudaError_t e = launch_with_attribute(fn, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(l.block)),
+                                                  l.smem, s, attr, fc);
+      if (e == cudaSuccess) return e;
+      (void)cudaGetLastError();  // refused (e.g. the cluster no longer fits): the cooperative launch below
     }
   }
   if (!l.cooperative) {  // one routing block: no grid barrier in the kernel, a plain launch
