@@ -129,6 +129,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // quantised in the same scheme over its padded rows (the per-token scale of padded row r at r, as
   // GEMM2 reads it; padding rows are garbage and only feed outputs nobody stores); then GEMM2.
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
+  const int64_t rows_pad4 = (r.act_rows + 3) / 4 * 4;  // row-order activation scale stride
   kernels::Fp8GroupedGemmArgs f;
   if (fp8) {
     static_cast<kernels::GroupedGemmArgs&>(f) = g;
@@ -140,7 +141,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.w_scale_per_channel = p.quant.weight.granularity == ScaleGranularity::kPerChannel;
     // block scales: [K/128 (N/128 for H), rows_pad4] activation scales, rows fastest
     f.block_scales = p.quant.weight.granularity == ScaleGranularity::kBlock;
-    f.a_scale_stride = (r.act_rows + 3) / 4 * 4;
+    f.a_scale_stride = rows_pad4;
     if (r.act_scales_by_token != nullptr) {
       f.a_scale = r.act_scales_by_token;
       f.a_scale_stride = r.act_scales_token_stride;
@@ -183,7 +184,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
     f.a = inter_q;
     f.a_scale = inter_scales;  // H's scales in row order
-    f.a_scale_stride = (r.act_rows + 3) / 4 * 4;
+    f.a_scale_stride = rows_pad4;
     f.a_scale_row_token = nullptr;
     // (safe: the quantise of H above waits for GEMM1 before it triggers, so the plan is complete
     // when GEMM2 starts; a quantise fused into GEMM1 would need GEMM2's early weights off)
