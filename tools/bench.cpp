@@ -587,6 +587,7 @@ int cmd_bench(int argc, char** argv) {
   bool scales = false;            // --scales: layer suite, FP8 block cases also with row-order activation scales
   bool gather = false;            // --gather: layer suite, also each case with gathered GEMM1 rows
   bool splitk = false;            // --splitk: layer suite, also each case without split-K
+  bool cutlass = false;           // --cutlass: layer suite, also each case on each backend (grouped, CUTLASS)
   bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences)
   bool precomputed = false;       // --precomputed: layer suite, also from precomputed top-k (no router)
   for (int i = 2; i < argc; ++i) {
@@ -600,6 +601,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--scales") scales = true;
     else if (a == "--gather") gather = true;
     else if (a == "--splitk") splitk = true;
+    else if (a == "--cutlass") cutlass = true;
     else if (a == "--stages") stages = true;
     else if (a == "--precomputed") precomputed = true;
     else if (a == "--cases" && i + 1 < argc) {
@@ -612,7 +614,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--splitk] [--stages] [--precomputed] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--splitk] [--cutlass] [--stages] [--precomputed] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -662,6 +664,14 @@ int cmd_bench(int argc, char** argv) {
     // (FP8 block cases only; elsewhere the switch changes nothing)
     if (scales) add("scales by token off", &fusedmoe::ForwardOptions::scales_by_token, Toggle::kOff);
     if (splitk) add("split-k off", &fusedmoe::ForwardOptions::split_k, Toggle::kOff);
+    if (cutlass) {  // each backend forced (a case a backend cannot run is listed as skipped)
+      for (fusedmoe::Backend b : {fusedmoe::Backend::kGrouped, fusedmoe::Backend::kCutlassGrouped}) {
+        TileVariant v;
+        v.label = std::string("backend ") + fusedmoe::to_string(b);
+        v.options.backend = b;
+        variants.push_back(v);
+      }
+    }
     const std::vector<Case> cases = selected(layer_cases(), only);
     const double fp8_tflops = fp8_rate_if_needed(s, cases, tflops);
     all_ok = bench_layer(s, bw, tflops, fp8_tflops, tokens, &rows, cases, variants, stages, precomputed);

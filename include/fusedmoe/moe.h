@@ -23,7 +23,9 @@ enum class Backend : uint8_t {
   kGrouped,        // permute into expert-contiguous rows -> sm90 TMA/WGMMA grouped GEMM1+act ->
                    // grouped GEMM2 -> combine (normal or Swap-AB tiles)
   kFused,          // single-pass fused kernels (gather + GEMM + epilogue): not built yet
-  kCutlassGrouped, // CUTLASS grouped GEMMs with separate permute / combine: not built yet
+  kCutlassGrouped, // permute -> CUTLASS sm90 persistent grouped GEMM1 -> activation kernel -> CUTLASS
+                   // grouped GEMM2 -> combine: BF16 weights and activations, no expert biases.
+                   // Auto picks it at prefill (T*k/E >= 64 expected rows per expert; explain says)
 };
 
 enum class TileFamily : uint8_t {

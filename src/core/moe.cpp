@@ -1,5 +1,7 @@
 // The public entry points: validate -> size workspace -> decide backend -> run.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "core/check.h"
@@ -13,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/front/front_launch.h"
+#include "kernels/gemm/cutlass_grouped_gemm.h"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 #include "kernels/gemm/sm90_fp8_grouped_gemm.h"
 #include "kernels/quant/permute_quant_launch.h"
@@ -66,6 +69,84 @@ ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
   return r;
 }
 
+#if defined(FUSEDMOE_WITH_CUDA)
+namespace {
+// FUSEDMOE_CUTLASS_CONFIG=c1,c2 (environment, read once; 1 = cooperative 128x256, 2 = ping-pong
+// 128x128, 0 = auto) forces the CUTLASS configuration of GEMM1 and GEMM2: a tuning override.
+struct CutlassOverride {
+  kernels::CutlassConfig gemm1 = kernels::CutlassConfig::kAuto, gemm2 = kernels::CutlassConfig::kAuto;
+};
+const CutlassOverride& cutlass_override() {
+  static const CutlassOverride o = [] {
+    CutlassOverride r;
+    if (const char* e = std::getenv("FUSEDMOE_CUTLASS_CONFIG")) {
+      int a = 0, b = 0;
+      if (std::sscanf(e, "%d,%d", &a, &b) >= 1) {
+        auto cfg = [](int v) { return v == 1 || v == 2 ? kernels::CutlassConfig(v) : kernels::CutlassConfig::kAuto; };
+        r.gemm1 = cfg(a);
+        r.gemm2 = cfg(b);
+      }
+    }
+    return r;
+  }();
+  return o;
+}
+
+// Backend::kCutlassGrouped after dispatch: GEMM1 (CUTLASS grouped, pre-activation rows into the
+// expert-output region) -> activation kernel (bias b1, the activation, into the intermediate) ->
+// GEMM2 (CUTLASS grouped, unpadded rows) -> the combine.
+Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const DispatchResult& r, void* workspace,
+                         Stream stream, const ForwardOptions& options) {
+  const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
+  char* base = static_cast<char*>(workspace);
+  void* inter = base + w.intermediate.offset;
+  void* expert_out = base + w.expert_out.offset;
+  const size_t half = w.cutlass_scratch.bytes / 2 / detail::kWorkspaceAlign * detail::kWorkspaceAlign;
+  kernels::CutlassGroupedArgs c;
+  c.a = r.act;
+  c.w = t.w1;
+  c.out = expert_out;  // pre-activation rows [R_pad, R1], padded row order
+  c.counts = r.counts;
+  c.a_offsets = r.padded_offsets;
+  c.out_offsets = r.padded_offsets;
+  c.num_groups = r.num_groups;
+  c.n = p.activation.gemm1_rows(p.intermediate);
+  c.k = p.hidden;
+  c.config = cutlass_override().gemm1;
+  c.scratch = base + w.cutlass_scratch.offset;
+  c.scratch_bytes = half;
+  cudaError_t e = kernels::launch_cutlass_grouped_gemm(c, stream);
+  FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS grouped GEMM1: " << cudaGetErrorString(e));
+  kernels::ActivationArgs a;
+  a.in = expert_out;
+  a.out = inter;
+  a.bias = p.has_expert_bias ? t.b1 : nullptr;
+  a.counts = r.counts;
+  a.padded_offsets = r.padded_offsets;
+  a.num_groups = r.num_groups;
+  a.n = p.intermediate;
+  a.activation = p.activation;
+  a.max_rows = r.act_rows;
+  e = kernels::launch_grouped_activation(a, stream);
+  FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
+  if (options.stop_after == Stage::kGemm1) return Status::Ok();
+  // GEMM2 in a second scratch half: its setup kernel must not overwrite GEMM1's arrays early
+  c.a = inter;
+  c.w = t.w2;
+  c.out = expert_out;  // [R, K], unpadded grouped order (what the combine reads)
+  c.out_offsets = r.offsets;
+  c.n = p.hidden;
+  c.k = p.intermediate;
+  c.config = cutlass_override().gemm2;
+  c.scratch = base + w.cutlass_scratch.offset + half;
+  e = kernels::launch_cutlass_grouped_gemm(c, stream);
+  FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS grouped GEMM2: " << cudaGetErrorString(e));
+  if (options.stop_after == Stage::kGemm2) return Status::Ok();
+  return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream);
+}
+}  // namespace
+#endif
+
 Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
                const ForwardOptions& options) {
   FM_TRY(detail::check_call(p, t, workspace, workspace_bytes));
@@ -82,6 +163,17 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   const kernels::ScopedOverlap overlap(ro.overlap_launches);  // every launch below (launch_mode.h)
   // Gathered rows (ForwardOptions::gather_rows): BF16 x stays in token order and GEMM1 reads its
   // rows through the plan; not with weights on the input (routed and shared rows would differ).
+  if (d.chosen == Backend::kCutlassGrouped) {
+    // Expert-contiguous rows (no tile padding needed: CUTLASS takes each group's row count; 8
+    // keeps every group's first row 16-row aligned, at no cost), then the CUTLASS GEMMs.
+    DispatchOptions o;
+    o.permute = true;
+    o.tile_m = 8;
+    DispatchResult r;
+    FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
+    if (options.stop_after == Stage::kDispatch) return Status::Ok();
+    return run_cutlass_layer(p, t, r, workspace, stream, options);
+  }
   const bool gather = ro.gather_rows;
   DispatchOptions o;
   o.permute = !gather;
@@ -217,6 +309,30 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
     os << "  " << to_string(c.backend) << ": " << (c.legal.ok() ? "can run" : c.legal.message()) << "\n";
   if (d.chosen != Backend::kAuto) {
     os << "chosen: " << to_string(d.chosen) << " (" << d.reason << ")\n";
+#if defined(FUSEDMOE_WITH_CUDA)
+    if (d.chosen == Backend::kCutlassGrouped) {
+      const CutlassOverride& co = cutlass_override();
+      auto resolved = [](kernels::CutlassConfig c, int k) {
+        return c == kernels::CutlassConfig::kAuto ? kernels::cutlass_grouped_auto_config(k) : c;
+      };
+      auto cfg = [&](kernels::CutlassConfig c, int k) { return kernels::cutlass_grouped_gemm_name(resolved(c, k)); };
+      auto brief = [&](kernels::CutlassConfig c, int k) {
+        return resolved(c, k) == kernels::CutlassConfig::kCoop128x256 ? "coop 128x256" : "pingpong 128x128";
+      };
+      os << "tiles: cutlass " << brief(co.gemm1, p.hidden) << " + " << brief(co.gemm2, p.intermediate)
+         << " (GEMM1 + GEMM2 configurations)\n";
+      os << "kernels: " << (kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token())
+                                ? "fused route + plan"
+                                : "router, dispatch plan")
+         << ", permute, " << cfg(co.gemm1, p.hidden) << " (GEMM1), grouped_activation, " << cfg(co.gemm2, p.intermediate)
+         << " (GEMM2), combine (CUTLASS configuration: cooperative 128x256 for K >= 1024, else ping-pong 128x128"
+         << (co.gemm1 != kernels::CutlassConfig::kAuto || co.gemm2 != kernels::CutlassConfig::kAuto
+                 ? "; overridden by FUSEDMOE_CUTLASS_CONFIG"
+                 : "")
+         << ")\n";
+      return os.str();
+    }
+#endif
     os << "tiles: " << to_string(d.family) << ", token tile " << d.tokens_tile << " (" << d.tile_reason << ")\n";
     os << "switches:\n" << resolve_options(p, options).why;
 #if defined(FUSEDMOE_WITH_CUDA)

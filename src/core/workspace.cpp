@@ -6,6 +6,7 @@
 #if defined(FUSEDMOE_WITH_CUDA)
 #include "kernels/dispatch/plan_launch.h"
 #include "kernels/front/front_launch.h"
+#include "kernels/gemm/cutlass_grouped_gemm.h"
 #include "kernels/quant/permute_quant_launch.h"
 #endif
 
@@ -52,13 +53,18 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   w.intermediate = b.take(rows_pad * ndim * dtype_bytes(p.act_dtype));
   w.inter_q = b.take(fp8 ? rows_pad * ndim : 0);
   w.inter_scales = b.take(fp8 ? n_groups * ((rows_pad + 3) / 4 * 4) * 4 : 0);
-  w.expert_out = b.take(rows * kdim * dtype_bytes(p.act_dtype));
+  // BF16 weights (the CUTLASS path can run): GEMM1's pre-activation rows [R_pad, R1] live in the
+  // GEMM2 output's region, which nothing uses until GEMM2.
+  const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
+  const size_t r1 = static_cast<size_t>(p.activation.gemm1_rows(p.intermediate));
+  w.expert_out = b.take(std::max(rows * kdim, bf16_weights ? rows_pad * r1 : size_t(0)) * dtype_bytes(p.act_dtype));
   w.error_flag = b.take(16);
 #if defined(FUSEDMOE_WITH_CUDA)
   // The plan's scratch also holds the fused front's per-block masks (never both in one call).
   w.plan_scratch = b.take(std::max(kernels::plan_scratch_bytes(p.max_tokens, p.top_k(), static_cast<int>(groups)),
                                    kernels::front_scratch_bytes(p.max_tokens, static_cast<int>(groups))));
   w.quant_scratch = b.take(kernels::permute_quant_scratch_bytes(p.max_tokens, p.hidden));
+  w.cutlass_scratch = b.take(bf16_weights ? 2 * kernels::cutlass_grouped_scratch_bytes(static_cast<int>(groups)) : 0);
 #endif
   w.total = b.cursor;
   return w;

@@ -32,10 +32,12 @@ struct WorkspaceLayout {
   Region intermediate;   // [R_pad, N]    GEMM1 + activation output (act_dtype: the GEMMs write bf16)
   Region inter_q;        // e4m3 [R_pad, N] the intermediate quantised for an FP8 GEMM2
   Region inter_scales;   // f32 [N/128 or 1, R_pad]
-  Region expert_out;     // act_dtype [R, K] GEMM2 output before the combine
+  Region expert_out;     // act_dtype [R, K] GEMM2 output before the combine; BF16 weights: also
+                         // GEMM1's pre-activation rows [R_pad, R1] on the CUTLASS path (sized for both)
   Region error_flag;     // i32 [4]       device-side input errors (ids out of range, token count)
   Region plan_scratch;   // kernels::plan_scratch_bytes
   Region quant_scratch;  // kernels::permute_quant_scratch_bytes
+  Region cutlass_scratch;  // BF16 weights: 2 x kernels::cutlass_grouped_scratch_bytes (GEMM1, GEMM2)
   size_t total = 0;
 
   static WorkspaceLayout plan(const MoeProblem& p);

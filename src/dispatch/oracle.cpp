@@ -59,7 +59,19 @@ Status can_implement(Backend b, const MoeProblem& p) {
     case Backend::kFused:
       return Status(StatusCode::kUnsupported, "single-pass fused (gather) kernels are not built yet");
     case Backend::kCutlassGrouped:
-      return Status(StatusCode::kUnsupported, "CUTLASS grouped-GEMM path is not built yet");
+#if !defined(FUSEDMOE_WITH_CUDA)
+      return Status(StatusCode::kNoDevice, "built without CUDA kernels");
+#else
+      if (p.quant.weight.format != WeightFormat::kBF16)
+        return Status(StatusCode::kUnsupported, std::string("CUTLASS grouped GEMMs are built for bf16 weights, not ") +
+                                                    to_string(p.quant.weight.format));
+      if (p.act_dtype != DType::kBFloat16)
+        return Status(StatusCode::kUnsupported, "CUTLASS grouped GEMMs are built for bf16 activations");
+      if (p.has_expert_bias)
+        return Status(StatusCode::kUnsupported,
+                      "expert biases: GEMM2's bias is not in the CUTLASS epilogue (the grouped backend adds it)");
+      return Status::Ok();
+#endif
     case Backend::kAuto:
       break;
   }
@@ -93,6 +105,16 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
   if (reasons) d->tile_reason = why.str();
 }
 
+// Auto: the CUTLASS grouped GEMMs from this many expected rows per expert (T * k / E) up, where they
+// were measured faster than the grouped backend's normal tiles on the H200 (bench --suite layer
+// --cutlass, bench/results/2026-11-30_h200_session10).
+constexpr double kCutlassMinRowsPerExpert = 64.0;
+
+bool cutlass_preferred(const MoeProblem& p) {
+  const double per_expert = static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts;
+  return per_expert >= kCutlassMinRowsPerExpert && can_implement(Backend::kCutlassGrouped, p).ok();
+}
+
 }  // namespace
 
 Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons) {
@@ -101,6 +123,10 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
     // forward()'s hot path: the grouped backend, the only one built, decides alone and no text is
     // made; anything else (a refusal, an error) takes the full path below for its message
     choose_tiles(p, options, &d, false);
+    if (options.backend == Backend::kAuto && options.tiles == TileFamily::kAuto && cutlass_preferred(p)) {
+      d.chosen = Backend::kCutlassGrouped;
+      return d;
+    }
     const bool fp8_tile_ok = p.quant.weight.format != WeightFormat::kFP8E4M3 || d.family != TileFamily::kSwapAB ||
                              d.tokens_tile == 8 || d.tokens_tile == 16 || d.tokens_tile == 32;
     if (fp8_tile_ok && can_implement(Backend::kGrouped, p).ok()) {
@@ -130,10 +156,20 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
       return d;
     }
   }
+  if (options.tiles == TileFamily::kAuto && cutlass_preferred(p)) {
+    d.chosen = Backend::kCutlassGrouped;
+    std::ostringstream why;
+    why << "expected rows per expert T*k/E = " << static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts
+        << " >= " << kCutlassMinRowsPerExpert << ": CUTLASS's persistent grouped GEMMs measured faster than the normal tiles";
+    d.reason = why.str();
+    return d;
+  }
   for (const Candidate& c : d.candidates) {
     if (c.legal.ok()) {
       d.chosen = c.backend;
-      d.reason = "the only backend built for this problem (no tuned table yet)";
+      d.reason = c.backend == Backend::kGrouped
+                     ? "grouped backend (tiles below); the CUTLASS path needs more rows per expert or cannot run"
+                     : "the only backend that can run this problem";
       return d;
     }
   }

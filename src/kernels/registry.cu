@@ -13,6 +13,7 @@ KernelList compiled_kernel_instances() {
   append_combine_instances(&v);
   append_grouped_gemm_instances(&v);
   append_grouped_gemm_fp8_instances(&v);
+  append_cutlass_grouped_instances(&v);
   append_gemm_smoke_instances(&v);
   append_inv_rope_quant_instances(&v);
   append_stream_read_instances(&v);

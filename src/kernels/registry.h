@@ -12,6 +12,7 @@
 //   combine        combine/combine_launch.cu
 //   grouped_gemm   gemm/sm90_bf16_grouped_gemm_launch.cu + _swapab_{small,large}.cu
 //   grouped_gemm_fp8 gemm/sm90_fp8_grouped_gemm_launch.cu + _swapab.cu (issue #5)
+//   cutlass_grouped gemm/cutlass_grouped_gemm_{coop,pingpong}.cu + cutlass_grouped_gemm.cu (activation)
 //   gemm_smoke     gemm/sm90_bf16_gemm_smoke_launch.cu
 //   inv_rope_quant rope/inv_rope_quant_launch.cu
 //   stream_read    util/stream_read.cu
@@ -45,6 +46,7 @@ void append_permute_quant_instances(KernelList* out);
 void append_combine_instances(KernelList* out);
 void append_grouped_gemm_instances(KernelList* out);
 void append_grouped_gemm_fp8_instances(KernelList* out);
+void append_cutlass_grouped_instances(KernelList* out);
 void append_gemm_smoke_instances(KernelList* out);
 void append_inv_rope_quant_instances(KernelList* out);
 void append_stream_read_instances(KernelList* out);

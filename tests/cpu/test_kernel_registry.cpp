@@ -22,7 +22,7 @@ namespace {
 
 const char* const kFamilies[] = {"router",       "front",            "plan",       "permute_quant",
                                  "combine",      "grouped_gemm",     "gemm_smoke", "inv_rope_quant",
-                                 "stream_read",  "grouped_gemm_fp8"};
+                                 "stream_read",  "grouped_gemm_fp8", "cutlass_grouped"};
 
 TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   const fm::BuildInfo b = fm::build_info();
@@ -50,7 +50,9 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
                         "sm90_bf16_grouped_gemm_swapab_64x16x64_s10", "sm90_bf16_gemm_smoke_128x128x64_s5",
                         "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated",
                         "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row",
-                        "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gated"})
+                        "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gated",
+                        "cutlass_sm90_bf16_grouped_gemm_coop_128x256x64",
+                        "cutlass_sm90_bf16_grouped_gemm_pingpong_128x128x64"})
     EXPECT_TRUE(names.count(n)) << n << " not listed";
   // The router: 4 row modes x (f32: VEC 1, 2, 4; bf16: VEC 1, 2, 4, 8) x NV up to 32 / VEC, + 2 gathers.
   EXPECT_EQ(per_family["router"], 4 * (6 + 5 + 4 + 6 + 5 + 4 + 3) + 2);
@@ -59,7 +61,9 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   EXPECT_EQ(per_family["grouped_gemm"], 10);
   // FP8 grouped GEMM (issue #5): 4 tiles (normal, swap-AB 8/16/32) x (gated, plain), row or block scales.
   EXPECT_EQ(per_family["grouped_gemm_fp8"], 8);
-  EXPECT_EQ(b.kernel_instances.size(), size_t(321)) << "total instances (320 before the scale gather): update docs too";
+  // CUTLASS grouped GEMMs: 2 configurations x (kernel, setup) + the gated and plain activation.
+  EXPECT_EQ(per_family["cutlass_grouped"], 6);
+  EXPECT_EQ(b.kernel_instances.size(), size_t(327)) << "total instances (321 before the CUTLASS path): update docs too";
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)

@@ -61,3 +61,40 @@ TEST(Oracle, Fp8SchemesAreChosen) {
   EXPECT_EQ(db.family, fm::TileFamily::kSwapAB);
 }
 #endif
+
+#if defined(FUSEDMOE_WITH_CUDA)
+// The CUTLASS grouped-GEMM backend: chosen at prefill for BF16 layers, forced or refused with the
+// reason otherwise; explain() names its kernels.
+TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
+  fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;  // E 128, k 8
+  p.quant = fm::QuantScheme::bf16();
+  p.num_tokens = p.max_tokens = 16;
+  EXPECT_EQ(fm::detail::decide(p, {}, true).chosen, fm::Backend::kGrouped);
+  p.num_tokens = p.max_tokens = 4096;  // 256 rows per expert
+  const fm::detail::Decision d = fm::detail::decide(p, {}, true);
+  EXPECT_EQ(d.chosen, fm::Backend::kCutlassGrouped) << d.status.message();
+  EXPECT_NE(d.reason.find("rows per expert"), std::string::npos) << d.reason;
+  const std::string ex = fm::explain(p);
+  EXPECT_NE(ex.find("cutlass_sm90_bf16_grouped_gemm_coop_128x256x64 (GEMM1)"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("cutlass_sm90_bf16_grouped_gemm_pingpong_128x128x64 (GEMM2)"), std::string::npos) << ex;
+  fm::ForwardOptions normal;  // forced tiles keep the grouped backend
+  normal.tiles = fm::TileFamily::kNormal;
+  EXPECT_EQ(fm::detail::decide(p, normal, true).chosen, fm::Backend::kGrouped);
+  fm::ForwardOptions forced;
+  forced.backend = fm::Backend::kCutlassGrouped;
+  p.num_tokens = p.max_tokens = 1;
+  EXPECT_EQ(fm::detail::decide(p, forced, true).chosen, fm::Backend::kCutlassGrouped);
+  EXPECT_EQ(fm::detail::decide(p, forced, false).chosen, fm::Backend::kCutlassGrouped);
+  fm::MoeProblem f = p;
+  f.quant = fm::QuantScheme::fp8_per_channel();
+  const fm::detail::Decision df = fm::detail::decide(f, forced, true);
+  EXPECT_EQ(df.chosen, fm::Backend::kAuto);
+  EXPECT_NE(df.status.message().find("bf16 weights"), std::string::npos) << df.status.message();
+  fm::MoeProblem g = fm::find_preset("gptoss-tp1")->problem;  // expert biases
+  g.num_tokens = g.max_tokens = 4096;
+  EXPECT_EQ(fm::detail::decide(g, {}, true).chosen, fm::Backend::kGrouped);
+  const fm::detail::Decision dg = fm::detail::decide(g, forced, true);
+  EXPECT_EQ(dg.chosen, fm::Backend::kAuto);
+  EXPECT_NE(dg.status.message().find("expert biases"), std::string::npos) << dg.status.message();
+}
+#endif

@@ -1,0 +1,196 @@
+// Host side of the CUTLASS grouped-GEMM backend (cutlass_grouped_gemm.h): validation, the choice of
+// configuration, the SM count, the activation kernel between the GEMMs and the registry listing.
+// The CUTLASS kernels themselves live in cutlass_grouped_gemm_{coop,pingpong}.cu.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/common/activation_math.cuh"
+#include "kernels/gemm/cutlass_grouped_gemm.h"
+#include "kernels/gemm/cutlass_grouped_gemm_internal.h"
+
+namespace fusedmoe::kernels {
+
+namespace cutlass_grouped {
+
+int device_sm_count() {
+  constexpr int kMaxDevices = 64;
+  static int cache[kMaxDevices] = {};  // 0: not queried yet (races write the same value)
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (dev >= 0 && dev < kMaxDevices && cache[dev] > 0) return cache[dev];
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
+  if (dev >= 0 && dev < kMaxDevices) cache[dev] = sms;
+  return sms;
+}
+
+namespace {
+
+constexpr const char* kCoopName = "cutlass_sm90_bf16_grouped_gemm_coop_128x256x64";
+constexpr const char* kCoopSetup = "cutlass_grouped_setup<coop_128x256x64>";
+constexpr const char* kPingName = "cutlass_sm90_bf16_grouped_gemm_pingpong_128x128x64";
+constexpr const char* kPingSetup = "cutlass_grouped_setup<pingpong_128x128x64>";
+constexpr const char* kActName = "grouped_activation<bf16>";
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// ---- the activation between the GEMMs ----
+struct ActParams {
+  const __nv_bfloat16* in;
+  __nv_bfloat16* out;
+  const float* bias;
+  const int32_t* counts;
+  const int32_t* padded_offsets;
+  int groups;
+  int n;
+  int units;  // N / 8
+  int in_cols;
+  int kind;
+  bool gated;
+  bool interleaved;
+  float alpha;
+  float limit;
+  int64_t max_rows;
+};
+
+// Group of padded row r: the last g with padded_offsets[g] <= r (empty groups share their start
+// with the next one; the last such g is the one whose rows contain r).
+__device__ __forceinline__ int group_of_row(const int32_t* po, int groups, int64_t r) {
+  int lo = 0, hi = groups;  // invariant: po[lo] <= r < po[hi]
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (po[mid] <= r) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// One thread: 8 output columns (16 bytes) of one row.
+template <bool kGated>
+__global__ void __launch_bounds__(256) grouped_activation_kernel(ActParams p) {
+  const int64_t end = __ldg(p.padded_offsets + p.groups);
+  const int64_t total = std::min<int64_t>(end, p.max_rows) * p.units;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+    const int64_t r = i / p.units;
+    const int c0 = static_cast<int>(i - r * p.units) * 8;
+    const int g = group_of_row(p.padded_offsets, p.groups, r);
+    if (r - __ldg(p.padded_offsets + g) >= __ldg(p.counts + g)) continue;  // padding row
+    const __nv_bfloat16* row = p.in + r * p.in_cols;
+    const float* b = p.bias != nullptr ? p.bias + static_cast<int64_t>(g) * p.in_cols : nullptr;
+    float gv[8], uv[8];
+    if (kGated && p.interleaved) {
+      uint4 v[2];
+      v[0] = *reinterpret_cast<const uint4*>(row + 2 * c0);
+      v[1] = *reinterpret_cast<const uint4*>(row + 2 * c0 + 8);
+      const __nv_bfloat16* h = reinterpret_cast<const __nv_bfloat16*>(v);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        gv[j] = __bfloat162float(h[2 * j]) + (b ? b[2 * (c0 + j)] : 0.f);
+        uv[j] = __bfloat162float(h[2 * j + 1]) + (b ? b[2 * (c0 + j) + 1] : 0.f);
+      }
+    } else {
+      const uint4 vg = *reinterpret_cast<const uint4*>(row + c0);
+      const __nv_bfloat16* hg = reinterpret_cast<const __nv_bfloat16*>(&vg);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) gv[j] = __bfloat162float(hg[j]) + (b ? b[c0 + j] : 0.f);
+      if (kGated) {
+        const uint4 vu = *reinterpret_cast<const uint4*>(row + p.n + c0);
+        const __nv_bfloat16* hu = reinterpret_cast<const __nv_bfloat16*>(&vu);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) uv[j] = __bfloat162float(hu[j]) + (b ? b[p.n + c0 + j] : 0.f);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) uv[j] = 0.f;
+      }
+    }
+    alignas(16) __nv_bfloat16 o[8];
+    sm90_grouped::with_activation<kGated>(p.kind, [&](auto kind) {
+      constexpr int kK = decltype(kind)::value;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) o[j] = __float2bfloat16_rn(sm90_grouped::activate_ct<kK>(gv[j], uv[j], p.alpha, p.limit));
+    });
+    *reinterpret_cast<uint4*>(p.out + r * p.n + c0) = *reinterpret_cast<const uint4*>(o);
+  }
+}
+
+}  // namespace
+}  // namespace cutlass_grouped
+
+size_t cutlass_grouped_scratch_bytes(int num_groups) {
+  if (num_groups < 1) num_groups = 1;
+  return std::max(cutlass_grouped::scratch_coop128x256(num_groups), cutlass_grouped::scratch_pingpong128x128(num_groups));
+}
+
+CutlassConfig cutlass_grouped_auto_config(int k) {
+  return k >= 1024 ? CutlassConfig::kCoop128x256 : CutlassConfig::kPingpong128x128;
+}
+
+const char* cutlass_grouped_gemm_name(CutlassConfig config) {
+  switch (config) {
+    case CutlassConfig::kCoop128x256: return cutlass_grouped::kCoopName;
+    case CutlassConfig::kPingpong128x128: return cutlass_grouped::kPingName;
+    default: return nullptr;
+  }
+}
+
+cudaError_t launch_cutlass_grouped_gemm(const CutlassGroupedArgs& a, cudaStream_t stream) {
+  using namespace cutlass_grouped;
+  if (a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 8 != 0 || a.k % 8 != 0) return cudaErrorInvalidValue;
+  if (a.a == nullptr || a.w == nullptr || a.out == nullptr || a.counts == nullptr || a.a_offsets == nullptr ||
+      a.out_offsets == nullptr || a.scratch == nullptr)
+    return cudaErrorInvalidValue;
+  if (!aligned16(a.a) || !aligned16(a.w) || !aligned16(a.out) || (reinterpret_cast<uintptr_t>(a.scratch) & 255u) != 0)
+    return cudaErrorInvalidValue;
+  if (a.scratch_bytes < cutlass_grouped_scratch_bytes(a.num_groups)) return cudaErrorInvalidValue;
+  const CutlassConfig c = a.config == CutlassConfig::kAuto ? cutlass_grouped_auto_config(a.k) : a.config;
+  switch (c) {
+    case CutlassConfig::kCoop128x256: return run_coop128x256(a, stream);
+    case CutlassConfig::kPingpong128x128: return run_pingpong128x128(a, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t launch_grouped_activation(const ActivationArgs& a, cudaStream_t stream) {
+  using namespace cutlass_grouped;
+  if (a.num_groups < 1 || a.n <= 0 || a.n % 8 != 0 || a.in == nullptr || a.out == nullptr || a.counts == nullptr ||
+      a.padded_offsets == nullptr || !aligned16(a.in) || !aligned16(a.out))
+    return cudaErrorInvalidValue;
+  if (a.max_rows <= 0) return cudaSuccess;
+  ActParams p;
+  p.in = static_cast<const __nv_bfloat16*>(a.in);
+  p.out = static_cast<__nv_bfloat16*>(a.out);
+  p.bias = a.bias;
+  p.counts = a.counts;
+  p.padded_offsets = a.padded_offsets;
+  p.groups = a.num_groups;
+  p.n = a.n;
+  p.units = a.n / 8;
+  p.gated = a.activation.gated();
+  p.interleaved = p.gated && a.activation.interleaved;
+  p.in_cols = a.activation.gemm1_rows(a.n);
+  p.kind = static_cast<int>(a.activation.kind);
+  p.alpha = a.activation.alpha;
+  p.limit = a.activation.limit;
+  p.max_rows = a.max_rows;
+  const int sms = device_sm_count();
+  const int64_t work = (a.max_rows * p.units + 255) / 256;
+  const int grid = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(work, int64_t(std::max(sms, 1)) * 8)));
+  if (p.gated) grouped_activation_kernel<true><<<grid, 256, 0, stream>>>(p);
+  else grouped_activation_kernel<false><<<grid, 256, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+void append_cutlass_grouped_instances(KernelList* out) {
+  using namespace cutlass_grouped;
+  append_coop128x256(out, kCoopName, kCoopSetup);
+  append_pingpong128x128(out, kPingName, kPingSetup);
+  out->push_back({"cutlass_grouped", std::string(kActName) + "<gated>",
+                  reinterpret_cast<const void*>(&grouped_activation_kernel<true>)});
+  out->push_back({"cutlass_grouped", std::string(kActName) + "<plain>",
+                  reinterpret_cast<const void*>(&grouped_activation_kernel<false>)});
+}
+
+}  // namespace fusedmoe::kernels

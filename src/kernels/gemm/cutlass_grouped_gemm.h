@@ -1,0 +1,85 @@
+// cutlass_grouped_gemm.h — the CUTLASS grouped-GEMM backend of the layer (Backend::kCutlassGrouped):
+// BF16 grouped GEMMs from CUTLASS 4.2's sm90 pointer-array kernels (TMA + WGMMA, persistent,
+// warp-specialised; group shapes read on the device), plus the standalone activation kernel that
+// sits between GEMM1 and GEMM2 on that path. Plain C++ header.
+//
+//   out[out_offsets[g] + i, :] = a[a_offsets[g] + i, :] . w[g, :, :]^T     i < counts[g]
+//       a [rows, K] bf16 row-major, w [G, N, K] bf16 (K contiguous), out [rows, N] bf16
+//
+// Nothing is read on the host: a setup kernel writes each group's problem shape {counts[g], N, K},
+// its three pointers and strides into `scratch`, and CUTLASS's group tile scheduler walks them on
+// the device (empty groups have no tiles). Graph capturable; no allocation; the host builds the
+// kernel parameters (TMA descriptor templates) per call, a few microseconds of CPU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "fusedmoe/activation.h"
+#include "kernels/registry.h"
+
+namespace fusedmoe::kernels {
+
+// The compiled CUTLASS configurations (the tile a CTA computes and the kernel schedule).
+enum class CutlassConfig : int {
+  kAuto = 0,
+  kCoop128x256 = 1,      // cooperative: two consumer warpgroups share one 128x256 tile (K-heavy GEMMs)
+  kPingpong128x128 = 2,  // ping-pong: the two consumer warpgroups alternate 128x128 tiles (one's
+                         // epilogue hides under the other's main loop: short-K GEMMs)
+};
+
+struct CutlassGroupedArgs {
+  const void* a = nullptr;            // [rows, K] bf16, 16-byte aligned
+  const void* w = nullptr;            // [G, N, K] bf16, 16-byte aligned
+  void* out = nullptr;                // [rows_out, N] bf16, 16-byte aligned
+  const int32_t* counts = nullptr;    // [G] device: rows of each group
+  const int32_t* a_offsets = nullptr; // [G] device: first row of group g in a
+  const int32_t* out_offsets = nullptr;  // [G] device: first row of group g in out
+  int num_groups = 0;                 // G >= 1
+  int n = 0;                          // N: output columns (multiple of 8)
+  int k = 0;                          // K: reduction (multiple of 8)
+  CutlassConfig config = CutlassConfig::kAuto;  // kAuto: cooperative when K >= 1024, else ping-pong
+  void* scratch = nullptr;            // device, 256-byte aligned, >= cutlass_grouped_scratch_bytes(G)
+  size_t scratch_bytes = 0;
+};
+
+// Scratch one launch needs for G groups: per-group shapes, pointers and strides plus CUTLASS's
+// per-SM tensor-map workspace (sized for up to kCutlassMaxSms SMs; more is refused at launch).
+inline constexpr int kCutlassMaxSms = 256;
+size_t cutlass_grouped_scratch_bytes(int num_groups);
+
+// Enqueue the setup kernel and the grouped GEMM on `stream`. cudaErrorInvalidValue for: N or K not
+// a positive multiple of 8, G < 1, null or unaligned pointers, scratch too small, a device with
+// more than kCutlassMaxSms SMs; other CUDA errors as the launch reports them.
+cudaError_t launch_cutlass_grouped_gemm(const CutlassGroupedArgs& args, cudaStream_t stream);
+
+// The configuration kAuto resolves to for this reduction length, and its instance name.
+CutlassConfig cutlass_grouped_auto_config(int k);
+const char* cutlass_grouped_gemm_name(CutlassConfig config);
+
+// GEMM1's activation on the CUTLASS path (GEMM1 wrote the pre-activation rows in bf16):
+//   out[r, c] = act(in[r, gate(c)] + b1[g, gate(c)], in[r, up(c)] + b1[g, up(c)])   (gated)
+//   out[r, c] = act(in[r, c] + b1[g, c])                                              (squared ReLU)
+// for every valid row r = padded_offsets[g] + i, i < counts[g] (padding rows are left untouched),
+// fp32 math (kernels/common/activation_math.cuh), one rounding to bf16. in [rows, R1] with
+// R1 = activation.gemm1_rows(N), out [rows, N], bias [G, R1] float (optional), same row order as
+// W1 (interleaved gate/up when activation.interleaved).
+struct ActivationArgs {
+  const void* in = nullptr;
+  void* out = nullptr;
+  const float* bias = nullptr;
+  const int32_t* counts = nullptr;          // [G] device
+  const int32_t* padded_offsets = nullptr;  // [G + 1] device
+  int num_groups = 0;
+  int n = 0;                 // N (multiple of 8)
+  Activation activation;
+  int64_t max_rows = 0;      // host bound of padded_offsets[G]
+};
+cudaError_t launch_grouped_activation(const ActivationArgs& args, cudaStream_t stream);
+
+// Registry (kernels/registry.h): the CUTLASS GEMM instances, their setup kernels and the activation.
+void append_cutlass_grouped_instances(KernelList* out);
+
+}  // namespace fusedmoe::kernels

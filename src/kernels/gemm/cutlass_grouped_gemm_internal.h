@@ -1,0 +1,22 @@
+// cutlass_grouped_gemm_internal.h — entry points of the CUTLASS configuration files
+// (cutlass_grouped_gemm_{coop,pingpong}.cu), used by cutlass_grouped_gemm.cu.
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_runtime.h>
+
+#include "kernels/gemm/cutlass_grouped_gemm.h"
+#include "kernels/registry.h"
+
+namespace fusedmoe::kernels::cutlass_grouped {
+
+cudaError_t run_coop128x256(const CutlassGroupedArgs& a, cudaStream_t stream);
+size_t scratch_coop128x256(int groups);
+void append_coop128x256(KernelList* out, const char* name, const char* setup_name);
+
+cudaError_t run_pingpong128x128(const CutlassGroupedArgs& a, cudaStream_t stream);
+size_t scratch_pingpong128x128(int groups);
+void append_pingpong128x128(KernelList* out, const char* name, const char* setup_name);
+
+}  // namespace fusedmoe::kernels::cutlass_grouped
