@@ -71,8 +71,9 @@ ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
 
 #if defined(FUSEDMOE_WITH_CUDA)
 namespace {
-// FUSEDMOE_CUTLASS_CONFIG=c1,c2 (environment, read once; 1 = cooperative 128x256, 2 = ping-pong
-// 128x128, 0 = auto) forces the CUTLASS configuration of GEMM1 and GEMM2: a tuning override.
+// FUSEDMOE_CUTLASS_CONFIG=c1,c2 (environment, read once; kernels::CutlassConfig: 1 = cooperative
+// 128x256, 2 = ping-pong 128x128, 3 = cooperative 128x256 on 2x1 clusters, 4 = cooperative 256x128,
+// 0 = auto) forces the CUTLASS configuration of GEMM1 and GEMM2: a tuning override.
 struct CutlassOverride {
   kernels::CutlassConfig gemm1 = kernels::CutlassConfig::kAuto, gemm2 = kernels::CutlassConfig::kAuto;
 };
@@ -82,7 +83,9 @@ const CutlassOverride& cutlass_override() {
     if (const char* e = std::getenv("FUSEDMOE_CUTLASS_CONFIG")) {
       int a = 0, b = 0;
       if (std::sscanf(e, "%d,%d", &a, &b) >= 1) {
-        auto cfg = [](int v) { return v == 1 || v == 2 ? kernels::CutlassConfig(v) : kernels::CutlassConfig::kAuto; };
+        auto cfg = [](int v) {
+          return v >= 1 && v <= kernels::kCutlassConfigs ? kernels::CutlassConfig(v) : kernels::CutlassConfig::kAuto;
+        };
         r.gemm1 = cfg(a);
         r.gemm2 = cfg(b);
       }
@@ -312,20 +315,28 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
 #if defined(FUSEDMOE_WITH_CUDA)
     if (d.chosen == Backend::kCutlassGrouped) {
       const CutlassOverride& co = cutlass_override();
-      auto resolved = [](kernels::CutlassConfig c, int k) {
-        return c == kernels::CutlassConfig::kAuto ? kernels::cutlass_grouped_auto_config(k) : c;
+      auto resolved = [](kernels::CutlassConfig c, int n, int k) {
+        return c == kernels::CutlassConfig::kAuto ? kernels::cutlass_grouped_auto_config(n, k) : c;
       };
-      auto cfg = [&](kernels::CutlassConfig c, int k) { return kernels::cutlass_grouped_gemm_name(resolved(c, k)); };
-      auto brief = [&](kernels::CutlassConfig c, int k) {
-        return resolved(c, k) == kernels::CutlassConfig::kCoop128x256 ? "coop 128x256" : "pingpong 128x128";
+      auto cfg = [&](kernels::CutlassConfig c, int n, int k) { return kernels::cutlass_grouped_gemm_name(resolved(c, n, k)); };
+      auto brief = [&](kernels::CutlassConfig c, int n, int k) {
+        switch (resolved(c, n, k)) {
+          case kernels::CutlassConfig::kCoop128x256: return "coop 128x256";
+          case kernels::CutlassConfig::kCoop128x256Cluster2: return "coop 128x256 c2x1";
+          case kernels::CutlassConfig::kCoop256x128: return "coop 256x128";
+          default: return "pingpong 128x128";
+        }
       };
-      os << "tiles: cutlass " << brief(co.gemm1, p.hidden) << " + " << brief(co.gemm2, p.intermediate)
+      const int r1 = p.activation.gemm1_rows(p.intermediate);
+      os << "tiles: cutlass " << brief(co.gemm1, r1, p.hidden) << " + " << brief(co.gemm2, p.hidden, p.intermediate)
          << " (GEMM1 + GEMM2 configurations)\n";
       os << "kernels: " << (kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token())
                                 ? "fused route + plan"
                                 : "router, dispatch plan")
-         << ", permute, " << cfg(co.gemm1, p.hidden) << " (GEMM1), grouped_activation, " << cfg(co.gemm2, p.intermediate)
-         << " (GEMM2), combine (CUTLASS configuration: cooperative 128x256 for K >= 1024, else ping-pong 128x128"
+         << ", permute, " << cfg(co.gemm1, r1, p.hidden) << " (GEMM1), grouped_activation, "
+         << cfg(co.gemm2, p.hidden, p.intermediate)
+         << " (GEMM2), combine (CUTLASS configuration: cooperative 128x256 for K >= 1024 unless N is not a "
+            "multiple of 256 below 2048, else ping-pong 128x128"
          << (co.gemm1 != kernels::CutlassConfig::kAuto || co.gemm2 != kernels::CutlassConfig::kAuto
                  ? "; overridden by FUSEDMOE_CUTLASS_CONFIG"
                  : "")

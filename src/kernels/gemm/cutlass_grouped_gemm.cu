@@ -1,6 +1,6 @@
 // Host side of the CUTLASS grouped-GEMM backend (cutlass_grouped_gemm.h): validation, the choice of
 // configuration, the SM count, the activation kernel between the GEMMs and the registry listing.
-// The CUTLASS kernels themselves live in cutlass_grouped_gemm_{coop,pingpong}.cu.
+// The CUTLASS kernels themselves live in cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong}.cu.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -32,6 +32,10 @@ constexpr const char* kCoopName = "cutlass_sm90_bf16_grouped_gemm_coop_128x256x6
 constexpr const char* kCoopSetup = "cutlass_grouped_setup<coop_128x256x64>";
 constexpr const char* kPingName = "cutlass_sm90_bf16_grouped_gemm_pingpong_128x128x64";
 constexpr const char* kPingSetup = "cutlass_grouped_setup<pingpong_128x128x64>";
+constexpr const char* kCoopC2Name = "cutlass_sm90_bf16_grouped_gemm_coop_128x256x64_c2x1";
+constexpr const char* kCoopC2Setup = "cutlass_grouped_setup<coop_128x256x64_c2x1>";
+constexpr const char* kCoop256Name = "cutlass_sm90_bf16_grouped_gemm_coop_256x128x64";
+constexpr const char* kCoop256Setup = "cutlass_grouped_setup<coop_256x128x64>";
 constexpr const char* kActName = "grouped_activation<bf16>";
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -121,17 +125,25 @@ __global__ void __launch_bounds__(256) grouped_activation_kernel(ActParams p) {
 
 size_t cutlass_grouped_scratch_bytes(int num_groups) {
   if (num_groups < 1) num_groups = 1;
-  return std::max(cutlass_grouped::scratch_coop128x256(num_groups), cutlass_grouped::scratch_pingpong128x128(num_groups));
+  using namespace cutlass_grouped;
+  return std::max({scratch_coop128x256(num_groups), scratch_pingpong128x128(num_groups),
+                   scratch_coop128x256c2(num_groups), scratch_coop256x128(num_groups)});
 }
 
-CutlassConfig cutlass_grouped_auto_config(int k) {
-  return k >= 1024 ? CutlassConfig::kCoop128x256 : CutlassConfig::kPingpong128x128;
+// Long reductions: the cooperative 128x256 tile, unless N leaves its last 256-column tile mostly
+// empty (N = 384: a third of the tensor-core work wasted), where 128x128 tiles fit; short
+// reductions (GEMM2 of fine-grained experts): ping-pong, whose epilogue hides under the main loop.
+CutlassConfig cutlass_grouped_auto_config(int n, int k) {
+  if (k < 1024) return CutlassConfig::kPingpong128x128;
+  return n % 256 == 0 || n >= 2048 ? CutlassConfig::kCoop128x256 : CutlassConfig::kPingpong128x128;
 }
 
 const char* cutlass_grouped_gemm_name(CutlassConfig config) {
   switch (config) {
     case CutlassConfig::kCoop128x256: return cutlass_grouped::kCoopName;
     case CutlassConfig::kPingpong128x128: return cutlass_grouped::kPingName;
+    case CutlassConfig::kCoop128x256Cluster2: return cutlass_grouped::kCoopC2Name;
+    case CutlassConfig::kCoop256x128: return cutlass_grouped::kCoop256Name;
     default: return nullptr;
   }
 }
@@ -145,10 +157,12 @@ cudaError_t launch_cutlass_grouped_gemm(const CutlassGroupedArgs& a, cudaStream_
   if (!aligned16(a.a) || !aligned16(a.w) || !aligned16(a.out) || (reinterpret_cast<uintptr_t>(a.scratch) & 255u) != 0)
     return cudaErrorInvalidValue;
   if (a.scratch_bytes < cutlass_grouped_scratch_bytes(a.num_groups)) return cudaErrorInvalidValue;
-  const CutlassConfig c = a.config == CutlassConfig::kAuto ? cutlass_grouped_auto_config(a.k) : a.config;
+  const CutlassConfig c = a.config == CutlassConfig::kAuto ? cutlass_grouped_auto_config(a.n, a.k) : a.config;
   switch (c) {
     case CutlassConfig::kCoop128x256: return run_coop128x256(a, stream);
     case CutlassConfig::kPingpong128x128: return run_pingpong128x128(a, stream);
+    case CutlassConfig::kCoop128x256Cluster2: return run_coop128x256c2(a, stream);
+    case CutlassConfig::kCoop256x128: return run_coop256x128(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -187,6 +201,8 @@ void append_cutlass_grouped_instances(KernelList* out) {
   using namespace cutlass_grouped;
   append_coop128x256(out, kCoopName, kCoopSetup);
   append_pingpong128x128(out, kPingName, kPingSetup);
+  append_coop128x256c2(out, kCoopC2Name, kCoopC2Setup);
+  append_coop256x128(out, kCoop256Name, kCoop256Setup);
   out->push_back({"cutlass_grouped", std::string(kActName) + "<gated>",
                   reinterpret_cast<const void*>(&grouped_activation_kernel<true>)});
   out->push_back({"cutlass_grouped", std::string(kActName) + "<plain>",

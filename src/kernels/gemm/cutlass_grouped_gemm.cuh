@@ -23,7 +23,8 @@
 
 namespace fusedmoe::kernels::cutlass_grouped {
 
-template <class TileShape_, class KernelSchedule_, class EpilogueSchedule_>
+template <class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
+          class ClusterShape_ = cute::Shape<cute::_1, cute::_1, cute::_1>>
 struct Bf16GroupedGemm {
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;  // M, N, K per group
   using Element = cutlass::bfloat16_t;
@@ -32,7 +33,9 @@ struct Bf16GroupedGemm {
   using LayoutD = cutlass::layout::RowMajor;
   static constexpr int kAlign = 8;  // 16 bytes
   using TileShape = TileShape_;
-  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;  // ragged groups: no cluster rounding
+  // 1x1 by default: the group scheduler rounds each group's M tiles up to the cluster (2x1: an idle
+  // CTA for a group with an odd tile count), in exchange for the weight tile multicast to both CTAs.
+  using ClusterShape = ClusterShape_;
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,

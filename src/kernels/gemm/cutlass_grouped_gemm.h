@@ -28,7 +28,10 @@ enum class CutlassConfig : int {
   kCoop128x256 = 1,      // cooperative: two consumer warpgroups share one 128x256 tile (K-heavy GEMMs)
   kPingpong128x128 = 2,  // ping-pong: the two consumer warpgroups alternate 128x128 tiles (one's
                          // epilogue hides under the other's main loop: short-K GEMMs)
+  kCoop128x256Cluster2 = 3,  // kCoop128x256 on 2x1 clusters: each weight tile multicast to 2 CTAs
+  kCoop256x128 = 4,      // cooperative, 256 rows x 128 columns per tile (each warpgroup 128x128)
 };
+inline constexpr int kCutlassConfigs = 4;
 
 struct CutlassGroupedArgs {
   const void* a = nullptr;            // [rows, K] bf16, 16-byte aligned
@@ -40,7 +43,7 @@ struct CutlassGroupedArgs {
   int num_groups = 0;                 // G >= 1
   int n = 0;                          // N: output columns (multiple of 8)
   int k = 0;                          // K: reduction (multiple of 8)
-  CutlassConfig config = CutlassConfig::kAuto;  // kAuto: cooperative when K >= 1024, else ping-pong
+  CutlassConfig config = CutlassConfig::kAuto;  // kAuto: cutlass_grouped_auto_config(N, K)
   void* scratch = nullptr;            // device, 256-byte aligned, >= cutlass_grouped_scratch_bytes(G)
   size_t scratch_bytes = 0;
 };
@@ -55,8 +58,8 @@ size_t cutlass_grouped_scratch_bytes(int num_groups);
 // more than kCutlassMaxSms SMs; other CUDA errors as the launch reports them.
 cudaError_t launch_cutlass_grouped_gemm(const CutlassGroupedArgs& args, cudaStream_t stream);
 
-// The configuration kAuto resolves to for this reduction length, and its instance name.
-CutlassConfig cutlass_grouped_auto_config(int k);
+// The configuration kAuto resolves to for N output columns and a reduction of K, and its instance name.
+CutlassConfig cutlass_grouped_auto_config(int n, int k);
 const char* cutlass_grouped_gemm_name(CutlassConfig config);
 
 // GEMM1's activation on the CUTLASS path (GEMM1 wrote the pre-activation rows in bf16):

@@ -1,5 +1,5 @@
 // cutlass_grouped_gemm_internal.h — entry points of the CUTLASS configuration files
-// (cutlass_grouped_gemm_{coop,pingpong}.cu), used by cutlass_grouped_gemm.cu.
+// (cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong}.cu), used by cutlass_grouped_gemm.cu.
 #pragma once
 
 #include <cstddef>
@@ -18,5 +18,13 @@ void append_coop128x256(KernelList* out, const char* name, const char* setup_nam
 cudaError_t run_pingpong128x128(const CutlassGroupedArgs& a, cudaStream_t stream);
 size_t scratch_pingpong128x128(int groups);
 void append_pingpong128x128(KernelList* out, const char* name, const char* setup_name);
+
+cudaError_t run_coop128x256c2(const CutlassGroupedArgs& a, cudaStream_t stream);
+size_t scratch_coop128x256c2(int groups);
+void append_coop128x256c2(KernelList* out, const char* name, const char* setup_name);
+
+cudaError_t run_coop256x128(const CutlassGroupedArgs& a, cudaStream_t stream);
+size_t scratch_coop256x128(int groups);
+void append_coop256x128(KernelList* out, const char* name, const char* setup_name);
 
 }  // namespace fusedmoe::kernels::cutlass_grouped

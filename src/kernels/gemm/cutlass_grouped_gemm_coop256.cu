@@ -1,0 +1,19 @@
+// The CUTLASS grouped GEMM, cooperative 256x128x64 (cutlass_grouped_gemm.h): its own translation unit.
+#include "kernels/gemm/cutlass_grouped_gemm.cuh"
+#include "kernels/gemm/cutlass_grouped_gemm_internal.h"
+
+namespace fusedmoe::kernels::cutlass_grouped {
+
+namespace {
+using Config = Bf16GroupedGemm<cute::Shape<cute::_256, cute::_128, cute::_64>, cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative,
+                               cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative>;
+}  // namespace
+
+cudaError_t run_coop256x128(const CutlassGroupedArgs& a, cudaStream_t stream) { return run<Config>(a, stream); }
+size_t scratch_coop256x128(int groups) { return scratch_bytes<Config>(groups); }
+void append_coop256x128(KernelList* out, const char* name, const char* setup_name) {
+  out->push_back({"cutlass_grouped", name, reinterpret_cast<const void*>(&cutlass::device_kernel<Config::Kernel>)});
+  out->push_back({"cutlass_grouped", setup_name, reinterpret_cast<const void*>(&setup_groups_kernel<Config>)});
+}
+
+}  // namespace fusedmoe::kernels::cutlass_grouped
