@@ -25,7 +25,8 @@ enum class Backend : uint8_t {
   kFused,          // single-pass fused kernels (gather + GEMM + epilogue): not built yet
   kCutlassGrouped, // permute -> CUTLASS sm90 persistent grouped GEMM1 -> activation kernel -> CUTLASS
                    // grouped GEMM2 -> combine: BF16 weights and activations, no expert biases.
-                   // Auto picks it at prefill (T*k/E >= 64 expected rows per expert; explain says)
+                   // Auto picks it at prefill (T >= 512 and T*k/E >= 32 expected rows per expert;
+                   // explain says why)
 };
 
 enum class TileFamily : uint8_t {

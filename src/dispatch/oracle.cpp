@@ -105,14 +105,20 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
   if (reasons) d->tile_reason = why.str();
 }
 
-// Auto: the CUTLASS grouped GEMMs from this many expected rows per expert (T * k / E) up, where they
-// were measured faster than the grouped backend's normal tiles on the H200 (bench --suite layer
-// --cutlass, bench/results/2026-11-30_h200_session10).
-constexpr double kCutlassMinRowsPerExpert = 64.0;
+// Auto: the CUTLASS grouped GEMMs from this many expected rows per expert (T * k / E) and tokens
+// up. Measured on the H200 (bench --suite layer --cutlass, bench/results/2026-11-30_h200_session10,
+// call 1): faster than the grouped backend's normal tiles on every BF16 suite case from 32 rows
+// per expert at >= 512 tokens (dsv3-tp8 at 1024 tokens 859 vs 899 us; qwen30-tp1 at 512 tokens
+// 399 vs 444 us), except qwen235-tp8 at 16384 tokens (fixed by the 256x128 GEMM1 tile, call 2);
+// at 16 rows per expert Swap-AB was level or faster (dsv4f-tp4 at 512 tokens 857 vs 942 us). Below
+// 512 tokens (decode) the grouped backend stays: its launches overlap (PDL) and were tuned there.
+constexpr double kCutlassMinRowsPerExpert = 32.0;
+constexpr int64_t kCutlassMinTokens = 512;
 
 bool cutlass_preferred(const MoeProblem& p) {
   const double per_expert = static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts;
-  return per_expert >= kCutlassMinRowsPerExpert && can_implement(Backend::kCutlassGrouped, p).ok();
+  return per_expert >= kCutlassMinRowsPerExpert && p.num_tokens >= kCutlassMinTokens &&
+         can_implement(Backend::kCutlassGrouped, p).ok();
 }
 
 }  // namespace
@@ -160,7 +166,8 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
     d.chosen = Backend::kCutlassGrouped;
     std::ostringstream why;
     why << "expected rows per expert T*k/E = " << static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts
-        << " >= " << kCutlassMinRowsPerExpert << ": CUTLASS's persistent grouped GEMMs measured faster than the normal tiles";
+        << " >= " << kCutlassMinRowsPerExpert << " and T >= " << kCutlassMinTokens
+        << ": CUTLASS's persistent grouped GEMMs measured faster than the normal tiles";
     d.reason = why.str();
     return d;
   }

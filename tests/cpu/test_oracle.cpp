@@ -75,9 +75,17 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   EXPECT_EQ(d.chosen, fm::Backend::kCutlassGrouped) << d.status.message();
   EXPECT_NE(d.reason.find("rows per expert"), std::string::npos) << d.reason;
   const std::string ex = fm::explain(p);
-  // 2N = 384: a 256-wide tile would leave a third of the work empty, so 128x128 tiles
-  EXPECT_NE(ex.find("cutlass_sm90_bf16_grouped_gemm_pingpong_128x128x64 (GEMM1)"), std::string::npos) << ex;
-  EXPECT_NE(ex.find("cutlass_sm90_bf16_grouped_gemm_pingpong_128x128x64 (GEMM2)"), std::string::npos) << ex;
+  // 256 rows per expert: 128x256 tiles on both GEMMs; from 512 rows, 2N = 384 takes 256x128 tiles
+  EXPECT_NE(ex.find("cutlass_sm90_bf16_grouped_gemm_coop_128x256x64 (GEMM1)"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("cutlass_sm90_bf16_grouped_gemm_coop_128x256x64 (GEMM2)"), std::string::npos) << ex;
+  fm::MoeProblem big = p;
+  big.num_tokens = big.max_tokens = 16384;
+  const std::string ex2 = fm::explain(big);
+  EXPECT_NE(ex2.find("cutlass_sm90_bf16_grouped_gemm_coop_256x128x64 (GEMM1)"), std::string::npos) << ex2;
+  EXPECT_NE(ex2.find("cutlass_sm90_bf16_grouped_gemm_coop_128x256x64 (GEMM2)"), std::string::npos) << ex2;
+  fm::MoeProblem mixtral = fm::find_preset("mixtral-tp2")->problem;  // E 8, k 2: 64 rows per expert at 256
+  mixtral.num_tokens = mixtral.max_tokens = 256;
+  EXPECT_EQ(fm::detail::decide(mixtral, {}, true).chosen, fm::Backend::kGrouped) << "decode stays on the grouped backend";
   fm::ForwardOptions normal;  // forced tiles keep the grouped backend
   normal.tiles = fm::TileFamily::kNormal;
   EXPECT_EQ(fm::detail::decide(p, normal, true).chosen, fm::Backend::kGrouped);

@@ -130,12 +130,15 @@ size_t cutlass_grouped_scratch_bytes(int num_groups) {
                    scratch_coop128x256c2(num_groups), scratch_coop256x128(num_groups)});
 }
 
-// Long reductions: the cooperative 128x256 tile, unless N leaves its last 256-column tile mostly
-// empty (N = 384: a third of the tensor-core work wasted), where 128x128 tiles fit; short
-// reductions (GEMM2 of fine-grained experts): ping-pong, whose epilogue hides under the main loop.
-CutlassConfig cutlass_grouped_auto_config(int n, int k) {
-  if (k < 1024) return CutlassConfig::kPingpong128x128;
-  return n % 256 == 0 || n >= 2048 ? CutlassConfig::kCoop128x256 : CutlassConfig::kPingpong128x128;
+// Measured on the H200 (bench/results/2026-11-30_h200_session10, call 2: each configuration forced
+// on both GEMMs of 7 BF16 suite cases at 4096 and 16384 tokens, per-stage times): the cooperative
+// 128x256 tile is fastest or level on every GEMM1 and GEMM2 (ping-pong 128x128 was 0-30 % slower
+// even on the short-K GEMM2s, the 2x1 cluster 0-27 %), except GEMM1 with N not a multiple of 256
+// (qwen235-tp8: 2N = 384, the last 256-wide tile half empty) and long groups (1024 rows per expert:
+// 256x128 tiles 714 us against 898 us); at 256 rows per expert 128x256 still won (258 vs 280 us).
+CutlassConfig cutlass_grouped_auto_config(int n, int64_t rows_hint) {
+  if (n % 256 != 0 && n < 2048 && rows_hint >= 512) return CutlassConfig::kCoop256x128;
+  return CutlassConfig::kCoop128x256;
 }
 
 const char* cutlass_grouped_gemm_name(CutlassConfig config) {
@@ -157,7 +160,7 @@ cudaError_t launch_cutlass_grouped_gemm(const CutlassGroupedArgs& a, cudaStream_
   if (!aligned16(a.a) || !aligned16(a.w) || !aligned16(a.out) || (reinterpret_cast<uintptr_t>(a.scratch) & 255u) != 0)
     return cudaErrorInvalidValue;
   if (a.scratch_bytes < cutlass_grouped_scratch_bytes(a.num_groups)) return cudaErrorInvalidValue;
-  const CutlassConfig c = a.config == CutlassConfig::kAuto ? cutlass_grouped_auto_config(a.n, a.k) : a.config;
+  const CutlassConfig c = a.config == CutlassConfig::kAuto ? cutlass_grouped_auto_config(a.n, a.rows_hint) : a.config;
   switch (c) {
     case CutlassConfig::kCoop128x256: return run_coop128x256(a, stream);
     case CutlassConfig::kPingpong128x128: return run_pingpong128x128(a, stream);
