@@ -95,6 +95,34 @@ const CutlassOverride& cutlass_override() {
   return o;
 }
 
+// FP8: H (bf16, padded rows) quantised in the activation scheme into inter_q / inter_scales (row
+// order, per-token scale of padded row r at r; padding rows are garbage and feed no stored output).
+cudaError_t quantise_intermediate(const MoeProblem& p, const MoeTensors& t, const DispatchResult& r,
+                                  const detail::WorkspaceLayout& w, char* base, Stream stream) {
+  void* inter = base + w.intermediate.offset;
+  void* inter_q = base + w.inter_q.offset;
+  float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
+  kernels::PermuteQuantArgs hq;
+  hq.x = inter;
+  hq.act_dtype = p.act_dtype;
+  hq.num_tokens = r.act_rows;                          // the bound; the rows that exist:
+  hq.num_tokens_dev = r.padded_offsets + r.num_groups;  // padded_offsets[G], read on the device
+  hq.hidden = p.intermediate;
+  hq.quant = p.quant.act;
+  hq.scale_format = p.quant.act_scale_format;
+  hq.static_scale = t.act2_scale;
+  hq.out = inter_q;
+  hq.out_scales = inter_scales;
+  hq.rows_out = r.act_rows;
+  // (dynamic per-tensor: H's absmax over the rows that exist, not the stale padding rows)
+  hq.amax_group_counts = r.counts;
+  hq.amax_group_padded_offsets = r.padded_offsets;
+  hq.amax_groups = r.num_groups;
+  hq.scratch = base + w.quant_scratch.offset;
+  hq.scratch_bytes = w.quant_scratch.bytes;
+  return kernels::launch_permute_quant(hq, stream);
+}
+
 // Backend::kCutlassGrouped after dispatch: GEMM1 (CUTLASS grouped, pre-activation rows into the
 // expert-output region) -> activation kernel (bias b1, the activation, into the intermediate) ->
 // GEMM2 (CUTLASS grouped, unpadded rows) -> the combine.
@@ -105,6 +133,59 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
   void* inter = base + w.intermediate.offset;
   void* expert_out = base + w.expert_out.offset;
   const size_t half = w.cutlass_scratch.bytes / 2 / detail::kWorkspaceAlign * detail::kWorkspaceAlign;
+  if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
+    // FP8 128x128 blocks: CUTLASS's blockwise-scaled grouped GEMM, x quantised on the permute (row-
+    // order 1x128 scales), H quantised between the activation and GEMM2 like the grouped backend.
+    const int64_t rows_pad4 = (r.act_rows + 3) / 4 * 4;
+    const bool ue8m0 = p.quant.weight.scale_format == ScaleFormat::kUE8M0;
+    kernels::CutlassFp8BlockArgs f;
+    f.a = r.act;
+    f.a_scale = r.act_scales;
+    f.a_scale_stride = rows_pad4;
+    f.w = t.w1;
+    f.w_scale = t.w1_scale;
+    f.w_scale_ue8m0 = ue8m0;
+    f.out = expert_out;
+    f.counts = r.counts;
+    f.a_offsets = r.padded_offsets;
+    f.out_offsets = r.padded_offsets;
+    f.num_groups = r.num_groups;
+    f.n = p.activation.gemm1_rows(p.intermediate);
+    f.k = p.hidden;
+    f.max_rows = r.act_rows;
+    f.scratch = base + w.cutlass_scratch.offset;
+    f.scratch_bytes = half;
+    cudaError_t e = kernels::launch_cutlass_fp8_block_gemm(f, stream);
+    FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM1: " << cudaGetErrorString(e));
+    kernels::ActivationArgs a;
+    a.in = expert_out;
+    a.out = inter;
+    a.bias = nullptr;
+    a.counts = r.counts;
+    a.padded_offsets = r.padded_offsets;
+    a.num_groups = r.num_groups;
+    a.n = p.intermediate;
+    a.activation = p.activation;
+    a.max_rows = r.act_rows;
+    e = kernels::launch_grouped_activation(a, stream);
+    FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
+    e = quantise_intermediate(p, t, r, w, base, stream);
+    FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
+    if (options.stop_after == Stage::kGemm1) return Status::Ok();
+    f.a = base + w.inter_q.offset;
+    f.a_scale = reinterpret_cast<const float*>(base + w.inter_scales.offset);
+    f.w = t.w2;
+    f.w_scale = t.w2_scale;
+    f.out = expert_out;
+    f.out_offsets = r.offsets;
+    f.n = p.hidden;
+    f.k = p.intermediate;
+    f.scratch = base + w.cutlass_scratch.offset + half;
+    e = kernels::launch_cutlass_fp8_block_gemm(f, stream);
+    FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM2: " << cudaGetErrorString(e));
+    if (options.stop_after == Stage::kGemm2) return Status::Ok();
+    return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream);
+  }
   kernels::CutlassGroupedArgs c;
   c.a = r.act;
   c.w = t.w1;
@@ -173,6 +254,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     DispatchOptions o;
     o.permute = true;
     o.tile_m = 8;
+    o.group_scales_by_token = false;  // FP8 blocks: row-order scales, re-laid for CUTLASS per group
     DispatchResult r;
     FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
     if (options.stop_after == Stage::kDispatch) return Status::Ok();
@@ -258,25 +340,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   if (fp8) {
     void* inter_q = base + w.inter_q.offset;
     float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
-    kernels::PermuteQuantArgs hq;
-    hq.x = inter;
-    hq.act_dtype = p.act_dtype;
-    hq.num_tokens = r.act_rows;                          // the bound; the rows that exist:
-    hq.num_tokens_dev = r.padded_offsets + r.num_groups;  // padded_offsets[G], read on the device
-    hq.hidden = p.intermediate;
-    hq.quant = p.quant.act;
-    hq.scale_format = p.quant.act_scale_format;
-    hq.static_scale = t.act2_scale;
-    hq.out = inter_q;
-    hq.out_scales = inter_scales;
-    hq.rows_out = r.act_rows;
-    // (dynamic per-tensor: H's absmax over the rows that exist, not the stale padding rows)
-    hq.amax_group_counts = r.counts;
-    hq.amax_group_padded_offsets = r.padded_offsets;
-    hq.amax_groups = r.num_groups;
-    hq.scratch = base + w.quant_scratch.offset;
-    hq.scratch_bytes = w.quant_scratch.bytes;
-    e = kernels::launch_permute_quant(hq, stream);
+    e = quantise_intermediate(p, t, r, w, base, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
     f.a = inter_q;
     f.a_scale = inter_scales;  // H's scales in row order
@@ -330,6 +394,13 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         }
       };
       const int r1 = p.activation.gemm1_rows(p.intermediate);
+      if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
+        os << "tiles: cutlass fp8 blockwise 128x128x128 (GEMM1 + GEMM2)\n";
+        os << "kernels: router, dispatch plan, permute + e4m3 quantise, " << kernels::cutlass_fp8_block_gemm_name()
+           << " (GEMM1; scales re-laid per group), grouped_activation, quantise the intermediate, the same (GEMM2), "
+              "combine\n";
+        return os.str();
+      }
       os << "tiles: cutlass " << brief(co.gemm1, r1, p.hidden) << " + " << brief(co.gemm2, p.hidden, p.intermediate)
          << " (GEMM1 + GEMM2 configurations)\n";
       os << "kernels: " << (kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token())

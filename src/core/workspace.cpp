@@ -53,18 +53,28 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   w.intermediate = b.take(rows_pad * ndim * dtype_bytes(p.act_dtype));
   w.inter_q = b.take(fp8 ? rows_pad * ndim : 0);
   w.inter_scales = b.take(fp8 ? n_groups * ((rows_pad + 3) / 4 * 4) * 4 : 0);
-  // BF16 weights (the CUTLASS path can run): GEMM1's pre-activation rows [R_pad, R1] live in the
-  // GEMM2 output's region, which nothing uses until GEMM2.
+  // BF16 weights or FP8 128x128 blocks (the CUTLASS path can run): GEMM1's pre-activation rows
+  // [R_pad, R1] live in the GEMM2 output's region, which nothing uses until GEMM2.
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
+  const bool fp8_block = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
+                         p.quant.weight.granularity == ScaleGranularity::kBlock && p.quant.act == ActQuant::kGroup128;
+  const bool cutlass_path = bf16_weights || fp8_block;
   const size_t r1 = static_cast<size_t>(p.activation.gemm1_rows(p.intermediate));
-  w.expert_out = b.take(std::max(rows * kdim, bf16_weights ? rows_pad * r1 : size_t(0)) * dtype_bytes(p.act_dtype));
+  w.expert_out = b.take(std::max(rows * kdim, cutlass_path ? rows_pad * r1 : size_t(0)) * dtype_bytes(p.act_dtype));
   w.error_flag = b.take(16);
 #if defined(FUSEDMOE_WITH_CUDA)
   // The plan's scratch also holds the fused front's per-block masks (never both in one call).
   w.plan_scratch = b.take(std::max(kernels::plan_scratch_bytes(p.max_tokens, p.top_k(), static_cast<int>(groups)),
                                    kernels::front_scratch_bytes(p.max_tokens, static_cast<int>(groups))));
   w.quant_scratch = b.take(kernels::permute_quant_scratch_bytes(p.max_tokens, p.hidden));
-  w.cutlass_scratch = b.take(bf16_weights ? 2 * kernels::cutlass_grouped_scratch_bytes(static_cast<int>(groups)) : 0);
+  // (one half per GEMM; FP8 blocks: also the re-laid scales of the larger of the two GEMMs)
+  const int gi = static_cast<int>(groups);
+  const size_t fp8_half =
+      fp8_block && p.hidden % 128 == 0 && p.intermediate % 128 == 0
+          ? std::max(kernels::cutlass_fp8_block_scratch_bytes(gi, static_cast<int>(r1), p.hidden, static_cast<int64_t>(rows_pad)),
+                     kernels::cutlass_fp8_block_scratch_bytes(gi, p.hidden, p.intermediate, static_cast<int64_t>(rows_pad)))
+          : 0;
+  w.cutlass_scratch = b.take(bf16_weights ? 2 * kernels::cutlass_grouped_scratch_bytes(gi) : 2 * fp8_half);
 #endif
   w.total = b.cursor;
   return w;

@@ -62,9 +62,18 @@ Status can_implement(Backend b, const MoeProblem& p) {
 #if !defined(FUSEDMOE_WITH_CUDA)
       return Status(StatusCode::kNoDevice, "built without CUDA kernels");
 #else
-      if (p.quant.weight.format != WeightFormat::kBF16)
-        return Status(StatusCode::kUnsupported, std::string("CUTLASS grouped GEMMs are built for bf16 weights, not ") +
+      if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
+        if (p.quant.weight.granularity != ScaleGranularity::kBlock)
+          return Status(StatusCode::kUnsupported,
+                        "CUTLASS grouped GEMMs are built for bf16 weights and fp8 128x128 blocks, not fp8 with " +
+                            std::string(to_string(p.quant.weight.granularity)) + " scales (the grouped backend runs them)");
+        const Status f = fp8_supported(p);
+        if (!f.ok()) return f;
+      } else if (p.quant.weight.format != WeightFormat::kBF16) {
+        return Status(StatusCode::kUnsupported, std::string("CUTLASS grouped GEMMs are built for bf16 weights and fp8 "
+                                                            "128x128 blocks, not ") +
                                                     to_string(p.quant.weight.format));
+      }
       if (p.act_dtype != DType::kBFloat16)
         return Status(StatusCode::kUnsupported, "CUTLASS grouped GEMMs are built for bf16 activations");
       if (p.has_expert_bias)
@@ -117,8 +126,9 @@ constexpr int64_t kCutlassMinTokens = 512;
 
 bool cutlass_preferred(const MoeProblem& p) {
   const double per_expert = static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts;
+  // (FP8 blocks run on it when forced; auto keeps them on the grouped backend until measured)
   return per_expert >= kCutlassMinRowsPerExpert && p.num_tokens >= kCutlassMinTokens &&
-         can_implement(Backend::kCutlassGrouped, p).ok();
+         p.quant.weight.format == WeightFormat::kBF16 && can_implement(Backend::kCutlassGrouped, p).ok();
 }
 
 }  // namespace

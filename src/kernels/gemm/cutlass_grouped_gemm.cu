@@ -36,6 +36,7 @@ constexpr const char* kCoopC2Name = "cutlass_sm90_bf16_grouped_gemm_coop_128x256
 constexpr const char* kCoopC2Setup = "cutlass_grouped_setup<coop_128x256x64_c2x1>";
 constexpr const char* kCoop256Name = "cutlass_sm90_bf16_grouped_gemm_coop_256x128x64";
 constexpr const char* kCoop256Setup = "cutlass_grouped_setup<coop_256x128x64>";
+constexpr const char* kFp8Name = "cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128";
 constexpr const char* kActName = "grouped_activation<bf16>";
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -200,12 +201,34 @@ cudaError_t launch_grouped_activation(const ActivationArgs& a, cudaStream_t stre
   return cudaGetLastError();
 }
 
+size_t cutlass_fp8_block_scratch_bytes(int num_groups, int n, int k, int64_t max_rows) {
+  return cutlass_grouped::scratch_fp8_block(std::max(num_groups, 1), n, k, std::max<int64_t>(max_rows, 1));
+}
+
+const char* cutlass_fp8_block_gemm_name() { return cutlass_grouped::kFp8Name; }
+
+cudaError_t launch_cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& a, cudaStream_t stream) {
+  using namespace cutlass_grouped;
+  if (a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 128 != 0 || a.k % 128 != 0 || a.max_rows < 0)
+    return cudaErrorInvalidValue;
+  if (a.a == nullptr || a.a_scale == nullptr || a.w == nullptr || a.w_scale == nullptr || a.out == nullptr ||
+      a.counts == nullptr || a.a_offsets == nullptr || a.out_offsets == nullptr || a.scratch == nullptr ||
+      a.a_scale_stride < a.max_rows)
+    return cudaErrorInvalidValue;
+  if (!aligned16(a.a) || !aligned16(a.w) || !aligned16(a.out) || (reinterpret_cast<uintptr_t>(a.scratch) & 255u) != 0)
+    return cudaErrorInvalidValue;
+  if (a.scratch_bytes < cutlass_fp8_block_scratch_bytes(a.num_groups, a.n, a.k, a.max_rows)) return cudaErrorInvalidValue;
+  if (a.max_rows == 0) return cudaSuccess;
+  return run_fp8_block(a, stream);
+}
+
 void append_cutlass_grouped_instances(KernelList* out) {
   using namespace cutlass_grouped;
   append_coop128x256(out, kCoopName, kCoopSetup);
   append_pingpong128x128(out, kPingName, kPingSetup);
   append_coop128x256c2(out, kCoopC2Name, kCoopC2Setup);
   append_coop256x128(out, kCoop256Name, kCoop256Setup);
+  append_fp8_block(out, kFp8Name);
   out->push_back({"cutlass_grouped", std::string(kActName) + "<gated>",
                   reinterpret_cast<const void*>(&grouped_activation_kernel<true>)});
   out->push_back({"cutlass_grouped", std::string(kActName) + "<plain>",

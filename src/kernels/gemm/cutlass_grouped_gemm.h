@@ -88,3 +88,37 @@ cudaError_t launch_grouped_activation(const ActivationArgs& args, cudaStream_t s
 void append_cutlass_grouped_instances(KernelList* out);
 
 }  // namespace fusedmoe::kernels
+
+namespace fusedmoe::kernels {
+
+// ---- FP8 e4m3 with 128x128 weight blocks and 1x128 activation groups (DeepSeek) ----
+// CUTLASS's sm90 pointer-array blockwise-scaled grouped GEMM (scales applied per 128-K block in
+// fp32 inside the main loop). Its scale layouts differ from ours, so the launch first rewrites them
+// into scratch (a few MB at most, one small kernel):
+//   activation scales: ours [K/128, a_scale_stride] floats, row r of the padded layout at column r
+//     -> per group g, [K/128][counts[g]] packed (rows fastest) at (K/128) * a_offsets[g];
+//   weight scales: ours [G, N/128, K/128] (float32, or UE8M0 exponent bytes) -> [G, K/128, N/128]
+//     float32 (N blocks fastest).
+struct CutlassFp8BlockArgs {
+  const void* a = nullptr;             // [rows, K] e4m3, rows of group g from a_offsets[g] (padded layout)
+  const float* a_scale = nullptr;      // [K/128, a_scale_stride] float, padded row order
+  int64_t a_scale_stride = 0;
+  const void* w = nullptr;             // [G, N, K] e4m3
+  const void* w_scale = nullptr;       // [G, N/128, K/128] float32 or UE8M0 bytes
+  bool w_scale_ue8m0 = false;
+  void* out = nullptr;                 // [rows_out, N] bf16
+  const int32_t* counts = nullptr;
+  const int32_t* a_offsets = nullptr;  // [G + 1] padded offsets (a_offsets[G] bounds the rows)
+  const int32_t* out_offsets = nullptr;
+  int num_groups = 0;
+  int n = 0;                           // multiple of 128
+  int k = 0;                           // multiple of 128
+  int64_t max_rows = 0;                // host bound of a_offsets[G]
+  void* scratch = nullptr;             // >= cutlass_fp8_block_scratch_bytes(G, N, K, max_rows), 256-B aligned
+  size_t scratch_bytes = 0;
+};
+size_t cutlass_fp8_block_scratch_bytes(int num_groups, int n, int k, int64_t max_rows);
+cudaError_t launch_cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& args, cudaStream_t stream);
+const char* cutlass_fp8_block_gemm_name();
+
+}  // namespace fusedmoe::kernels

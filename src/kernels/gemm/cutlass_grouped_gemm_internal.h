@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <cuda_runtime.h>
 
@@ -26,5 +27,9 @@ void append_coop128x256c2(KernelList* out, const char* name, const char* setup_n
 cudaError_t run_coop256x128(const CutlassGroupedArgs& a, cudaStream_t stream);
 size_t scratch_coop256x128(int groups);
 void append_coop256x128(KernelList* out, const char* name, const char* setup_name);
+
+cudaError_t run_fp8_block(const CutlassFp8BlockArgs& a, cudaStream_t stream);  // cutlass_fp8_block_gemm.cu
+size_t scratch_fp8_block(int groups, int n, int k, int64_t max_rows);
+void append_fp8_block(KernelList* out, const char* name);
 
 }  // namespace fusedmoe::kernels::cutlass_grouped
