@@ -99,6 +99,14 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   const fm::detail::Decision df = fm::detail::decide(f, forced, true);
   EXPECT_EQ(df.chosen, fm::Backend::kAuto);
   EXPECT_NE(df.status.message().find("bf16 weights"), std::string::npos) << df.status.message();
+  fm::MoeProblem b = fm::find_preset("dsv3-tp8")->problem;  // FP8 128x128 blocks: auto from 1024 tokens
+  b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  b.num_tokens = b.max_tokens = 512;
+  EXPECT_EQ(fm::detail::decide(b, {}, true).chosen, fm::Backend::kGrouped);
+  b.num_tokens = b.max_tokens = 4096;
+  EXPECT_EQ(fm::detail::decide(b, {}, true).chosen, fm::Backend::kCutlassGrouped);
+  EXPECT_EQ(fm::detail::decide(b, {}, false).chosen, fm::Backend::kCutlassGrouped);
+  EXPECT_NE(fm::explain(b).find("cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128"), std::string::npos);
   fm::MoeProblem g = fm::find_preset("gptoss-tp1")->problem;  // expert biases
   g.num_tokens = g.max_tokens = 4096;
   EXPECT_EQ(fm::detail::decide(g, {}, true).chosen, fm::Backend::kGrouped);

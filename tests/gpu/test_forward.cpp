@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/workspace.h"
+#include "dispatch/oracle.h"
 #include "fusedmoe/fusedmoe.h"
 #include "fusedmoe/reference.h"
 #include "gpu_test_util.h"
@@ -43,6 +44,11 @@ constexpr double kFp8OverQuantisedMath = 1e-2;
 //   * the layer's output from the GPU's H (the combine adds a rounding): 5e-3.
 constexpr double kFp8PerGemmTol = 2e-3;
 constexpr double kFp8HTol = 3e-3;
+// The CUTLASS backend stores GEMM1's pre-activation rows in bf16 and applies the activation to those
+// (kernels/gemm/cutlass_grouped_gemm.h), so its H carries one more bf16 rounding of g and u than the
+// grouped backend's (fp32 accumulators straight into the activation): measured 3.3-4.4e-3 (H200,
+// session 10, call 4), against 0.9-1.5e-3 on the grouped backend. GEMM2 and the output keep their bounds.
+constexpr double kFp8HTolCutlass = 5e-3;
 constexpr double kFp8PerGemmUnroundedTol = 5e-3;
 
 struct Layer {
@@ -216,7 +222,9 @@ void check_forward(fm::MoeProblem p, int64_t tokens, const fm::ForwardOptions& o
   std::printf("\n");
   EXPECT_EQ(bad, 0) << "non-finite (unwritten) outputs";
   if (err_h >= 0) {
-    EXPECT_LE(err_h, kFp8HTol) << "GEMM1 + activation (bf16 H) against the reference's H (rounded as stored)";
+    const bool cutlass = fm::detail::decide(p, opt, false).chosen == fm::Backend::kCutlassGrouped;
+    EXPECT_LE(err_h, cutlass ? kFp8HTolCutlass : kFp8HTol)
+        << "GEMM1 + activation (bf16 H) against the reference's H (rounded as stored)";
     EXPECT_LE(err_g2_r, kFp8PerGemmTol) << "GEMM2's rows against the reference's from the GPU's H, rounded as stored";
     EXPECT_LE(err_g2, kFp8PerGemmUnroundedTol) << "GEMM2's rows against the reference's from the GPU's H";
     EXPECT_LE(err_out, kFp8PerGemmUnroundedTol) << "the output against the reference layer run from the GPU's H";
@@ -576,9 +584,12 @@ TEST(Forward, Fp8LargeTokenCounts) {
   pu.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
   for (int64_t t : {4096, 65536}) {
     check_forward(pc, t, {}, "fp8 per-channel E8 k2 N64 K128", fm::testing::Skew::kUniform);
-    check_forward(pb, t, {}, "fp8 block f32 E8 k2 N128 K128", fm::testing::Skew::kZipf);
+    check_forward(pb, t, {}, "fp8 block f32 E8 k2 N128 K128", fm::testing::Skew::kZipf);  // auto: CUTLASS
     check_forward(pu, t, {}, "fp8 block ue8m0 E8 k2 N128 K128", fm::testing::Skew::kUniform);
   }
+  fm::ForwardOptions grouped;  // the grouped backend's FP8 block GEMMs at a large count too
+  grouped.backend = fm::Backend::kGrouped;
+  check_forward(pb, 65536, grouped, "fp8 block f32 E8 k2 N128 K128 grouped", fm::testing::Skew::kZipf);
   check_forward(pc, 4096, tiles(fm::TileFamily::kSwapAB, 32), "fp8 per-channel swap-ab", fm::testing::Skew::kUniform);
 }
 
