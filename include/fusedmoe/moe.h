@@ -24,9 +24,10 @@ enum class Backend : uint8_t {
                    // grouped GEMM2 -> combine (normal or Swap-AB tiles)
   kFused,          // single-pass fused kernels (gather + GEMM + epilogue): not built yet
   kCutlassGrouped, // permute -> CUTLASS sm90 persistent grouped GEMM1 -> activation kernel -> CUTLASS
-                   // grouped GEMM2 -> combine: BF16 weights and activations, no expert biases.
-                   // Auto picks it at prefill (T >= 512 and T*k/E >= 32 expected rows per expert;
-                   // explain says why)
+                   // grouped GEMM2 -> combine: BF16 weights, or FP8 128x128 blocks (CUTLASS's
+                   // blockwise-scaled GEMM; H quantised between the GEMMs); bf16 activations, no
+                   // expert biases. Auto picks it at prefill (T*k/E >= 32 expected rows per expert,
+                   // T >= 512 BF16 / 1024 FP8; explain says why)
 };
 
 enum class TileFamily : uint8_t {
