@@ -133,6 +133,20 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
   void* inter = base + w.intermediate.offset;
   void* expert_out = base + w.expert_out.offset;
   const size_t half = w.cutlass_scratch.bytes / 2 / detail::kWorkspaceAlign * detail::kWorkspaceAlign;
+  // GEMM1's pre-activation rows (expert_out) -> bias b1, the activation -> H (the intermediate)
+  auto activation = [&] {
+    kernels::ActivationArgs a;
+    a.in = expert_out;
+    a.out = inter;
+    a.bias = p.has_expert_bias ? t.b1 : nullptr;
+    a.counts = r.counts;
+    a.padded_offsets = r.padded_offsets;
+    a.num_groups = r.num_groups;
+    a.n = p.intermediate;
+    a.activation = p.activation;
+    a.max_rows = r.act_rows;
+    return kernels::launch_grouped_activation(a, stream);
+  };
   if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
     // FP8 128x128 blocks: CUTLASS's blockwise-scaled grouped GEMM, x quantised on the permute (row-
     // order 1x128 scales), H quantised between the activation and GEMM2 like the grouped backend.
@@ -157,17 +171,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     f.scratch_bytes = half;
     cudaError_t e = kernels::launch_cutlass_fp8_block_gemm(f, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM1: " << cudaGetErrorString(e));
-    kernels::ActivationArgs a;
-    a.in = expert_out;
-    a.out = inter;
-    a.bias = nullptr;
-    a.counts = r.counts;
-    a.padded_offsets = r.padded_offsets;
-    a.num_groups = r.num_groups;
-    a.n = p.intermediate;
-    a.activation = p.activation;
-    a.max_rows = r.act_rows;
-    e = kernels::launch_grouped_activation(a, stream);
+    e = activation();
     FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
     e = quantise_intermediate(p, t, r, w, base, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
@@ -202,17 +206,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
   c.scratch_bytes = half;
   cudaError_t e = kernels::launch_cutlass_grouped_gemm(c, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS grouped GEMM1: " << cudaGetErrorString(e));
-  kernels::ActivationArgs a;
-  a.in = expert_out;
-  a.out = inter;
-  a.bias = p.has_expert_bias ? t.b1 : nullptr;
-  a.counts = r.counts;
-  a.padded_offsets = r.padded_offsets;
-  a.num_groups = r.num_groups;
-  a.n = p.intermediate;
-  a.activation = p.activation;
-  a.max_rows = r.act_rows;
-  e = kernels::launch_grouped_activation(a, stream);
+  e = activation();
   FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm1) return Status::Ok();
   // GEMM2 in a second scratch half: its setup kernel must not overwrite GEMM1's arrays early

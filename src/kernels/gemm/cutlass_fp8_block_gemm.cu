@@ -221,16 +221,7 @@ cudaError_t run_fp8_block(const CutlassFp8BlockArgs& args, cudaStream_t stream) 
       {arr.ptr_a, arr.stride_a, arr.ptr_b, arr.stride_b, arr.ptr_sfa, arr.layout_sfa, arr.ptr_sfb, arr.layout_sfb},
       {{}, nullptr, nullptr, arr.ptr_d, arr.stride_d},
       hw};
-  ga.epilogue.thread.alpha = 1.f;
-  ga.epilogue.thread.beta = 0.f;
-  typename Fp8Block::Gemm gemm;
-  if (Fp8Block::Gemm::get_workspace_size(ga) > arr.cutlass_workspace_bytes) return cudaErrorInvalidValue;
-  if (gemm.initialize(ga, arr.cutlass_workspace, stream) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
-  if (gemm.run(stream) != cutlass::Status::kSuccess) {
-    e = cudaGetLastError();
-    return e != cudaSuccess ? e : cudaErrorLaunchFailure;
-  }
-  return cudaGetLastError();
+  return initialize_and_run<Fp8Block::Gemm>(ga, arr.cutlass_workspace, arr.cutlass_workspace_bytes, stream);
 }
 
 size_t scratch_fp8_block(int groups, int n, int k, int64_t max_rows) {

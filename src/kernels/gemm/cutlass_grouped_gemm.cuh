@@ -132,6 +132,22 @@ __global__ void setup_groups_kernel(GroupArrays<G> arr, const typename G::Elemen
 
 int device_sm_count();  // cutlass_grouped_gemm.cu: cached per device
 
+// D = 1 * acc (no source), the workspace checked against what CUTLASS asks for, then the launch.
+template <class Gemm>
+cudaError_t initialize_and_run(typename Gemm::Arguments& ga, void* workspace, size_t workspace_bytes,
+                               cudaStream_t stream) {
+  ga.epilogue.thread.alpha = 1.f;
+  ga.epilogue.thread.beta = 0.f;
+  Gemm gemm;
+  if (Gemm::get_workspace_size(ga) > workspace_bytes) return cudaErrorInvalidValue;
+  if (gemm.initialize(ga, workspace, stream) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
+  if (gemm.run(stream) != cutlass::Status::kSuccess) {
+    const cudaError_t e = cudaGetLastError();
+    return e != cudaSuccess ? e : cudaErrorLaunchFailure;
+  }
+  return cudaGetLastError();
+}
+
 template <class G>
 cudaError_t run(const CutlassGroupedArgs& args, cudaStream_t stream) {
   const int sms = device_sm_count();
@@ -152,16 +168,7 @@ cudaError_t run(const CutlassGroupedArgs& args, cudaStream_t stream) {
                                  {arr.ptr_a, arr.stride_a, arr.ptr_b, arr.stride_b},
                                  {{}, nullptr, nullptr, arr.ptr_d, arr.stride_d},
                                  hw};
-  ga.epilogue.thread.alpha = 1.f;
-  ga.epilogue.thread.beta = 0.f;
-  typename G::Gemm gemm;
-  if (G::Gemm::get_workspace_size(ga) > arr.cutlass_workspace_bytes) return cudaErrorInvalidValue;
-  if (gemm.initialize(ga, arr.cutlass_workspace, stream) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
-  if (gemm.run(stream) != cutlass::Status::kSuccess) {
-    e = cudaGetLastError();
-    return e != cudaSuccess ? e : cudaErrorLaunchFailure;
-  }
-  return cudaGetLastError();
+  return initialize_and_run<typename G::Gemm>(ga, arr.cutlass_workspace, arr.cutlass_workspace_bytes, stream);
 }
 
 template <class G>
