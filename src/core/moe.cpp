@@ -173,9 +173,10 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM1: " << cudaGetErrorString(e));
     e = activation();
     FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
+    if (options.stop_after == Stage::kGemm1) return Status::Ok();
+    // (H's quantisation counts in GEMM2's stage, as on the grouped backend)
     e = quantise_intermediate(p, t, r, w, base, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
-    if (options.stop_after == Stage::kGemm1) return Status::Ok();
     f.a = base + w.inter_q.offset;
     f.a_scale = reinterpret_cast<const float*>(base + w.inter_scales.offset);
     f.w = t.w2;
@@ -201,7 +202,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
   c.n = p.activation.gemm1_rows(p.intermediate);
   c.k = p.hidden;
   c.config = cutlass_override().gemm1;
-  c.rows_hint = p.num_tokens * p.slots_per_token() / std::max(r.num_groups, 1);
+  c.rows_hint = detail::expected_rows_per_group(p);
   c.scratch = base + w.cutlass_scratch.offset;
   c.scratch_bytes = half;
   cudaError_t e = kernels::launch_cutlass_grouped_gemm(c, stream);
@@ -247,7 +248,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     // keeps every group's first row 16-row aligned, at no cost), then the CUTLASS GEMMs.
     DispatchOptions o;
     o.permute = true;
-    o.tile_m = 8;
+    o.tile_m = detail::kCutlassTileRows;
     o.group_scales_by_token = false;  // FP8 blocks: row-order scales, re-laid for CUTLASS per group
     DispatchResult r;
     FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
@@ -374,7 +375,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
 #if defined(FUSEDMOE_WITH_CUDA)
     if (d.chosen == Backend::kCutlassGrouped) {
       const CutlassOverride& co = cutlass_override();
-      const int64_t rows_hint = p.num_tokens * p.slots_per_token() / std::max(p.weight_experts(), 1);
+      const int64_t rows_hint = detail::expected_rows_per_group(p);
       auto resolved = [&](kernels::CutlassConfig c, int n, int) {
         return c == kernels::CutlassConfig::kAuto ? kernels::cutlass_grouped_auto_config(n, rows_hint) : c;
       };
@@ -390,7 +391,10 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
       const int r1 = p.activation.gemm1_rows(p.intermediate);
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
         os << "tiles: cutlass fp8 blockwise 128x128x128 (GEMM1 + GEMM2)\n";
-        os << "kernels: router, dispatch plan, permute + e4m3 quantise, " << kernels::cutlass_fp8_block_gemm_name()
+        os << "kernels: "
+           << (kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token()) ? "fused route + plan"
+                                                                                               : "router, dispatch plan")
+           << ", permute + e4m3 quantise, " << kernels::cutlass_fp8_block_gemm_name()
            << " (GEMM1; scales re-laid per group), grouped_activation, quantise the intermediate, the same (GEMM2), "
               "combine\n";
         return os.str();

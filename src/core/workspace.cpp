@@ -60,7 +60,10 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
                          p.quant.weight.granularity == ScaleGranularity::kBlock && p.quant.act == ActQuant::kGroup128;
   const bool cutlass_path = bf16_weights || fp8_block;
   const size_t r1 = static_cast<size_t>(p.activation.gemm1_rows(p.intermediate));
-  w.expert_out = b.take(std::max(rows * kdim, cutlass_path ? rows_pad * r1 : size_t(0)) * dtype_bytes(p.act_dtype));
+  // (the CUTLASS path pads groups to kCutlassTileRows, not to the tallest tile)
+  const size_t rows_pad_cutlass = rows + std::min(groups, rows) * (kCutlassTileRows - 1);
+  w.expert_out =
+      b.take(std::max(rows * kdim, cutlass_path ? rows_pad_cutlass * r1 : size_t(0)) * dtype_bytes(p.act_dtype));
   w.error_flag = b.take(16);
 #if defined(FUSEDMOE_WITH_CUDA)
   // The plan's scratch also holds the fused front's per-block masks (never both in one call).
@@ -71,13 +74,21 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   const int gi = static_cast<int>(groups);
   const size_t fp8_half =
       fp8_block && p.hidden % 128 == 0 && p.intermediate % 128 == 0
-          ? std::max(kernels::cutlass_fp8_block_scratch_bytes(gi, static_cast<int>(r1), p.hidden, static_cast<int64_t>(rows_pad)),
-                     kernels::cutlass_fp8_block_scratch_bytes(gi, p.hidden, p.intermediate, static_cast<int64_t>(rows_pad)))
+          ? std::max(kernels::cutlass_fp8_block_scratch_bytes(gi, static_cast<int>(r1), p.hidden,
+                                                              static_cast<int64_t>(rows_pad_cutlass)),
+                     kernels::cutlass_fp8_block_scratch_bytes(gi, p.hidden, p.intermediate,
+                                                              static_cast<int64_t>(rows_pad_cutlass)))
           : 0;
   w.cutlass_scratch = b.take(bf16_weights ? 2 * kernels::cutlass_grouped_scratch_bytes(gi) : 2 * fp8_half);
 #endif
   w.total = b.cursor;
   return w;
+}
+
+int64_t expected_rows_per_group(const MoeProblem& p) {
+  const double routed = static_cast<double>(p.num_tokens) * p.top_k() * p.local_experts() / std::max(p.num_experts, 1);
+  const double rows = routed + static_cast<double>(p.num_tokens) * p.num_shared_experts;
+  return static_cast<int64_t>(rows / std::max(p.weight_experts(), 1));
 }
 
 }  // namespace fusedmoe::detail

@@ -12,6 +12,11 @@ namespace fusedmoe::detail {
 inline constexpr size_t kWorkspaceAlign = 256;
 // Grouped rows are padded per expert up to the tallest GEMM tile.
 inline constexpr int kMaxTileRows = 128;
+// The CUTLASS path pads each expert's rows to this (CUTLASS takes each group's row count).
+inline constexpr int kCutlassTileRows = 8;
+
+// Expected rows per weight group (T * (k * local / E + shared) / groups): a tile-choice hint.
+int64_t expected_rows_per_group(const MoeProblem& p);
 
 struct Region {
   size_t offset = 0;
@@ -37,7 +42,8 @@ struct WorkspaceLayout {
   Region error_flag;     // i32 [4]       device-side input errors (ids out of range, token count)
   Region plan_scratch;   // kernels::plan_scratch_bytes
   Region quant_scratch;  // kernels::permute_quant_scratch_bytes
-  Region cutlass_scratch;  // BF16 weights: 2 x kernels::cutlass_grouped_scratch_bytes (GEMM1, GEMM2)
+  Region cutlass_scratch;  // the CUTLASS path, one half per GEMM: BF16 weights kernels::cutlass_grouped_scratch_bytes,
+                           // FP8 blocks kernels::cutlass_fp8_block_scratch_bytes (the larger GEMM's)
   size_t total = 0;
 
   static WorkspaceLayout plan(const MoeProblem& p);

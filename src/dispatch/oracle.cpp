@@ -128,7 +128,14 @@ constexpr int64_t kCutlassMinTokens = 512;
 // 16384 tokens (dsv3-ep8-fp8b 16384: 2212 vs 2957 us); not measured below 1024 tokens.
 constexpr int64_t kCutlassMinTokensFp8 = 1024;
 
-bool cutlass_preferred(const MoeProblem& p) {
+// The grouped backend's own GEMM switches: forcing one asks for that backend's kernels.
+bool grouped_switch_forced(const ForwardOptions& o) {
+  return o.gather_rows != Toggle::kAuto || o.staged_epilogue != Toggle::kAuto || o.split_k != Toggle::kAuto ||
+         o.scales_by_token != Toggle::kAuto;
+}
+
+bool cutlass_preferred(const MoeProblem& p, const ForwardOptions& o) {
+  if (o.backend != Backend::kAuto || o.tiles != TileFamily::kAuto || grouped_switch_forced(o)) return false;
   const double per_expert = static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts;
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
   return per_expert >= kCutlassMinRowsPerExpert && p.num_tokens >= (fp8 ? kCutlassMinTokensFp8 : kCutlassMinTokens) &&
@@ -139,19 +146,22 @@ bool cutlass_preferred(const MoeProblem& p) {
 
 Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons) {
   Decision d;
-  if (!reasons && (options.backend == Backend::kAuto || options.backend == Backend::kGrouped)) {
-    // forward()'s hot path: the grouped backend, the only one built, decides alone and no text is
-    // made; anything else (a refusal, an error) takes the full path below for its message
+  if (!reasons && options.backend != Backend::kFused) {
+    // forward()'s hot path: the same choice as below without any text (no candidate list, no
+    // reasons); anything else (a refusal, an error) takes the full path below for its message
     choose_tiles(p, options, &d, false);
-    if (options.backend == Backend::kAuto && options.tiles == TileFamily::kAuto && cutlass_preferred(p)) {
-      d.chosen = Backend::kCutlassGrouped;
-      return d;
-    }
     const bool fp8_tile_ok = p.quant.weight.format != WeightFormat::kFP8E4M3 || d.family != TileFamily::kSwapAB ||
                              d.tokens_tile == 8 || d.tokens_tile == 16 || d.tokens_tile == 32;
-    if (fp8_tile_ok && can_implement(Backend::kGrouped, p).ok()) {
-      d.chosen = Backend::kGrouped;
-      return d;
+    if (fp8_tile_ok) {
+      if (options.backend == Backend::kCutlassGrouped ? can_implement(Backend::kCutlassGrouped, p).ok()
+                                                      : cutlass_preferred(p, options)) {
+        d.chosen = Backend::kCutlassGrouped;
+        return d;
+      }
+      if (options.backend != Backend::kCutlassGrouped && can_implement(Backend::kGrouped, p).ok()) {
+        d.chosen = Backend::kGrouped;
+        return d;
+      }
     }
     d = Decision{};
   }
@@ -176,7 +186,7 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
       return d;
     }
   }
-  if (options.tiles == TileFamily::kAuto && cutlass_preferred(p)) {
+  if (cutlass_preferred(p, options)) {
     d.chosen = Backend::kCutlassGrouped;
     std::ostringstream why;
     why << "expected rows per expert T*k/E = " << static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts
@@ -190,7 +200,9 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
     if (c.legal.ok()) {
       d.chosen = c.backend;
       d.reason = c.backend == Backend::kGrouped
-                     ? "grouped backend (tiles below); the CUTLASS path needs more rows per expert or cannot run"
+                     ? "grouped backend (tiles below): the CUTLASS path needs more rows per expert or tokens, "
+                       "cannot run this problem, or a grouped-backend switch (tiles, gather_rows, staged_epilogue, "
+                       "split_k, scales_by_token) is forced"
                      : "the only backend that can run this problem";
       return d;
     }

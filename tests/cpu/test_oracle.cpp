@@ -2,6 +2,8 @@
 // path), explain() with them; the decision itself must be the same.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "dispatch/oracle.h"
 #include "fusedmoe/fusedmoe.h"
 
@@ -11,7 +13,7 @@ TEST(Oracle, DecisionWithoutReasonsIsTheSame) {
   int checked = 0;
   for (const fm::Preset& pr : fm::presets()) {
     for (int64_t t : {int64_t{1}, int64_t{16}, int64_t{300}, int64_t{8192}}) {
-      for (int variant = 0; variant < 5; ++variant) {
+      for (int variant = 0; variant < 7; ++variant) {
         fm::MoeProblem p = pr.problem;
         if (variant == 1) p.quant = fm::QuantScheme::bf16();
         if (variant == 2) p.quant = fm::QuantScheme::fp8_per_channel();
@@ -22,6 +24,8 @@ TEST(Oracle, DecisionWithoutReasonsIsTheSame) {
           o.tiles = fm::TileFamily::kSwapAB;
           o.tokens_tile = 64;  // no fp8 swap-ab tile 64: refused in both modes
         }
+        if (variant == 5) o.backend = fm::Backend::kCutlassGrouped;  // forced: chosen or refused alike
+        if (variant == 6) o.staged_epilogue = fm::Toggle::kOff;      // a grouped-backend switch forced
         const fm::detail::Decision full = fm::detail::decide(p, o, true);
         const fm::detail::Decision fast = fm::detail::decide(p, o, false);
         SCOPED_TRACE(pr.name + " T=" + std::to_string(t) + " variant " + std::to_string(variant));
@@ -89,6 +93,10 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   fm::ForwardOptions normal;  // forced tiles keep the grouped backend
   normal.tiles = fm::TileFamily::kNormal;
   EXPECT_EQ(fm::detail::decide(p, normal, true).chosen, fm::Backend::kGrouped);
+  fm::ForwardOptions staged;  // so does any forced switch of the grouped backend's GEMMs
+  staged.staged_epilogue = fm::Toggle::kOff;
+  EXPECT_EQ(fm::detail::decide(p, staged, true).chosen, fm::Backend::kGrouped);
+  EXPECT_EQ(fm::detail::decide(p, staged, false).chosen, fm::Backend::kGrouped);
   fm::ForwardOptions forced;
   forced.backend = fm::Backend::kCutlassGrouped;
   p.num_tokens = p.max_tokens = 1;
@@ -115,3 +123,19 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   EXPECT_NE(dg.status.message().find("expert biases"), std::string::npos) << dg.status.message();
 }
 #endif
+
+// The CUTLASS path's GEMM1 rows share the expert-output region; groups padded to 8 rows (not the
+// tallest tile's 128) keep the workspace close to what the grouped backend alone needs.
+TEST(Workspace, CutlassRowsDoNotInflateSmallBatchWorkspaces) {
+  fm::MoeProblem p = fm::find_preset("qwen3next-tp1")->problem;  // E 512 + shared, N 512, K 2048
+  p.quant = fm::QuantScheme::bf16();
+  p.num_tokens = p.max_tokens = 256;
+  size_t bytes = 0;
+  ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+  const size_t rows = 256 * static_cast<size_t>(p.slots_per_token());
+  const size_t groups = static_cast<size_t>(p.weight_experts());
+  // the grouped backend's regions: permuted x and H padded to 128 rows per group, Y unpadded
+  const size_t pad128 = rows + std::min(rows, groups) * 127;
+  const size_t grouped = pad128 * (p.hidden + p.intermediate) * 2 + rows * p.hidden * 2;
+  EXPECT_LT(bytes, grouped + grouped / 4) << "workspace " << bytes << " vs ~" << grouped;
+}

@@ -666,17 +666,16 @@ TEST(Forward, Fp8SwapAbTiles) {
 
 // Backend::kCutlassGrouped (kernels/gemm/cutlass_grouped_gemm.h): CUTLASS's sm90 persistent grouped
 // GEMMs with the activation kernel between them, forced on the shapes and routings the grouped
-// backend is tested on (the auto choice runs it at >= 64 expected rows per expert, so the large
-// token counts above already take it).
+// backend is tested on (the auto choice runs it from 512 tokens and 32 expected rows per expert, so
+// the large token counts above already take it).
 TEST(Forward, CutlassBackendTokenCountsAndShapes) {
   const fm::MoeProblem p = small_problem(16, 4, 192, 256);
   for (int64_t t : {1, 2, 3, 7, 8, 9, 63, 64, 65, 1000, 4096}) check_forward(p, t, cutlass_backend(), "E16 k4 N192 K256");
   for (int n : {64, 120, 136, 176, 360})
     for (int kdim : {128, 136, 2688, 2880})
       check_forward(small_problem(8, 2, n, kdim), 33, cutlass_backend(), "N" + std::to_string(n) + " K" + std::to_string(kdim));
-  // Both configurations on both GEMMs: K = 1024 takes the cooperative tile in GEMM1, N = 256 the
-  // ping-pong tile in GEMM2 (the auto rule); the environment override is read once per process,
-  // so the other pairing is covered by bench runs with FUSEDMOE_CUTLASS_CONFIG.
+  // Auto runs the cooperative 128x256 tile here on both GEMMs; every configuration is checked
+  // apart in test_cutlass_grouped.cpp (the environment override is read once per process).
   check_forward(small_problem(32, 8, 256, 1024), 700, cutlass_backend(), "E32 k8 N256 K1024");
 }
 
