@@ -129,13 +129,16 @@ constexpr int64_t kCutlassMinTokens = 512;
 constexpr int64_t kCutlassMinTokensFp8 = 1024;
 
 // The grouped backend's own GEMM switches: forcing one asks for that backend's kernels.
-bool grouped_switch_forced(const ForwardOptions& o) {
+// (scales_by_token only exists for FP8 128x128 blocks.)
+bool grouped_switch_forced(const MoeProblem& p, const ForwardOptions& o) {
+  const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
+                         p.quant.weight.granularity == ScaleGranularity::kBlock;
   return o.gather_rows != Toggle::kAuto || o.staged_epilogue != Toggle::kAuto || o.split_k != Toggle::kAuto ||
-         o.scales_by_token != Toggle::kAuto;
+         (block_fp8 && o.scales_by_token != Toggle::kAuto);
 }
 
 bool cutlass_preferred(const MoeProblem& p, const ForwardOptions& o) {
-  if (o.backend != Backend::kAuto || o.tiles != TileFamily::kAuto || grouped_switch_forced(o)) return false;
+  if (o.backend != Backend::kAuto || o.tiles != TileFamily::kAuto || grouped_switch_forced(p, o)) return false;
   const double per_expert = static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts;
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
   return per_expert >= kCutlassMinRowsPerExpert && p.num_tokens >= (fp8 ? kCutlassMinTokensFp8 : kCutlassMinTokens) &&
