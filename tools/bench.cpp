@@ -32,6 +32,7 @@
 #include "fusedmoe/reference.h"
 #include "kernels/front/front_launch.h"
 #include "kernels/gemm/sm90_bf16_gemm_smoke.h"
+#include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 #include "kernels/util/stream_read.h"
 #include "testing/layer_data.h"
 
@@ -293,10 +294,90 @@ struct TileVariant {
   fm::ForwardOptions options;
 };
 
+// Timeline of the layer's two BF16 grouped GEMMs (kernels::set_grouped_gemm_trace): `calls` single
+// runs of `fn` (flush + forward), each synchronised. Per GEMM, medians over calls of: active CTAs
+// and the most on one SM; entry of the first and last active CTA, then per CTA (median over CTAs)
+// expert known, first stage full, main loop done, epilogue done, all from the first CTA's entry
+// of GEMM1 (us); the last CTA done; and the weight rate over [first entry, last done]. The last
+// call's CTAs go to `csv` (when open) as rows. Empty when the GEMMs did not run traced (CUTLASS
+// backend, FP8, or grids above the buffer).
+template <class Fn>
+std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std::FILE* csv, const std::string& tag,
+                          int calls = 11) {
+  constexpr int64_t kCtas = 65536;
+  constexpr int kS = fm::kernels::kGroupedGemmTraceSlots;
+  const size_t n = size_t{2} * kCtas * kS;
+  Buf tr(n * 8);
+  fm::kernels::set_grouped_gemm_trace(static_cast<unsigned long long*>(tr.p), kCtas);
+  std::vector<unsigned long long> h(n);
+  constexpr int kStats = 11;
+  std::vector<double> st[2][kStats];
+  for (int c = 0; c < calls; ++c) {
+    BENCH_CUDA(cudaMemsetAsync(tr.p, 0, n * 8, s));
+    fn();
+    BENCH_CUDA(cudaStreamSynchronize(s));
+    BENCH_CUDA(cudaMemcpy(h.data(), tr.p, n * 8, cudaMemcpyDeviceToHost));
+    unsigned long long t0 = ~0ull;
+    for (int64_t b = 0; b < kCtas && h[b * kS] != 0; ++b) t0 = std::min(t0, h[b * kS]);
+    if (t0 == ~0ull) continue;
+    auto us = [&](unsigned long long v) { return v >= t0 ? (v - t0) * 1e-3 : -(t0 - v) * 1e-3; };
+    for (int g = 0; g < 2; ++g) {
+      const unsigned long long* H = h.data() + size_t(g) * kCtas * kS;
+      std::vector<double> known, full, loop, done;
+      std::vector<int> per_sm(1024, 0);
+      double first_in = 1e30, last_in = -1e30, last_done = -1e30, first_loop = 1e30;
+      int active = 0;
+      for (int64_t b = 0; b < kCtas && H[b * kS] != 0; ++b) {
+        const unsigned long long* r = H + b * kS;
+        const long long e = static_cast<long long>(r[7]);
+        if (csv != nullptr && c == calls - 1)
+          std::fprintf(csv, "%s,%d,%lld,%llu,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", tag.c_str(), g + 1,
+                       static_cast<long long>(b), r[6], e, us(r[0]), r[1] ? us(r[1]) : -1.0, r[2] ? us(r[2]) : -1.0,
+                       r[3] ? us(r[3]) : -1.0, r[4] ? us(r[4]) : -1.0, r[5] ? us(r[5]) : -1.0);
+        if (e < 0 || r[5] == 0) continue;
+        ++active;
+        per_sm[r[6] & 1023]++;
+        first_in = std::min(first_in, us(r[0]));
+        last_in = std::max(last_in, us(r[0]));
+        known.push_back(us(r[1]) - us(r[0]));
+        full.push_back(us(r[3]) - us(r[0]));
+        loop.push_back(us(r[4]));
+        first_loop = std::min(first_loop, us(r[4]));
+        done.push_back(us(r[5]));
+        last_done = std::max(last_done, us(r[5]));
+      }
+      if (active == 0) continue;
+      auto med = [](std::vector<double>& v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
+      const double vals[kStats] = {double(active), double(*std::max_element(per_sm.begin(), per_sm.end())), first_in,
+                                   last_in, med(known), med(full), first_loop, med(loop), med(done), last_done,
+                                   gemm_bytes[g] / ((last_done - first_in) * 1e-6) / 1e9};
+      for (int k = 0; k < kStats; ++k) st[g][k].push_back(vals[k]);
+    }
+  }
+  fm::kernels::set_grouped_gemm_trace(nullptr, 0);
+  std::string out;
+  for (int g = 0; g < 2; ++g) {
+    if (st[g][0].empty()) continue;
+    double m[kStats];
+    for (int k = 0; k < kStats; ++k) {
+      std::sort(st[g][k].begin(), st[g][k].end());
+      m[k] = st[g][k][st[g][k].size() / 2];
+    }
+    char buf[400];
+    std::snprintf(buf, sizeof(buf),
+                  "    gemm%d: %4.0f CTAs (<= %.0f/SM) | entry %.2f..%.2f | per CTA: known +%.2f, first full +%.2f | "
+                  "loop done %.2f..(med %.2f) | done med %.2f, last %.2f us | %.0f GB/s over the kernel\n",
+                  g + 1, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10]);
+    out += buf;
+  }
+  return out;
+}
+
 // peak: the dense BF16 GEMM rate; fp8_peak: the dense FP8 rate (the FP8 cases' compute floor).
 bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const std::vector<int64_t>& tokens,
                  std::vector<Row>* rows, const std::vector<Case>& cases, const std::vector<TileVariant>& variants,
-                 bool stages = false, bool precomputed = false) {
+                 bool stages = false, bool precomputed = false, std::FILE* trace_csv = nullptr,
+                 bool trace = false) {
   bool ok = true;
   const size_t flush_bytes = size_t{256} << 20;  // > 4x the 60 MB L2: cold weights every call
   Buf flush(flush_bytes), sink(16);
@@ -414,6 +495,15 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
       // (FP8 compute floor: the dense FP8 rate measured in this run, see bench_main)
       rows->push_back(measured_row(c.name, std::string(fp8 ? "layer fp8 " : "layer bf16 ") + tiles + (v.label.empty() ? "" : " [" + v.label + "]"), t, us, bytes,
                                    bw, flops, fp8 ? fp8_peak : peak));
+      if (trace) {
+        const double gb[2] = {n_touched * double(w1_bytes) / ge, n_touched * double(w2_bytes) / ge};
+        const std::string tag = c.name + "," + std::to_string(t) + "," + (v.label.empty() ? "default" : v.label);
+        const std::string tl = gemm_timeline(s, [&] { flush_l2(); (void)fm::forward(p, io, ws.p, ws_bytes, s, v.options); },
+                                             gb, trace_csv, tag);
+        std::printf("  timeline %s T=%lld%s (us from GEMM1's first CTA, one cold call, median of 11):\n%s", c.name.c_str(),
+                    static_cast<long long>(t), v.label.empty() ? "" : (" [" + v.label + "]").c_str(),
+                    tl.empty() ? "    (no traced GEMM ran)\n" : tl.c_str());
+      }
       if (precomputed && &v == &variants.front()) {
         // The same layer from precomputed top-k ids/weights (the reference routing of these
         // logits): what vLLM's figures in shared/peer-figures.md time (no router).
@@ -593,6 +683,9 @@ int cmd_bench(int argc, char** argv) {
   bool cutlass = false;           // --cutlass: layer suite, also each case on each backend (grouped, CUTLASS)
   bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences)
   bool precomputed = false;       // --precomputed: layer suite, also from precomputed top-k (no router)
+  std::vector<int> ksplits, tpcs;  // --ksplits / --tpc: layer suite, also each case with these forced
+  bool trace = false;             // --trace: layer suite, the BF16 GEMMs' per-CTA timeline
+  std::string trace_path;         // --trace-csv F: ... and its CTAs as CSV
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--suite" && i + 1 < argc) suite = argv[++i];
@@ -607,6 +700,12 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--cutlass") cutlass = true;
     else if (a == "--stages") stages = true;
     else if (a == "--precomputed") precomputed = true;
+    else if (a == "--trace") trace = true;
+    else if (a == "--trace-csv" && i + 1 < argc) trace = true, trace_path = argv[++i];
+    else if ((a == "--ksplits" || a == "--tpc") && i + 1 < argc) {
+      std::stringstream ss(argv[++i]);
+      for (std::string x; std::getline(ss, x, ',');) (a == "--tpc" ? tpcs : ksplits).push_back(std::atoi(x.c_str()));
+    }
     else if (a == "--cases" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) only.push_back(x);
@@ -617,7 +716,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--splitk] [--cutlass] [--stages] [--precomputed] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--splitk] [--ksplits 1,2] [--tpc 1,2] [--cutlass] [--stages] [--precomputed] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -675,9 +774,25 @@ int cmd_bench(int argc, char** argv) {
         variants.push_back(v);
       }
     }
+    for (int k : ksplits) {  // Swap-AB split-K forced (ForwardOptions::k_splits; 1 = none)
+      TileVariant v;
+      v.label = "k-splits " + std::to_string(k);
+      v.options.k_splits = k;
+      variants.push_back(v);
+    }
+    for (int k : tpcs) {  // Swap-AB weight tiles per CTA forced
+      TileVariant v;
+      v.label = "tiles/cta " + std::to_string(k);
+      v.options.weight_tiles_per_cta = k;
+      v.options.k_splits = 1;
+      variants.push_back(v);
+    }
     const std::vector<Case> cases = selected(layer_cases(), only);
     const double fp8_tflops = fp8_rate_if_needed(s, cases, tflops);
-    all_ok = bench_layer(s, bw, tflops, fp8_tflops, tokens, &rows, cases, variants, stages, precomputed);
+    std::FILE* tcsv = trace_path.empty() ? nullptr : std::fopen(trace_path.c_str(), "w");
+    if (tcsv != nullptr) std::fprintf(tcsv, "case,tokens,variant,gemm,cta,sm,expert,entry,known,wait,first_full,loop_done,done\n");
+    all_ok = bench_layer(s, bw, tflops, fp8_tflops, tokens, &rows, cases, variants, stages, precomputed, tcsv, trace);
+    if (tcsv != nullptr) std::fclose(tcsv);
   }
   if (suite == "crossover") {
     std::string how;

@@ -67,6 +67,13 @@ struct ForwardOptions {
   // partial sums are added in a fixed order: the same bits every run, rounding may differ from
   // the unsplit sum. Auto: that heuristic; kOff never splits; kOn = auto (bench --splitk).
   Toggle split_k = Toggle::kAuto;
+  // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
+  // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1
+  // splits each weight tile's reduction over a cluster of n CTAs (1 = none; at most 8, capped to the
+  // 64-wide K steps); weight_tiles_per_cta n >= 1 runs n consecutive weight tiles per CTA (ignored
+  // when splitting). For tuning tables and bench sweeps (bench --ksplits, --tpc).
+  int k_splits = 0;
+  int weight_tiles_per_cta = 0;
   // FP8 with 128x128 weight blocks: x's 1x128 activation scales stay in token order (each token's
   // written once by the permute) and GEMM1 reads each row's through the plan's row_token, instead
   // of a row-order copy (DispatchOptions::group_scales_by_token). Same values. Auto: on (bench

@@ -230,6 +230,10 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
 Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
                const ForwardOptions& options) {
   FM_TRY(detail::check_call(p, t, workspace, workspace_bytes));
+  FM_REQUIRE(options.k_splits >= 0 && options.k_splits <= 8, kInvalidArgument,
+             "ForwardOptions::k_splits " << options.k_splits << " outside [0, 8]");
+  FM_REQUIRE(options.weight_tiles_per_cta >= 0, kInvalidArgument,
+             "ForwardOptions::weight_tiles_per_cta " << options.weight_tiles_per_cta << " is negative");
   const detail::Decision d = detail::decide(p, options, /*reasons=*/false);
   if (d.chosen == Backend::kAuto) return d.status;
   if (p.num_tokens == 0) return Status::Ok();
@@ -285,7 +289,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.family = d.family;
   g.tokens_tile = d.tokens_tile;
   g.staged_epilogue = ro.staged_epilogue;
-  g.k_splits = ro.split_k ? 0 : 1;
+  g.k_splits = options.k_splits > 0 ? options.k_splits : ro.split_k ? 0 : 1;  // (a forced value wins)
+  g.weight_tiles_per_cta = options.weight_tiles_per_cta;
   // the plan was written two launches before GEMM1 (a permute in between) and before GEMM2
   g.early_weights = !gather;
   if (gather) {

@@ -178,7 +178,25 @@ struct Params {
   int64_t gather_stride;  // elements between rows of x
   const int32_t* row_token;
   int red;                // reduction length (K of GEMM1)
+  // Diagnostic timeline (set_grouped_gemm_trace; nullptr in production): per CTA kTraceSlots
+  // values at trace + blockIdx.x * kTraceSlots, see gemm_stamp.
+  unsigned long long* trace;
 };
+
+// The diagnostic timeline's slots per CTA (globaltimer ns): [0] entry, [1] expert known (after the
+// lookup), [2] producer past the predecessor wait (first activation load), [3] consumer: first
+// stage full, [4] consumer: last main loop done, [5] consumer: epilogue done; [6] SM id, [7]
+// expert (-1: the CTA exited without work).
+constexpr int kTraceSlots = 8;
+__device__ __forceinline__ void gemm_stamp(unsigned long long* trace, int slot) {
+  if (trace == nullptr) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  trace[blockIdx.x * kTraceSlots + slot] = t;
+}
+__device__ __forceinline__ void gemm_trace_value(unsigned long long* trace, int slot, long long v) {
+  if (trace != nullptr) trace[blockIdx.x * kTraceSlots + slot] = static_cast<unsigned long long>(v);
+}
 
 // cp.async of 16 bytes (zero-filled when src_bytes == 0) and the mbarrier arrival that fires when
 // this thread's earlier cp.asyncs have landed (noinc: it counts as one of the barrier's arrivals).
@@ -379,6 +397,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int lane = tid % 32;
 
   if (tid == 0) {
+    gemm_stamp(p.trace, 0);
     CUTE_UNROLL
     for (int s = 0; s < kStages; ++s) {
       // gathered A: the weight TMA's arrival + one cp.async arrival per producer thread
@@ -431,9 +450,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   __syncthreads();
   // (shfl: lets the compiler see block-uniform values, keeping the WGMMA path non-divergent)
   const int e = __shfl_sync(0xffffffff, ss.info[0], 0);
-  if (e < 0) return;  // beyond padded_offsets[G]
   const int local0 = row0 - __shfl_sync(0xffffffff, ss.info[3], 0);
   const int count = __shfl_sync(0xffffffff, ss.info[1], 0);
+  if (p.trace != nullptr && tid == 0) {
+    gemm_stamp(p.trace, 1);
+    uint32_t smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    gemm_trace_value(p.trace, 6, smid);
+    gemm_trace_value(p.trace, 7, (e < 0 || local0 >= count) ? -1 : e);
+  }
+  if (e < 0) return;  // beyond padded_offsets[G]
   if (local0 >= count) return;  // token tile entirely in the expert's padding
   const int rows_valid = min(Cfg::kTokTile, count - local0);
   const int64_t out_row0 =
@@ -536,9 +562,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           load_weights(i, w_begin, (kt_begin + i) * Cfg::kTileK, sub_mask);
         }
         pdl_wait();
+        gemm_stamp(p.trace, 2);
         for (int i = 0; i < skip; ++i)
           SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[i], kHintAct, ss.act.begin() + i * (Cfg::kTokTile * Cfg::kTileK),
                                  (kt_begin + i) * Cfg::kTileK, row0);
+      } else {
+        gemm_stamp(p.trace, 2);
       }
       for (int w = w_begin; w < w_end; ++w) {
         uint32_t sub_mask = 0;
@@ -597,6 +626,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       int prev_stage = -1;
       for (int kt = kt_begin; kt < kt_end; ++kt) {
         Barrier::wait(&ss.full[stage], phase);
+        if (w == w_begin && kt == kt_begin && tid == 0) gemm_stamp(p.trace, 3);
         // gathered A was written by cp.async (generic proxy); WGMMA reads it through the async proxy
         if (p.gather_x != nullptr) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         warpgroup_fence_operand(accum);
@@ -615,6 +645,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
       warpgroup_wait<0>();
       warpgroup_fence_operand(accum);
+      if (w == w_end - 1 && tid == 0) gemm_stamp(p.trace, 4);
       // the ring continues into the next weight tile: release the last slot too
       if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[prev_stage]);
 
@@ -688,6 +719,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
       }
     }
+    if (tid == 0) gemm_stamp(p.trace, 5);
   }
 #else
 #if defined(__CUDA_ARCH__)
@@ -846,6 +878,10 @@ inline cudaError_t check_args(const GroupedGemmArgs& a, bool gemm2) {
   return cudaSuccess;
 }
 
+// The diagnostic timeline buffer of GEMM1 (gemm2 = false) or GEMM2 for a launch of `grid` CTAs
+// (set_grouped_gemm_trace; sm90_bf16_grouped_gemm_launch.cu), nullptr when off or too small.
+unsigned long long* grouped_gemm_trace(bool gemm2, int64_t grid);
+
 // Builds the tensor maps and parameters and launches one instance. `force_simple` is a test hook.
 template <class Cfg>
 cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bool force_simple = false,
@@ -927,6 +963,8 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
 
   const int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
+  p.trace = grouped_gemm_trace(gemm2, grid);
+
 
   constexpr int kSmem = smem_bytes<Cfg>();
   static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]

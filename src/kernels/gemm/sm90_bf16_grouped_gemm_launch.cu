@@ -3,6 +3,8 @@
 // (the Swap-AB instances live in sm90_bf16_grouped_gemm_swapab_{small,large}.cu).
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 
+#include <atomic>
+
 #include "kernels/gemm/sm90_bf16_grouped_gemm.cuh"
 #include "kernels/gemm/sm90_bf16_grouped_gemm_internal.h"
 
@@ -18,6 +20,19 @@ cudaError_t launch_normal(const GroupedGemmArgs& a, bool gemm2, cudaStream_t str
 }
 
 void append_normal_instances(KernelList* out) { append_config_instances<Normal>(out); }
+
+namespace {
+std::atomic<unsigned long long*> g_trace{nullptr};
+std::atomic<int64_t> g_trace_ctas{0};
+}  // namespace
+
+unsigned long long* grouped_gemm_trace(bool gemm2, int64_t grid) {
+  unsigned long long* b = g_trace.load(std::memory_order_relaxed);
+  const int64_t cap = g_trace_ctas.load(std::memory_order_relaxed);
+  if (b == nullptr || grid > cap) return nullptr;
+  static_assert(kTraceSlots == kGroupedGemmTraceSlots);
+  return gemm2 ? b + cap * kTraceSlots : b;
+}
 
 }  // namespace sm90_grouped
 
@@ -92,6 +107,11 @@ cudaError_t launch_grouped_gemm2(const GroupedGemmArgs& args, cudaStream_t strea
 cudaError_t launch_grouped_gemm_test(const GroupedGemmArgs& args, bool gemm2, bool force_simple_weight_view,
                                      int* weight_boxes_per_chunk, cudaStream_t stream) {
   return launch(args, gemm2, stream, force_simple_weight_view, weight_boxes_per_chunk);
+}
+
+void set_grouped_gemm_trace(unsigned long long* buffer, int64_t ctas) {
+  sm90_grouped::g_trace_ctas.store(buffer ? ctas : 0, std::memory_order_relaxed);
+  sm90_grouped::g_trace.store(buffer, std::memory_order_relaxed);
 }
 
 const char* grouped_gemm1_name(TileFamily family, int tokens_tile) {
