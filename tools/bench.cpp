@@ -33,6 +33,7 @@
 #include "kernels/front/front_launch.h"
 #include "kernels/gemm/sm90_bf16_gemm_smoke.h"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+#include "kernels/quant/permute_quant_launch.h"
 #include "kernels/util/stream_read.h"
 #include "testing/layer_data.h"
 
@@ -307,20 +308,39 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
   constexpr int64_t kCtas = 65536;
   constexpr int kS = fm::kernels::kGroupedGemmTraceSlots;
   const size_t n = size_t{2} * kCtas * kS;
-  Buf tr(n * 8);
+  Buf tr(n * 8), ftr(size_t{8} * 32 * 16), ptr(size_t{8} * 3 * 1024);
   fm::kernels::set_grouped_gemm_trace(static_cast<unsigned long long*>(tr.p), kCtas);
-  std::vector<unsigned long long> h(n);
+  fm::kernels::set_front_trace(static_cast<unsigned long long*>(ftr.p));
+  fm::kernels::set_permute_trace(static_cast<unsigned long long*>(ptr.p));
+  std::vector<unsigned long long> h(n), fh(32 * 16), ph(3 * 1024);
   constexpr int kStats = 11;
   std::vector<double> st[2][kStats];
+  std::vector<double> pre[5];  // front entry, front end, permute entry, permute past wait, permute done
   for (int c = 0; c < calls; ++c) {
     BENCH_CUDA(cudaMemsetAsync(tr.p, 0, n * 8, s));
+    BENCH_CUDA(cudaMemsetAsync(ftr.p, 0, fh.size() * 8, s));
+    BENCH_CUDA(cudaMemsetAsync(ptr.p, 0, ph.size() * 8, s));
     fn();
     BENCH_CUDA(cudaStreamSynchronize(s));
     BENCH_CUDA(cudaMemcpy(h.data(), tr.p, n * 8, cudaMemcpyDeviceToHost));
+    BENCH_CUDA(cudaMemcpy(fh.data(), ftr.p, fh.size() * 8, cudaMemcpyDeviceToHost));
+    BENCH_CUDA(cudaMemcpy(ph.data(), ptr.p, ph.size() * 8, cudaMemcpyDeviceToHost));
     unsigned long long t0 = ~0ull;
     for (int64_t b = 0; b < kCtas && h[b * kS] != 0; ++b) t0 = std::min(t0, h[b * kS]);
     if (t0 == ~0ull) continue;
-    auto us = [&](unsigned long long v) { return v >= t0 ? (v - t0) * 1e-3 : -(t0 - v) * 1e-3; };
+    auto us = [&](unsigned long long v) { return v >= t0 ? (v - t0) * 1e-3 : -((t0 - v) * 1e-3); };
+    {
+      double fe = 1e30, pe = 1e30, pw = -1e30, pd = -1e30;
+      for (int b = 0; b < 32; ++b)
+        if (fh[b * 16] != 0) fe = std::min(fe, us(fh[b * 16]));
+      for (int b = 0; b < 1024 && ph[3 * b] != 0; ++b) {
+        pe = std::min(pe, us(ph[3 * b]));
+        pw = std::max(pw, us(ph[3 * b + 1]));
+        pd = std::max(pd, us(ph[3 * b + 2]));
+      }
+      const double v[5] = {fe, fh[6] != 0 ? us(fh[6]) : 1e30, pe, pw, pd};
+      for (int k = 0; k < 5; ++k) pre[k].push_back(v[k]);
+    }
     for (int g = 0; g < 2; ++g) {
       const unsigned long long* H = h.data() + size_t(g) * kCtas * kS;
       std::vector<double> known, full, loop, done;
@@ -355,7 +375,19 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
     }
   }
   fm::kernels::set_grouped_gemm_trace(nullptr, 0);
+  fm::kernels::set_front_trace(nullptr);
+  fm::kernels::set_permute_trace(nullptr);
   std::string out;
+  if (!pre[0].empty()) {
+    double m[5];
+    for (int k = 0; k < 5; ++k) {
+      std::sort(pre[k].begin(), pre[k].end());
+      m[k] = pre[k][pre[k].size() / 2];
+    }
+    auto f = [](double v) { return v > 1e29 || v < -1e29 ? std::string("-") : std::to_string(v).substr(0, std::to_string(v).find('.') + 3); };
+    out += "    front: entry " + f(m[0]) + ", block 0 done " + f(m[1]) + " | permute: entry " + f(m[2]) + ", past wait " +
+           f(m[3]) + ", done " + f(m[4]) + " us\n";
+  }
   for (int g = 0; g < 2; ++g) {
     if (st[g][0].empty()) continue;
     double m[kStats];

@@ -158,6 +158,9 @@ __device__ __forceinline__ float block_max(float v, float* red) {
 enum Scheme : int { kNone = 0, kStatic = 1, kDynamic = 2, kToken = 3, kGroup = 4 };
 
 struct PQParams {
+  // Diagnostic timeline (set_permute_trace; nullptr in production): the row kernel's blocks write
+  // [entry, past the predecessor wait, done] (globaltimer ns) at trace + 3 * blockIdx.x (< 1024).
+  unsigned long long* trace;
   const void* x;
   int64_t x_stride;  // elements
   int64_t num_tokens;  // bound when num_tokens_dev is set
@@ -297,9 +300,18 @@ __host__ __device__ constexpr int max_block_for_vpt(int vpt) { return vpt < 8 ? 
 // three 224-thread blocks fit: the FP8 row of K = 7168 at prefill), else 1.
 __host__ __device__ constexpr int min_blocks_for_vpt(int vpt) { return vpt <= 2 ? 3 : 1; }
 
+__device__ __forceinline__ void pq_stamp(unsigned long long* trace, int slot) {
+  if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= 1024) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  trace[3 * blockIdx.x + slot] = t;
+}
+
 template <class TIn, bool kFp8, int VPT>
 __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT)) permute_quant_kernel(PQParams p) {
+  pq_stamp(p.trace, 0);
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
+  pq_stamp(p.trace, 1);
   constexpr int kLoads = kFp8 ? 2 : 1;  // uint4 per unit
   __shared__ float red[33];
   __shared__ int32_t s_dest[kMaxPairs];
@@ -570,6 +582,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
         for (int l = 0; l < kLoads; ++l) raw[j][l] = nxt[j][l];
     }
   }
+  pq_stamp(p.trace, 2);
 }
 
 // Non-template kernels: defined in permute_quant_launch.cu only (FUSEDMOE_PQ_KERNELS).

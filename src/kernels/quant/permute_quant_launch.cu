@@ -1,6 +1,7 @@
 // permute_quant_launch.cu — host side of activation permutation / quantisation: checks, launch
 // shape, the per-tensor-dynamic absmax pass, and the test entry points.
 #include <algorithm>
+#include <atomic>
 
 #define FUSEDMOE_PQ_KERNELS 1
 #include "kernels/quant/permute_quant.cuh"
@@ -27,8 +28,12 @@ int resident_grid(Kernel kernel, int block, int64_t blocks_needed, size_t smem =
   return static_cast<int>(std::max<int64_t>(1, std::min(blocks_needed, resident)));
 }
 
+std::atomic<unsigned long long*> g_pq_trace{nullptr};
+
 template <class TIn, bool kFp8>
-cudaError_t launch_rows(const PQParams& p, int vpt, int64_t blocks_needed, int block, cudaStream_t stream) {
+cudaError_t launch_rows(const PQParams& p0, int vpt, int64_t blocks_needed, int block, cudaStream_t stream) {
+  PQParams p = p0;
+  p.trace = g_pq_trace.load(std::memory_order_relaxed);
   auto go = [&](auto kernel) {
     return launch_chain(kernel, dim3(resident_grid(kernel, block, blocks_needed)), dim3(block), 0, stream, p);
   };
@@ -58,6 +63,8 @@ cudaError_t launch_typed(const PQParams& p, bool fp8, int vpt, int64_t grid, int
 }
 
 }  // namespace
+
+void set_permute_trace(unsigned long long* buffer) { g_pq_trace.store(buffer, std::memory_order_relaxed); }
 
 const char* permute_quant_kernel_name() { return "permute_quant_rowteam_e4m3x16_bf16x8"; }
 

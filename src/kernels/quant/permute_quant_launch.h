@@ -72,6 +72,11 @@ float* permute_quant_token_scales(void* scratch);
 // Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).
 const char* permute_quant_kernel_name();
 
+// Diagnostic timeline of the permute row kernel (bench --trace): while set, its blocks (the
+// first 1024) write [entry, past the predecessor wait, done] (globaltimer ns) at buffer + 3 * block.
+// nullptr (the default) turns it off.
+void set_permute_trace(unsigned long long* buffer);
+
 // Scratch: 4096 bytes for kPerTensorDynamic (per-block absmax partials), then max_tokens x
 // ceil(K/128) (rounded up to 4) floats for the staged 1x128 scales of permuted rows (taken when
 // row_token is given; with less scratch the scales are stored scattered, same values).
