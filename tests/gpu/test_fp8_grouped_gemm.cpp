@@ -189,6 +189,7 @@ struct Case {
   bool ue8m0 = false;        // block: weight scales as UE8M0 bytes (powers of two)
   int k_splits = 1;          // Swap-AB split-K over a cluster (1 off, 0 heuristic, n forced)
   bool early_weights = false;  // the producer's first ring of weight loads before the PDL wait
+  int early_stages = -1;       // ... that many stages of it (-1 the whole ring, 0 only the plan lookup)
   bool staged = false;         // normal family: the staged epilogue (outputs through shared memory)
 };
 
@@ -342,6 +343,7 @@ void run_case(const Case& c, uint64_t seed) {
   a.block_scales = c.block;
   a.k_splits = c.k_splits;
   a.early_weights = c.early_weights;
+  a.early_weight_stages = c.early_stages;
   a.staged_epilogue = c.staged;
   a.a_scale_stride = a_stride;
   a.w_scale_ue8m0 = c.block && c.ue8m0;
@@ -648,6 +650,7 @@ TEST(Fp8GroupedGemm, SwapAbTiles) {
       if (variant == 1) c.sw_lo = 1e-8, c.sw_hi = 1e-2;
       c.bias = variant != 1;
       c.early_weights = variant >= 2;
+      c.early_stages = variant == 2 ? 0 : -1;  // (the layer's GEMM1 setting: plan lookup only)
       if (variant == 0) {  // GEMM1, gated, ragged N (336 = 10.5 swap-ab gated tiles of 32 columns)
         c.gemm2 = false;
         c.N = 336;
@@ -744,6 +747,7 @@ TEST(Fp8GroupedGemm, BlockScales) {
   c.swap_tile = 8;
   c.k_splits = 3;
   c.early_weights = true;
+  c.early_stages = 2;  // a partial ring before the wait
   c.block = true;
   c.ue8m0 = true;
   c.G = 4;

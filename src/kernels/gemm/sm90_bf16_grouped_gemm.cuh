@@ -172,6 +172,12 @@ struct Params {
   // layer the permute is that kernel for GEMM1 and for GEMM2 (plan -> permute -> GEMM1 -> GEMM2);
   // not with gathered rows (GEMM1 straight after the plan).
   int early_weights;
+  // With early_weights: the weight stages issued before the wait (1..kStages; then dependents
+  // launch at once). 0: only the plan lookup runs ahead of the wait and the dependents launch after
+  // it, so that nothing streams while the predecessor (a short latency-bound permute or quantise)
+  // runs: a ring of weight loads per CTA issued then delayed the permute of 1 token from ~2 to ~11
+  // us (H200 timeline, session 12).
+  int early_stages;
   // GEMM1 reading its A rows straight from x in token order (no permuted copy): row i of expert e
   // is x[row_token[offsets[e] + i]]; the producer threads gather them with cp.async (null: TMA of a).
   const __nv_bfloat16* gather_x;
@@ -429,8 +435,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   // kernels/common/pdl.cuh: the set-up above touched only shared memory. With early_weights the
   // wait moves below (the producer streams its first weight stages before it; the expert lookup
   // reads the plan, complete since two launches back, see Params::early_weights).
-  if (p.early_weights) pdl_launch_dependents();
-  else pdl_enter();
+  const bool prefetch = p.early_weights && p.early_stages > 0;
+  if (prefetch) pdl_launch_dependents();
+  else if (!p.early_weights) pdl_enter();
   // ---- which expert: the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1] ----
   // One pass, every load independent (a single memory round trip for G <= threads).
 #pragma unroll 2
@@ -448,6 +455,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
   }
   __syncthreads();
+  if (p.early_weights && !prefetch) pdl_enter();  // the plan was read ahead; the rest waits
   // (shfl: lets the compiler see block-uniform values, keeping the WGMMA path non-divergent)
   const int e = __shfl_sync(0xffffffff, ss.info[0], 0);
   const int local0 = row0 - __shfl_sync(0xffffffff, ss.info[3], 0);
@@ -550,13 +558,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       int stage = 0;
       uint32_t phase = 0;
       int skip = 0;  // leading (tile, K step) iterations already issued before the wait
-      if (p.early_weights) {
+      if (prefetch) {
         // the ring starts empty: its first stages take the first tile's weights now, with the whole
         // stage's bytes expected; their activation halves follow once the predecessor is done
         uint32_t sub_mask = 0;
         const int valid_subs = weight_subs(w_begin, &sub_mask);
         const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(valid_subs) * p.sub_bytes;
-        skip = min(kStages, kt_end - kt_begin);
+        skip = min(p.early_stages, kt_end - kt_begin);
         for (int i = 0; i < skip; ++i) {
           Barrier::arrive_and_expect_tx(&ss.full[i], stage_bytes);
           load_weights(i, w_begin, (kt_begin + i) * Cfg::kTileK, sub_mask);
@@ -598,7 +606,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   } else {
     // ================= consumers =================
     if constexpr (Cfg::kConsumerWGs == 2) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
-    if (p.early_weights) pdl_wait();  // (their outputs are written after the predecessor is done)
+    if (prefetch) pdl_wait();  // (their outputs are written after the predecessor is done)
     typename Cfg::TiledMma tiled_mma;
     auto thr_mma = tiled_mma.get_thread_slice(tid);
     auto operands = [&]() {
@@ -956,6 +964,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.out_unpadded = gemm2 ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   p.early_weights = (a.early_weights && a.gather_x == nullptr) ? 1 : 0;
+  p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.gather_x = static_cast<const __nv_bfloat16*>(a.gather_x);
   p.gather_stride = a.gather_x_stride > 0 ? a.gather_x_stride : a.k;
   p.row_token = a.row_token;

@@ -62,6 +62,10 @@ struct GroupedGemmArgs {
   // predecessor. Only when counts/offsets were written two or more launches before this one (the
   // layer: GEMM1 after the permute, GEMM2); ignored with gather_x. Same values either way.
   bool early_weights = false;
+  // With early_weights: weight stages issued before the wait (-1 = the whole ring). 0 keeps only
+  // the plan lookup ahead of the wait and launches the dependents after it: nothing streams while
+  // a latency-bound predecessor (the permute, H's quantise) runs, which such a flood slowed ~5x.
+  int early_weight_stages = -1;
   // Normal family: stage each tile's outputs in shared memory and store whole 16-byte row chunks
   // (instead of 4-byte pairs straight from the accumulators). Same values; off until measured.
   bool staged_epilogue = false;

@@ -166,6 +166,12 @@ struct Params {
   int k_splits;
   int k_tiles_per_split;
   int early_weights;
+  // With early_weights: the weight stages issued before the wait (1..kStages; then dependents
+  // launch at once). 0: only the plan lookup runs ahead of the wait and the dependents launch after
+  // it, so that nothing streams while the predecessor (a short latency-bound permute or quantise)
+  // runs: a ring of weight loads per CTA issued then delayed the permute of 1 token from ~2 to ~11
+  // us (H200 timeline, session 12).
+  int early_stages;
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
 };
 
@@ -220,8 +226,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   // kernels/common/pdl.cuh: the set-up above touched only shared memory; early_weights: the wait
   // moves into the producer (after the first ring of weight loads) and the consumers
-  if (p.early_weights) pdl_launch_dependents();
-  else pdl_enter();
+  const bool prefetch = p.early_weights && p.early_stages > 0;
+  if (prefetch) pdl_launch_dependents();
+  else if (!p.early_weights) pdl_enter();
   // ---- which expert: the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1] ----
 #pragma unroll 2
   for (int i = tid; i < p.num_groups; i += Cfg::kThreads) {
@@ -237,6 +244,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
   }
   __syncthreads();
+  if (p.early_weights && !prefetch) pdl_enter();  // the plan was read ahead; the rest waits
   // (shfl: lets the compiler see block-uniform values, keeping the WGMMA path non-divergent)
   const int e = __shfl_sync(0xffffffff, ss.info[0], 0);
   if (e < 0) return;  // beyond padded_offsets[G]
@@ -285,10 +293,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       // stage bases by plain arithmetic: every stage starts on a 1024-byte swizzle boundary
       auto act_dst = [&](int st) { return ss.act.begin() + st * (Cfg::kTokTile * Cfg::kTileK); };
       int skip = 0;  // leading (tile, K step) iterations issued before the PDL wait
-      if (p.early_weights) {
+      if (prefetch) {
         // the ring starts empty: the first tile's first stages take their weights now (the whole
         // stage's bytes expected), their activations once the predecessor is done
-        skip = min(kStages, kt_end - kt_begin);
+        skip = min(p.early_stages, kt_end - kt_begin);
         for (int i = 0; i < skip; ++i) {
           Barrier::arrive_and_expect_tx(&ss.full[i], stage_bytes);
           load_weights(i, w_begin, (kt_begin + i) * Cfg::kTileK);
@@ -321,7 +329,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   } else {
     // ================= consumers =================
     if constexpr (Cfg::kConsumerWGs == 2) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
-    if (p.early_weights) pdl_wait();  // (their outputs are written after the predecessor is done)
+    if (prefetch) pdl_wait();  // (their outputs are written after the predecessor is done)
     typename Cfg::TiledMma tiled_mma;
     auto thr_mma = tiled_mma.get_thread_slice(tid);
     auto operands = [&]() {
@@ -691,6 +699,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.out_unpadded = gemm2 ? 1 : 0;
 
   p.early_weights = a.early_weights ? 1 : 0;
+  p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   const int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
