@@ -551,7 +551,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
                     static_cast<long long>(t), v.label.empty() ? "" : (" [" + v.label + "]").c_str(),
                     tl.empty() ? "    (no traced GEMM ran)\n" : tl.c_str());
       }
-      if (precomputed && &v == &variants.front()) {
+      if (precomputed) {
         // The same layer from precomputed top-k ids/weights (the reference routing of these
         // logits): what vLLM's figures in shared/peer-figures.md time (no router).
         fm::MoeProblem pp = p;
@@ -577,7 +577,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
           const double pflush_us = time_graph(s, flush_l2);
           const double pb = time_graph(s, [&] { flush_l2(); (void)fm::forward(pp, pio, pws.p, pws_bytes, s, v.options); }, 15);
           warm_bufs = saved;
-          rows->push_back(measured_row(c.name, "layer from precomputed top-k (no router)", t, std::max(pb - pflush_us, 0.01),
+          rows->push_back(measured_row(c.name, "layer from precomputed top-k (no router)" + (v.label.empty() ? std::string() : " [" + v.label + "]"), t, std::max(pb - pflush_us, 0.01),
                                        bytes, bw, flops, fp8 ? fp8_peak : peak));
         }
       }
@@ -735,6 +735,7 @@ int cmd_bench(int argc, char** argv) {
   bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences)
   bool precomputed = false;       // --precomputed: layer suite, also from precomputed top-k (no router)
   std::vector<int> ksplits, tpcs;  // --ksplits / --tpc: layer suite, also each case with these forced
+  std::vector<int> earlies;        // --early: layer suite, also each case with GEMM1's early weight stages forced
   bool trace = false;             // --trace: layer suite, the BF16 GEMMs' per-CTA timeline
   std::string trace_path;         // --trace-csv F: ... and its CTAs as CSV
   bool cold_inputs = false;       // --cold-inputs: layer suite, x / logits / ids left cold too (not re-read after the flush)
@@ -755,9 +756,10 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--trace") trace = true;
     else if (a == "--cold-inputs") cold_inputs = true;
     else if (a == "--trace-csv" && i + 1 < argc) trace = true, trace_path = argv[++i];
-    else if ((a == "--ksplits" || a == "--tpc") && i + 1 < argc) {
+    else if ((a == "--ksplits" || a == "--tpc" || a == "--early") && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
-      for (std::string x; std::getline(ss, x, ',');) (a == "--tpc" ? tpcs : ksplits).push_back(std::atoi(x.c_str()));
+      for (std::string x; std::getline(ss, x, ',');)
+        (a == "--tpc" ? tpcs : a == "--early" ? earlies : ksplits).push_back(std::atoi(x.c_str()));
     }
     else if (a == "--cases" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
@@ -769,7 +771,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--splitk] [--ksplits 1,2] [--tpc 1,2] [--cutlass] [--stages] [--precomputed] [--cold-inputs] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--splitk] [--ksplits 1,2] [--tpc 1,2] [--early 0,4] [--cutlass] [--stages] [--precomputed] [--cold-inputs] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -838,6 +840,12 @@ int cmd_bench(int argc, char** argv) {
       v.label = "tiles/cta " + std::to_string(k);
       v.options.weight_tiles_per_cta = k;
       v.options.k_splits = 1;
+      variants.push_back(v);
+    }
+    for (int k : earlies) {  // GEMM1's weight stages before the permute is done (ForwardOptions)
+      TileVariant v;
+      v.label = "early stages " + std::to_string(k);
+      v.options.early_weight_stages = k;
       variants.push_back(v);
     }
     const std::vector<Case> cases = selected(layer_cases(), only);

@@ -74,6 +74,12 @@ struct ForwardOptions {
   // when splitting). For tuning tables and bench sweeps (bench --ksplits, --tpc).
   int k_splits = 0;
   int weight_tiles_per_cta = 0;
+  // Tuning override under overlap_launches (grouped backend, permuted rows): how many weight stages
+  // GEMM1 streams before the permute has finished (-1 = the oracle's choice: the whole ring, so
+  // that weights stream while the permute runs; 0 = none, which leaves the latency-bound permute
+  // the memory system to itself: H200, 1 token, it then took ~2 instead of ~11 us, but the layer
+  // was not faster). bench --early compares.
+  int early_weight_stages = -1;
   // FP8 with 128x128 weight blocks: x's 1x128 activation scales stay in token order (each token's
   // written once by the permute) and GEMM1 reads each row's through the plan's row_token, instead
   // of a row-order copy (DispatchOptions::group_scales_by_token). Same values. Auto: on (bench

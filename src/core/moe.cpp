@@ -293,9 +293,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.weight_tiles_per_cta = options.weight_tiles_per_cta;
   // the plan was written two launches before GEMM1 (a permute in between) and before GEMM2
   g.early_weights = !gather;
-  // ... but no weight stages before the wait: they would stream while the permute runs (a
-  // latency-bound kernel, which they slowed from ~2 to ~11 us at 1 token on the H200)
-  g.early_weight_stages = 0;
+  // The whole ring of weight stages before the wait unless overridden: they stream while the
+  // permute runs and slow it (~2 -> ~11 us at 1 token on the H200), yet the layer came out 1-2 us
+  // faster at 1 token than with none (session 12, calls 2-3: the weights are on the way sooner).
+  g.early_weight_stages = options.early_weight_stages;
   if (gather) {
     g.gather_x = r.act;  // [T, K] dense: x itself or its dense copy
     g.row_token = r.row_token;
@@ -353,7 +354,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     // (safe: the quantise of H above waits for GEMM1 before it triggers, so the plan is complete
     // when GEMM2 starts; a quantise fused into GEMM1 would need GEMM2's early weights off)
     f.early_weights = true;
-    f.early_weight_stages = 0;  // (H's quantise is latency-bound at decode: see GEMM1)
+    f.early_weight_stages = options.early_weight_stages;  // (H's quantise: as the permute for GEMM1)
     f.w = t.w2;
     f.w_scale = static_cast<const float*>(t.w2_scale);
     f.bias = g.bias;
