@@ -729,7 +729,7 @@ int cmd_bench(int argc, char** argv) {
   bool pdl = false;               // --pdl: layer suite, also each case with overlapped launches on / off
   bool staged = false;            // --staged: layer suite, also each case without the staged GEMM epilogue
   bool scales = false;            // --scales: layer suite, FP8 block cases also with row-order activation scales
-  bool gather = false;            // --gather: layer suite, also each case with gathered GEMM1 rows
+  bool gather = false;            // --gather: layer suite, also each case with gathered GEMM1 rows forced on and off
   bool splitk = false;            // --splitk: layer suite, also each case without split-K
   bool cutlass = false;           // --cutlass: layer suite, also each case on each backend (grouped, CUTLASS)
   bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences)
@@ -816,7 +816,10 @@ int cmd_bench(int argc, char** argv) {
       add("pdl on", &fusedmoe::ForwardOptions::overlap_launches, Toggle::kOn);
       add("pdl off", &fusedmoe::ForwardOptions::overlap_launches, Toggle::kOff);
     }
-    if (gather) add("gather on", &fusedmoe::ForwardOptions::gather_rows, Toggle::kOn);  // no permuted copy
+    if (gather) {  // GEMM1 gathering rows through the plan (no permuted copy), forced each way
+      add("gather on", &fusedmoe::ForwardOptions::gather_rows, Toggle::kOn);
+      add("gather off", &fusedmoe::ForwardOptions::gather_rows, Toggle::kOff);
+    }
     if (staged) add("staged off", &fusedmoe::ForwardOptions::staged_epilogue, Toggle::kOff);
     // (FP8 block cases only; elsewhere the switch changes nothing)
     if (scales) add("scales by token off", &fusedmoe::ForwardOptions::scales_by_token, Toggle::kOff);
@@ -996,7 +999,7 @@ int cmd_bench(int argc, char** argv) {
     std::ofstream f(csv_path);
     f << "case,stage,tokens,us,bytes,GBps,floor_us,pct_floor,read_GBps,us_hot\n";
     for (const Row& r : rows)
-      f << r.case_name << "," << r.stage << "," << r.tokens << "," << r.us << "," << r.bytes << "," << r.gbps << ","
+      f << r.case_name << ",\"" << r.stage << "\"," << r.tokens << "," << r.us << "," << r.bytes << "," << r.gbps << ","
         << r.floor_us << "," << r.pct_floor << "," << bw / 1e9 << "," << r.us_hot << "\n";
   }
   if (!json_path.empty()) {

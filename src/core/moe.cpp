@@ -48,7 +48,26 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                    : "auto: > 256 tokens, no gain measured");
   r.staged_epilogue = pick("staged_epilogue", o.staged_epilogue, true, "auto: measured faster at prefill");
   const bool gather_ok = p.quant.act == ActQuant::kNone && !p.router.weight_on_input;
-  r.gather_rows = pick("gather_rows", o.gather_rows, false, "auto: off, mixed results on the H200") && gather_ok;
+  // Auto: on at decode when the fused front routes from logits (route + plan in one kernel; GEMM1
+  // then gathers right after it instead of after a permute) and the touched experts' weights are
+  // at most ~400 MB (the layer is latency-bound). H200, session 12 call 4, with the router: 1.7-5
+  // us faster at 1 token on all five BF16 decode cases, 1-6 us at 4 tokens on qwen235-tp8 /
+  // dsv3-tp8 / qwen30-tp1; 2-7 us slower at 4 tokens on gptoss-tp1 / mixtral-tp2 (0.7-3.5 GB
+  // touched: GEMM1's early weights under PDL, which gathering gives up, matter more there) and
+  // mixed from precomputed ids (separate router/plan kernels).
+  const bool logits_router = p.router.kind == RouterKind::kSoftmaxTopK || p.router.kind == RouterKind::kBiasedTopK ||
+                             p.router.kind == RouterKind::kTopKSoftmax || p.router.kind == RouterKind::kSigmoidTop1;
+  const double wbytes = p.quant.weight.format == WeightFormat::kFP8E4M3 ? 1.0 : 2.0;
+  const double expert_bytes =
+      wbytes * (double(p.activation.gemm1_rows(p.intermediate)) * p.hidden + double(p.hidden) * p.intermediate);
+  const double touched_experts = std::min<double>(double(p.local_experts()), double(p.num_tokens) * p.top_k()) +
+                                 p.num_shared_experts;
+  const bool gather_auto = gather_ok && logits_router && p.num_tokens <= 256 &&
+                           touched_experts * expert_bytes <= 400e6;
+  r.gather_rows = pick("gather_rows", o.gather_rows, gather_auto,
+                       gather_auto ? "auto: decode from logits with <= 400 MB of touched expert weights (measured)"
+                                   : "auto: off (precomputed/hash routing, > 256 tokens or > 400 MB touched; measured)") &&
+                  gather_ok;
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)
     *why << "    (not applicable: quantised input or weights on the input)\n";
   r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
