@@ -62,11 +62,14 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
       wbytes * (double(p.activation.gemm1_rows(p.intermediate)) * p.hidden + double(p.hidden) * p.intermediate);
   const double touched_experts = std::min<double>(double(p.local_experts()), double(p.num_tokens) * p.top_k()) +
                                  p.num_shared_experts;
-  const bool gather_auto = gather_ok && logits_router && p.num_tokens <= 256 &&
-                           touched_experts * expert_bytes <= 400e6;
+  // Also with any router for small experts (<= 6 MB of weights each; qwen235-tp8's 4.7 MB: 1-4 %
+  // faster at 4-256 tokens with and without the router, call 5; 9-13 MB experts were mixed).
+  const bool gather_auto = gather_ok && p.num_tokens <= 256 &&
+                           ((logits_router && touched_experts * expert_bytes <= 400e6) || expert_bytes <= 6e6);
   r.gather_rows = pick("gather_rows", o.gather_rows, gather_auto,
-                       gather_auto ? "auto: decode from logits with <= 400 MB of touched expert weights (measured)"
-                                   : "auto: off (precomputed/hash routing, > 256 tokens or > 400 MB touched; measured)") &&
+                       gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits, or experts of "
+                                     "<= 6 MB (measured)"
+                                   : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
                   gather_ok;
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)
     *why << "    (not applicable: quantised input or weights on the input)\n";

@@ -862,6 +862,11 @@ inline int choose_tiles_per_cta(int forced, int k_splits, int w_tiles, int k_til
   int tpc = 1;
   while (tpc * 2 <= w_tiles && k_tiles * tpc < 4 * stages && m_tiles * ((w_tiles + 2 * tpc - 1) / (2 * tpc)) >= target)
     tpc *= 2;
+  // Swap-AB with between one and two waves of single tiles (the token-tile bound is exact at 1-2
+  // tokens): two tiles per CTA, one wave, no tail of a half-empty second wave. H200, 1 token,
+  // GEMM1 of gptoss-tp1 (360 tiles on 264 slots) ended 6.6 us sooner, of mixtral-tp2 (448) 6 us
+  // (session 12, call 1 timeline).
+  if (swap_ab && tpc == 1 && w_tiles >= 2 && m_tiles * w_tiles > slots && m_tiles * w_tiles <= 2 * slots) tpc = 2;
   return tpc;
 }
 
