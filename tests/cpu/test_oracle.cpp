@@ -139,3 +139,36 @@ TEST(Workspace, CutlassRowsDoNotInflateSmallBatchWorkspaces) {
   const size_t grouped = pad128 * (p.hidden + p.intermediate) * 2 + rows * p.hidden * 2;
   EXPECT_LT(bytes, grouped + grouped / 4) << "workspace " << bytes << " vs ~" << grouped;
 }
+
+// ForwardOptions::gather_rows' auto rule (moe.cpp resolve): on at decode from a logits router with
+// <= 400 MB of touched expert weights, or for experts of <= 6 MB; off otherwise and for quantised
+// activations; a forced value wins where gathering applies.
+TEST(Oracle, GatherRowsAutoRule) {
+  auto bf16 = [](const char* name, int64_t t) {
+    fm::MoeProblem p = fm::find_preset(name)->problem;
+    p.quant = fm::QuantScheme::bf16();
+    p.num_tokens = p.max_tokens = t;
+    return p;
+  };
+  const fm::ForwardOptions o;
+  EXPECT_TRUE(fm::resolve_options(bf16("qwen30-tp1", 1), o).gather_rows);    // 8 x 9.4 MB
+  EXPECT_TRUE(fm::resolve_options(bf16("qwen30-tp1", 4), o).gather_rows);    // 32 x 9.4 MB
+  EXPECT_FALSE(fm::resolve_options(bf16("qwen30-tp1", 16), o).gather_rows);  // 128 x 9.4 MB
+  EXPECT_TRUE(fm::resolve_options(bf16("gptoss-tp1", 1), o).gather_rows);    // 4 x 50 MB
+  EXPECT_FALSE(fm::resolve_options(bf16("gptoss-tp1", 4), o).gather_rows);   // 16 x 50 MB
+  EXPECT_TRUE(fm::resolve_options(bf16("qwen235-tp8", 256), o).gather_rows);  // 4.7 MB experts
+  EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 300), o).gather_rows);
+  fm::MoeProblem pre = bf16("qwen30-tp1", 1);
+  pre.router = fm::RouterConfig::precomputed(pre.router.top_k);
+  EXPECT_FALSE(fm::resolve_options(pre, o).gather_rows);  // no fused front: the permute stays
+  pre = bf16("qwen235-tp8", 16);
+  pre.router = fm::RouterConfig::precomputed(pre.router.top_k);
+  EXPECT_TRUE(fm::resolve_options(pre, o).gather_rows);   // small experts, any router
+  fm::MoeProblem q = bf16("qwen235-tp8", 1);
+  q.quant = fm::QuantScheme::fp8_per_channel();
+  EXPECT_FALSE(fm::resolve_options(q, o).gather_rows);  // quantised x: not applicable
+  fm::ForwardOptions off;
+  off.gather_rows = fm::Toggle::kOff;
+  EXPECT_FALSE(fm::resolve_options(bf16("qwen30-tp1", 1), off).gather_rows);
+  EXPECT_NE(fm::resolve_options(bf16("qwen30-tp1", 1), o).why.find("gather_rows: on"), std::string::npos);
+}
