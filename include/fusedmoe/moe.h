@@ -75,7 +75,8 @@ struct ForwardOptions {
   int k_splits = 0;
   int weight_tiles_per_cta = 0;
   // Tuning override under overlap_launches (grouped backend, permuted rows): how many weight stages
-  // GEMM1 streams before the permute has finished (-1 = the oracle's choice: the whole ring, so
+  // GEMM1 streams before the permute has finished, and the FP8 GEMM2 before H's quantise has (-1 =
+  // the oracle's choice: the whole ring, so
   // that weights stream while the permute runs; 0 = none, which leaves the latency-bound permute
   // the memory system to itself: H200, 1 token, it then took ~2 instead of ~11 us, but the layer
   // was not faster). bench --early compares.

@@ -34,6 +34,9 @@ enum class RouterKind : uint8_t {
   kPrecomputed,
 };
 
+// Routers that read a row of logits per token (all but hash and precomputed routing).
+inline bool reads_logits(RouterKind k) { return k != RouterKind::kHash && k != RouterKind::kPrecomputed; }
+
 enum class ScoreFunction : uint8_t {
   kSoftmax,
   kSigmoid,

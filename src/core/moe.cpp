@@ -55,8 +55,6 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // dsv3-tp8 / qwen30-tp1; 2-7 us slower at 4 tokens on gptoss-tp1 / mixtral-tp2 (0.7-3.5 GB
   // touched: GEMM1's early weights under PDL, which gathering gives up, matter more there) and
   // mixed from precomputed ids (separate router/plan kernels).
-  const bool logits_router = p.router.kind == RouterKind::kSoftmaxTopK || p.router.kind == RouterKind::kBiasedTopK ||
-                             p.router.kind == RouterKind::kTopKSoftmax || p.router.kind == RouterKind::kSigmoidTop1;
   const double wbytes = p.quant.weight.format == WeightFormat::kFP8E4M3 ? 1.0 : 2.0;
   const double expert_bytes =
       wbytes * (double(p.activation.gemm1_rows(p.intermediate)) * p.hidden + double(p.hidden) * p.intermediate);
@@ -65,7 +63,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // Also with any router for small experts (<= 6 MB of weights each; qwen235-tp8's 4.7 MB: 1-4 %
   // faster at 4-256 tokens with and without the router, call 5; 9-13 MB experts were mixed).
   const bool gather_auto = gather_ok && p.num_tokens <= 256 &&
-                           ((logits_router && touched_experts * expert_bytes <= 400e6) || expert_bytes <= 6e6);
+                           ((reads_logits(p.router.kind) && touched_experts * expert_bytes <= 400e6) || expert_bytes <= 6e6);
   r.gather_rows = pick("gather_rows", o.gather_rows, gather_auto,
                        gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits, or experts of "
                                      "<= 6 MB (measured)"
@@ -256,6 +254,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
              "ForwardOptions::k_splits " << options.k_splits << " outside [0, 8]");
   FM_REQUIRE(options.weight_tiles_per_cta >= 0, kInvalidArgument,
              "ForwardOptions::weight_tiles_per_cta " << options.weight_tiles_per_cta << " is negative");
+  FM_REQUIRE(options.early_weight_stages >= -1, kInvalidArgument,
+             "ForwardOptions::early_weight_stages " << options.early_weight_stages << " below -1");
   const detail::Decision d = detail::decide(p, options, /*reasons=*/false);
   if (d.chosen == Backend::kAuto) return d.status;
   if (p.num_tokens == 0) return Status::Ok();
@@ -463,7 +463,8 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
            << to_string(p.quant.weight.granularity) << " scales), quantise the intermediate, the same (GEMM2), combine\n";
       }
       else
-        os << ", permute, " << (g1 ? g1 : "?") << ", " << (g2 ? g2 : "?") << ", combine\n";
+        os << (resolve_options(p, options).gather_rows ? " (GEMM1 gathers x's rows: no permute), " : ", permute, ")
+           << (g1 ? g1 : "?") << ", " << (g2 ? g2 : "?") << ", combine\n";
     }
 #endif
   }

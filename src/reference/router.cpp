@@ -150,7 +150,7 @@ Status check_config(const MoeProblem& p, const MoeTensors& t) {
   if (p.num_tokens == 0) return Status::Ok();
   if (rc.logits_dtype != DType::kFloat32 && rc.logits_dtype != DType::kBFloat16)
     return invalid("router logits must be float32 or bfloat16");
-  const bool needs_logits = rc.kind != RouterKind::kHash && rc.kind != RouterKind::kPrecomputed;
+  const bool needs_logits = reads_logits(rc.kind);
   if (needs_logits && t.router_logits == nullptr) return invalid("router_logits is required");
   switch (rc.kind) {
     case RouterKind::kBiasedTopK:

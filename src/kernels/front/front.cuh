@@ -35,6 +35,7 @@
 #include <cstdint>
 
 #include "kernels/common/pdl.cuh"
+#include "kernels/common/timer.cuh"
 #include "kernels/common/token_count.cuh"
 #include "kernels/dispatch/plan.cuh"
 #include "kernels/quant/permute_quant.cuh"
@@ -94,9 +95,7 @@ inline constexpr int kTraceSlots = 16;
 inline constexpr int kRouteTraceSlot = 8;
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
   if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= 32) return;  // routing blocks (<= 32) only
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  trace[blockIdx.x * kTraceSlots + slot] = t;
+  trace[blockIdx.x * kTraceSlots + slot] = globaltimer_ns();
 }
 
 // ---- the plan of the fused front (see the header comment) ----------------------------------

@@ -48,8 +48,7 @@ const char* front_small_kernel_name() {
 bool front_small_shape_ok(RouterKind kind, int64_t tokens, int slots, const char** why) {
   const char* dummy = nullptr;
   const char*& w = why != nullptr ? *why : dummy;
-  if (kind != RouterKind::kSoftmaxTopK && kind != RouterKind::kBiasedTopK && kind != RouterKind::kTopKSoftmax &&
-      kind != RouterKind::kSigmoidTop1) {
+  if (!reads_logits(kind)) {
     w = "router reads no logits row (hash / precomputed)";
     return false;
   }

@@ -56,6 +56,7 @@
 #include "kernels/common/activation_math.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/common/pdl.cuh"
+#include "kernels/common/timer.cuh"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 #include "kernels/registry.h"
 
@@ -195,10 +196,7 @@ struct Params {
 // expert (-1: the CTA exited without work).
 constexpr int kTraceSlots = 8;
 __device__ __forceinline__ void gemm_stamp(unsigned long long* trace, int slot) {
-  if (trace == nullptr) return;
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  trace[blockIdx.x * kTraceSlots + slot] = t;
+  if (trace != nullptr) trace[blockIdx.x * kTraceSlots + slot] = globaltimer_ns();
 }
 __device__ __forceinline__ void gemm_trace_value(unsigned long long* trace, int slot, long long v) {
   if (trace != nullptr) trace[blockIdx.x * kTraceSlots + slot] = static_cast<unsigned long long>(v);

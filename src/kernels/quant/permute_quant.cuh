@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "kernels/common/pdl.cuh"
+#include "kernels/common/timer.cuh"
 #include "kernels/common/token_count.cuh"
 #include "kernels/quant/vec.cuh"
 
@@ -302,9 +303,7 @@ __host__ __device__ constexpr int min_blocks_for_vpt(int vpt) { return vpt <= 2 
 
 __device__ __forceinline__ void pq_stamp(unsigned long long* trace, int slot) {
   if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= 1024) return;
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  trace[3 * blockIdx.x + slot] = t;
+  trace[3 * blockIdx.x + slot] = globaltimer_ns();
 }
 
 template <class TIn, bool kFp8, int VPT>
