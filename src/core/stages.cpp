@@ -166,8 +166,13 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
   const int64_t x_stride = t.x_row_stride > 0 ? t.x_row_stride : p.hidden;
   const bool x_as_is = !o.permute && !quant && !p.router.weight_on_input && x_stride == p.hidden;
   if (!r->fused_front) {
-    FM_TRY(launched(cudaMemsetAsync(error_flag, 0, 16, s), "clear error flag"));
-    ++r->launches;
+    // A router that reads whole rows of logits writes the whole error flag itself (no memset node:
+    // ~1 us per call in graph replay); the plan only adds to it afterwards.
+    ra.owns_error_flag = p.num_tokens > 0 && kernels::router_owns_error_flag(p.router.kind);
+    if (!ra.owns_error_flag) {
+      FM_TRY(launched(cudaMemsetAsync(error_flag, 0, 16, s), "clear error flag"));
+      ++r->launches;
+    }
     if (p.num_tokens > 0) {
       FM_TRY(launched(kernels::launch_router(ra, s), "router"));
       ++r->launches;

@@ -894,6 +894,25 @@ TEST(RouterGpu, DeviceMathEqualsHost) {
   }
 }
 
+// The sigmoid's reciprocal (hd::recip_ge1_device: rcp.approx.ftz.f32 + one Newton step in float
+// below 2^126, the double-precision version above) is
+// correctly rounded for EVERY float d in [1, FLT_MAX] (1.07e9 values; the sigmoid's denominator
+// 1 + e^-x is >= 1), compared with __frcp_rn. Also prints the other candidates' mismatches.
+TEST(RouterGpu, RecipGe1Exhaustive) {
+  DeviceBuffer counts(4 * sizeof(unsigned long long)), first(4 * sizeof(unsigned int));
+  ASSERT_EQ(kn::check_recip_ge1_all(counts.as<unsigned long long>(), first.as<unsigned int>(), nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<unsigned long long> c = to_host<unsigned long long>(counts.get(), 4);
+  const std::vector<unsigned int> f = to_host<unsigned int>(first.get(), 4);
+  const char* names[4] = {"recip_ge1_device (sigmoid)", "double precision (3 Newton)",
+                          "rcp.approx.ftz + 1 Newton", "rcp.approx + 2 Newton"};
+  for (int i = 0; i < 4; ++i)
+    std::printf("[recip exhaustive] %-42s mismatches %llu, first d bits 0x%08x\n", names[i], c[i],
+                c[i] != 0 ? f[i] : 0u);
+  EXPECT_EQ(c[0], 0u) << "first mismatch at d bits " << std::hex << f[0];
+  EXPECT_EQ(c[1], 0u) << "first mismatch at d bits " << std::hex << f[1];
+}
+
 // Not a check: kernel times (printed) for the shapes the brief names.
 TEST(RouterGpu, Timing) {
   const uint64_t seed = seed_once();

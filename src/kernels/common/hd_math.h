@@ -154,14 +154,29 @@ __device__ __forceinline__ float div_rn_device(float a, float b) {
 // 1 / d for a finite float d >= 1, correctly rounded (subnormal results included): three Newton
 // steps in double from rcp.approx (relative error ~2^-52), then one rounding to float. 1/d is never
 // within 2^-49 (relative) of a float rounding midpoint (d * m = 1 would need a 49-bit product of a
-// 24-bit d and a 25-bit midpoint m), so that rounding is RN(1/d). The sigmoid's division without
-// the general path's special-operand code (a third of the router's instructions).
-__device__ __forceinline__ float recip_ge1_device(float d) {
+// 24-bit d and a 25-bit midpoint m), so that rounding is RN(1/d). The reference for the float
+// version below (tests: RouterGpu.RecipGe1Exhaustive).
+__device__ __forceinline__ float recip_ge1_f64_device(float d) {
   const double b = static_cast<double>(d);
   double r = rcp_approx_f64(b);
 #pragma unroll
   for (int i = 0; i < 3; ++i) r = __fma_rn(r, __fma_rn(-b, r, 1.0), r);
   return __double2float_rn(r);
+}
+// The same correctly rounded 1 / d for a finite float d >= 1, in float arithmetic below 2^126:
+// rcp.approx.ftz.f32 (within 1 ulp; the result is a normal float there) and one Newton step with
+// an exact FMA residual, y + y * (1 - d * y). Checked against __frcp_rn for EVERY float in
+// [1, FLT_MAX] on the H200 (RouterGpu.RecipGe1Exhaustive). From 2^126 (subnormal results, the
+// sigmoid below x = -87.3) the double-precision version. The sigmoid's division: 3 float
+// instructions instead of two float <-> double conversions, rcp.approx.f64 and six DFMAs on the
+// slow pipes, for every expert of every token.
+__device__ __forceinline__ float recip_ge1_device(float d) {
+  if (d < 0x1p126f) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(d));
+    return __fmaf_rn(__fmaf_rn(-d, y, 1.f), y, y);
+  }
+  return recip_ge1_f64_device(d);
 }
 __device__ __forceinline__ float sqrt_rn_device(float x) {
   if (!(x > 0.f) || x == __builtin_huge_valf()) {  // +-0, +inf: itself; negative, NaN: NaN

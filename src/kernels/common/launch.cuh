@@ -29,6 +29,32 @@ inline int device_sm_count() {
   return n;
 }
 
+// Blocks of `kernel` resident per SM at this block size and dynamic shared memory (the occupancy
+// calculator), remembered per thread for the last 8 queries so that launches on the hot path do
+// not recompute it. -1 when the calculator fails.
+inline int resident_blocks_per_sm(const void* kernel, int block, size_t smem) {
+  struct Entry {
+    const void* fn;
+    int dev, block;
+    size_t smem;
+    int per_sm;
+  };
+  static thread_local Entry cache[8] = {};
+  static thread_local unsigned next = 0;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return -1;
+  for (const Entry& e : cache)
+    if (e.fn == kernel && e.dev == dev && e.block == block && e.smem == smem) return e.per_sm;
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, block, smem) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  cache[next++ % 8] = Entry{kernel, dev, block, smem, n};
+  return n;
+}
+
+
 // Opts `kernel` in to `bytes` of dynamic shared memory (beyond the 48 KB default) once per device:
 // `done` is the caller's per-kernel bitmask of devices already set (a function-local static at the
 // launch site). A host attribute call, not a stream operation: fine during graph capture, and

@@ -26,4 +26,25 @@ __device__ __forceinline__ int64_t resolve_token_count(int64_t bound, const int3
   return v < 0 ? 0 : bound;
 }
 
+// The whole error flag int32[4], written by ONE thread of a kernel that owns it (no memset before
+// the launch): zero, or kErrorTokenCount with the clamped device count. Only for kernels that
+// report nothing else (their other threads resolve the count with a null flag).
+__device__ __forceinline__ void write_token_count_flag(int64_t bound, const int32_t* device_count, int32_t* flag) {
+  if (flag == nullptr) return;
+  int32_t e0 = 0, e1 = 0, e2 = 0, e3 = 0;
+  if (device_count != nullptr) {
+    const int64_t v = *device_count;
+    if (v < 0 || v > bound) {
+      e0 = kErrorTokenCount;
+      e1 = static_cast<int32_t>(v);
+      e2 = -1;
+      e3 = static_cast<int32_t>(bound > 0x7fffffff ? 0x7fffffff : bound);
+    }
+  }
+  flag[1] = e1;
+  flag[2] = e2;
+  flag[3] = e3;
+  flag[0] = e0;
+}
+
 }  // namespace fusedmoe::kernels

@@ -564,22 +564,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   }
   trace_stamp(f.trace, 5);
   // The whole error flag: zero, or the device token count that was clamped.
-  if (threadIdx.x == 0 && f.r.error_flag != nullptr) {
-    int32_t e0 = 0, e1 = 0, e2 = 0, e3 = 0;
-    if (f.r.num_tokens_dev != nullptr) {
-      const int64_t v = *f.r.num_tokens_dev;
-      if (v < 0 || v > f.r.num_tokens) {
-        e0 = kErrorTokenCount;
-        e1 = static_cast<int32_t>(v);
-        e2 = -1;
-        e3 = static_cast<int32_t>(f.r.num_tokens);
-      }
-    }
-    f.r.error_flag[1] = e1;
-    f.r.error_flag[2] = e2;
-    f.r.error_flag[3] = e3;
-    f.r.error_flag[0] = e0;
-  }
+  if (threadIdx.x == 0) write_token_count_flag(f.r.num_tokens, f.r.num_tokens_dev, f.r.error_flag);
   trace_stamp(f.trace, 6);
 }
 

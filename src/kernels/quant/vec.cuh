@@ -91,30 +91,8 @@ inline bool pick_team_shape(int64_t units, int max_ts, TeamShape* s) {
 // Streaming multiprocessors of the current device (kernels/common/launch.cuh, cached per device).
 inline int sm_count() { return device_sm_count(); }
 
-// Blocks of `kernel` resident per SM at this block size and dynamic shared memory (the occupancy
-// calculator), remembered per thread for the last 8 queries so that launches on the hot path do
-// not recompute it. -1 when the calculator fails.
-inline int blocks_per_sm(const void* kernel, int block, size_t smem) {
-  struct Entry {
-    const void* fn;
-    int dev, block;
-    size_t smem;
-    int per_sm;
-  };
-  static thread_local Entry cache[8] = {};
-  static thread_local unsigned next = 0;
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return -1;
-  for (const Entry& e : cache)
-    if (e.fn == kernel && e.dev == dev && e.block == block && e.smem == smem) return e.per_sm;
-  int n = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, block, smem) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  cache[next++ % 8] = Entry{kernel, dev, block, smem, n};
-  return n;
-}
+// Blocks of `kernel` resident per SM (kernels/common/launch.cuh, cached).
+inline int blocks_per_sm(const void* kernel, int block, size_t smem) { return resident_blocks_per_sm(kernel, block, smem); }
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 

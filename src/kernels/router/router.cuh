@@ -43,6 +43,10 @@ namespace fusedmoe::kernels::router_detail {
 
 inline constexpr int kWarpsPerBlock = 4;
 inline constexpr int kThreads = 32 * kWarpsPerBlock;
+// Resident blocks per SM the registers are budgeted for: up to 8 slots per lane 8 blocks (64
+// registers per thread, 32 warps; without spills), else 1. The kernel is issue-bound at large T
+// (ncu, session 7); more warps hide the latency of its shuffle and reduction chains.
+__host__ __device__ constexpr int min_blocks_for_slots(int slots) { return slots <= 8 ? 8 : 1; }
 inline constexpr int kGatherThreads = 256;
 inline constexpr unsigned kFull = 0xffffffffu;
 
@@ -71,6 +75,7 @@ struct Params {
   int32_t* ids_out = nullptr;
   float* weights_out = nullptr;
   int32_t* error_flag = nullptr;
+  bool owns_error_flag = false; // router_topk_kernel writes the whole flag (RouterArgs::owns_error_flag)
 };
 
 // ---- loads ----
@@ -152,15 +157,20 @@ __device__ __forceinline__ float warp_max(float x) {
 
 // Sum of v over lanes 0..count-1 (count <= 16) of each `width`-lane segment, in lane order, from 0.
 // The shuffles are independent of the sum: all are issued first, then the adds run in order.
-__device__ __forceinline__ float slot_sum(float v, int count, int width) {
-  float x[16];
+template <int N>
+__device__ __forceinline__ float slot_sum_n(float v, int count, int width) {
+  float x[N];
 #pragma unroll
-  for (int j = 0; j < 16; ++j) x[j] = __shfl_sync(kFull, v, j, width);
+  for (int j = 0; j < N; ++j) x[j] = __shfl_sync(kFull, v, j, width);
   float s = 0.f;
 #pragma unroll
-  for (int j = 0; j < 16; ++j)
+  for (int j = 0; j < N; ++j)
     if (j < count) s = hd::add(s, x[j]);
   return s;
+}
+// (count <= 8, most routers: half the shuffles; count is uniform over the warp)
+__device__ __forceinline__ float slot_sum(float v, int count, int width) {
+  return count <= 8 ? slot_sum_n<8>(v, count, width) : slot_sum_n<16>(v, count, width);
 }
 
 // What the warp-per-token kernel computes per expert before selecting:
@@ -253,34 +263,31 @@ __device__ __forceinline__ void local_best(const uint32_t (&key)[VEC * NV], cons
 // Compare-exchange of a sorted-selection network: after it, slot a holds the better of the two
 // candidates (higher key; equal keys: lower expert id), slot b the other.
 template <int N>
-__device__ __forceinline__ void cmp_swap(uint32_t (&sk)[N], uint32_t (&se)[N], float (&sv)[N], int a, int b) {
+__device__ __forceinline__ void cmp_swap(uint32_t (&sk)[N], uint32_t (&se)[N], int a, int b) {
   const bool swap = sk[b] > sk[a] || (sk[b] == sk[a] && se[b] < se[a]);
   const uint32_t ka = sk[a], ea = se[a];
-  const float va = sv[a];
   sk[a] = swap ? sk[b] : ka;
   se[a] = swap ? se[b] : ea;
-  sv[a] = swap ? sv[b] : va;
   sk[b] = swap ? ka : sk[b];
   se[b] = swap ? ea : se[b];
-  sv[b] = swap ? va : sv[b];
 }
 
 // Sorts a lane's N <= 8 candidates best first (sorting networks: 1, 5 and 19 comparators; the
 // 8-input one is the optimal depth-6 network, checked exhaustively by the 0-1 principle).
 template <int N>
-__device__ __forceinline__ void sort_candidates(uint32_t (&sk)[N], uint32_t (&se)[N], float (&sv)[N]) {
+__device__ __forceinline__ void sort_candidates(uint32_t (&sk)[N], uint32_t (&se)[N]) {
   static_assert(N == 2 || N == 4 || N == 8, "sorted selection: 2, 4 or 8 slots per lane");
   if constexpr (N == 2) {
-    cmp_swap(sk, se, sv, 0, 1);
+    cmp_swap(sk, se, 0, 1);
   } else if constexpr (N == 4) {
     constexpr int net[5][2] = {{0, 1}, {2, 3}, {0, 2}, {1, 3}, {1, 2}};
 #pragma unroll
-    for (const auto& c : net) cmp_swap(sk, se, sv, c[0], c[1]);
+    for (const auto& c : net) cmp_swap(sk, se, c[0], c[1]);
   } else {
     constexpr int net[19][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {0, 1}, {2, 3},
                                 {4, 5}, {6, 7}, {2, 4}, {3, 5}, {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}};
 #pragma unroll
-    for (const auto& c : net) cmp_swap(sk, se, sv, c[0], c[1]);
+    for (const auto& c : net) cmp_swap(sk, se, c[0], c[1]);
   }
 }
 
@@ -554,14 +561,15 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
     // 2-8 slots per lane: each lane sorts its candidates once (untaken key, expert id; taken slots
     // key 0, expert ~0), then a round is two reductions over the lanes' heads and the winner pops
     // its head (a shift of predicated moves). The same order as the rescan below: the k best
-    // (key desc, expert asc) of the warp, merged from sorted lists.
+    // (key desc, expert asc) of the warp, merged from sorted lists. The unbiased scores do not
+    // travel through the network and the rounds: after the rounds, lane r < k reads its expert's
+    // score from the lane that holds it (one shuffle per slot of a lane).
     constexpr bool kSorted = kCap >= 2 && kCap <= 8;
     int32_t my_id = -1;
     uint32_t my_key = 0;
     float my_val = 0.f;
     if constexpr (kSorted) {
       uint32_t sk[kCap], se[kCap];
-      float sv[kCap];
 #pragma unroll
       for (int i = 0; i < NV; ++i)
 #pragma unroll
@@ -570,19 +578,12 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
           const bool free = !((taken >> s) & 1u);
           sk[s] = free ? key[s] : 0u;
           se[s] = free ? static_cast<uint32_t>(i * 32 * VEC + lane * VEC + c) : 0xffffffffu;
-          sv[s] = kCarry ? v[s] : 0.f;
         }
-      sort_candidates<kCap>(sk, se, sv);
+      sort_candidates<kCap>(sk, se);
       route_stamp(trace, 2, sk[0]);
       for (int r = 0; r < k; ++r) {
         const uint32_t m = __reduce_max_sync(kFull, sk[0]);
         const uint32_t win = __reduce_min_sync(kFull, sk[0] == m ? se[0] : 0xffffffffu);
-        if constexpr (kCarry) {
-          if (use_bias) {  // warp-uniform
-            const float wv = __shfl_sync(kFull, sv[0], static_cast<int>((win / VEC) & 31u));
-            if (lane == r) my_val = wv;
-          }
-        }
         if (lane == r) {
           my_id = static_cast<int32_t>(win);
           my_key = m;
@@ -592,10 +593,21 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
         for (int s = 0; s + 1 < kCap; ++s) {
           sk[s] = pop ? sk[s + 1] : sk[s];
           se[s] = pop ? se[s + 1] : se[s];
-          if constexpr (kCarry) sv[s] = pop ? sv[s + 1] : sv[s];
         }
         sk[kCap - 1] = pop ? 0u : sk[kCap - 1];
         se[kCap - 1] = pop ? 0xffffffffu : se[kCap - 1];
+      }
+      if constexpr (kCarry) {
+        if (use_bias) {  // warp-uniform
+          const uint32_t id = (lane < k && my_id >= 0) ? static_cast<uint32_t>(my_id) : 0u;
+          const int src = static_cast<int>((id / VEC) & 31u);
+          const int slot = static_cast<int>((id / (32 * VEC)) * VEC + (id & (VEC - 1)));
+#pragma unroll
+          for (int s = 0; s < kCap; ++s) {
+            const float t = __shfl_sync(kFull, v[s], src);
+            if (s == slot) my_val = t;
+          }
+        }
       }
     } else {
       uint32_t best_key, best_expert;
@@ -653,14 +665,16 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
 }
 
 template <typename T, int VEC, int NV, RowMode M>
-__global__ void __launch_bounds__(kThreads, 1) router_topk_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, min_blocks_for_slots(VEC * NV)) router_topk_kernel(const Params p) {
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   extern __shared__ uint32_t smem[];
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
   uint32_t* wsm = smem + static_cast<int64_t>(warp) * (p.num_experts + p.n_group);  // grouped only
   const uint32_t valid = valid_slots<VEC, NV>(lane, p.num_experts);
-  const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, p.error_flag);
+  const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, p.owns_error_flag ? nullptr : p.error_flag);
+  if (p.owns_error_flag && blockIdx.x == 0 && threadIdx.x == 0)
+    write_token_count_flag(p.num_tokens, p.num_tokens_dev, p.error_flag);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   for (int64_t token = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp; token < num_tokens;
        token += stride)

@@ -32,9 +32,13 @@ cudaError_t launch_topk_nv(const Params& p, int nv, size_t smem, cudaStream_t st
   if constexpr (NV * VEC < 32) {
     if (nv > NV) return launch_topk_nv<T, VEC, NV * 2, M>(p, nv, smem, stream);
   }
-  const int64_t blocks = std::min<int64_t>((p.num_tokens + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxGrid);
-  return launch_chain(router_topk_kernel<T, VEC, NV, M>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), smem,
-                      stream, p);
+  // One wave of resident blocks, each warp looping over tokens (grid-stride): no block churn and
+  // no partial last wave (dsv3 routing at 16384 tokens had 4096 blocks of 4 tokens, 4.4 waves).
+  const auto kernel = router_topk_kernel<T, VEC, NV, M>;
+  const int per_sm = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kThreads, smem);
+  const int64_t resident = static_cast<int64_t>(device_sm_count()) * (per_sm > 0 ? per_sm : 4);
+  const int64_t blocks = std::min<int64_t>({(p.num_tokens + kWarpsPerBlock - 1) / kWarpsPerBlock, resident, kMaxGrid});
+  return launch_chain(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), smem, stream, p);
 }
 
 template <typename T, RowMode M>

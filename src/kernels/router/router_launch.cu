@@ -78,6 +78,7 @@ cudaError_t prepare_router(const RouterArgs& args, router_detail::RouterPrep* pr
   p.ids_out = args.topk_ids;
   p.weights_out = args.topk_weights;
   p.error_flag = args.error_flag;
+  p.owns_error_flag = args.owns_error_flag && router_owns_error_flag(rc.kind);
 
   bool row_kernel = true;  // the warp-per-token kernel (reads whole rows of logits)
   size_t smem = 0;

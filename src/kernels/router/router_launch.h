@@ -12,7 +12,8 @@ namespace fusedmoe::kernels {
 // Device-side input errors, recorded in an int32[4] in the workspace:
 //   [0] error code (0 none, 1 = routed id out of [0, E)), set with atomicCAS (first one wins)
 //   [1] token, [2] slot, [3] the offending id
-// launch_router never clears it: the caller zeroes it (once per forward) before the launch.
+// launch_router never clears it (the caller zeroes it before the launch), unless the router owns
+// it (RouterArgs::owns_error_flag): then the router kernel writes all four words itself.
 inline constexpr int kErrorIdOutOfRange = 1;
 // kHash: token_ids[token] outside [0, hash_vocab): [2] = -1, [3] = the token id (saturated to
 // int32); all k slots of the token get id -1, weight 0.
@@ -36,7 +37,19 @@ struct RouterArgs {
   int32_t* topk_ids = nullptr;             // [T, k] out: global ids, selection order
   float* topk_weights = nullptr;           // [T, k] out
   int32_t* error_flag = nullptr;           // int32[4]; ids out of range are replaced by -1 (routed nowhere)
+  // The router writes the whole error flag itself (zero, or a device token count out of range), so
+  // the caller needs no memset before it. Only for the routers that report nothing else: the ones
+  // that read whole rows of logits (kSoftmaxTopK, kTopKSoftmax, kSigmoidTop1, kBiasedTopK);
+  // ignored (the flag is only added to) for kHash and kPrecomputed.
+  bool owns_error_flag = false;
 };
+
+// Routers whose kernel can own the error flag (RouterArgs::owns_error_flag): they only ever report
+// a device token count out of range.
+inline bool router_owns_error_flag(RouterKind kind) {
+  return kind == RouterKind::kSoftmaxTopK || kind == RouterKind::kTopKSoftmax || kind == RouterKind::kSigmoidTop1 ||
+         kind == RouterKind::kBiasedTopK;
+}
 
 // cudaErrorInvalidValue for an invalid configuration (E outside [1, 1024], k outside
 // [1, min(E, 16)], n_group not dividing E, ..., a required pointer null); num_tokens == 0 launches

@@ -24,4 +24,10 @@ enum class HdFunction : int {
 cudaError_t eval_hd_function(HdFunction f, const float* a, const float* b, float* out, int64_t n,
                              cudaStream_t stream);
 
+// Every float d in [1, FLT_MAX] (1.07e9 values): reciprocal candidates against __frcp_rn (the
+// correctly rounded 1/d). counts[4] (device, zeroed here): mismatches of [0] hd::recip_ge1_device
+// (the sigmoid's), [1] the double-precision version, [2] rcp.approx.ftz + one Newton step (flushes
+// results below 2^-126), [3] rcp.approx + two Newton steps; first[4]: the bits of the first mismatching d of each (or 0).
+cudaError_t check_recip_ge1_all(unsigned long long* counts, unsigned int* first, cudaStream_t stream);
+
 }  // namespace fusedmoe::kernels
