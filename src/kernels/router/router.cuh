@@ -76,7 +76,12 @@ struct Params {
   float* weights_out = nullptr;
   int32_t* error_flag = nullptr;
   bool owns_error_flag = false; // router_topk_kernel writes the whole flag (RouterArgs::owns_error_flag)
+  int wsm_words = 0;            // router_topk_kernel: per-warp words of the grouped scratch (E + n_group)
 };
+
+// Words of a warp's shared lists for the sorted selection of the router kernel (slots 1..kCap-1
+// of each lane as uint2), 0 when the selection is not the sorted one (kCap outside [2, 8]).
+__host__ __device__ constexpr int heads_words(int cap) { return cap >= 2 && cap <= 8 ? (cap - 1) * 32 * 2 : 0; }
 
 // ---- loads ----
 // Element types: float, or uint16_t holding bf16 bits.
@@ -85,12 +90,23 @@ __device__ __forceinline__ float load_logit(const uint16_t* p) {
   return hd::sanitize_logit(hd::bf16_bits_to_float(__ldg(reinterpret_cast<const unsigned short*>(p))));
 }
 
-// VEC consecutive logits from p (VEC-aligned when `aligned`), widened and sanitised.
+// The raw (widened, not yet sanitised) logit at p.
+__device__ __forceinline__ float raw_logit(const float* p) { return __ldg(p); }
+__device__ __forceinline__ float raw_logit(const uint16_t* p) {
+  return hd::bf16_bits_to_float(__ldg(reinterpret_cast<const unsigned short*>(p)));
+}
+
+// VEC consecutive logits from p (VEC-aligned when `aligned`), widened and sanitised. Both load
+// paths fill the same raw values and the sanitising runs once after them (if-converted, the two
+// paths would otherwise each sanitise: ALU instructions, the pipe that bounds the router kernel).
 template <int VEC, typename T>
 __device__ __forceinline__ void load_chunk(const T* p, bool aligned, float* out) {
   constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
+  float raw[VEC];
+  bool vectorised = false;
   if constexpr (VEC > 1) {
     if (aligned) {
+      vectorised = true;
       uint32_t w[kBytes / 4];
       if constexpr (kBytes == 16) {
         const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
@@ -105,17 +121,20 @@ __device__ __forceinline__ void load_chunk(const T* p, bool aligned, float* out)
 #pragma unroll
       for (int j = 0; j < kBytes / 4; ++j) {
         if constexpr (sizeof(T) == 4) {
-          out[j] = hd::sanitize_logit(hd::as_float(w[j]));
+          raw[j] = hd::as_float(w[j]);
         } else {
-          out[2 * j] = hd::sanitize_logit(hd::as_float(w[j] << 16));
-          out[2 * j + 1] = hd::sanitize_logit(hd::as_float(w[j] & 0xffff0000u));
+          raw[2 * j] = hd::as_float(w[j] << 16);
+          raw[2 * j + 1] = hd::as_float(w[j] & 0xffff0000u);
         }
       }
-      return;
     }
   }
+  if (!vectorised) {
 #pragma unroll
-  for (int c = 0; c < VEC; ++c) out[c] = load_logit(p + c);
+    for (int c = 0; c < VEC; ++c) raw[c] = raw_logit(p + c);
+  }
+#pragma unroll
+  for (int c = 0; c < VEC; ++c) out[c] = hd::sanitize_logit(raw[c]);
 }
 
 // ---- small helpers ----
@@ -379,10 +398,12 @@ __device__ __forceinline__ uint32_t group_eligible_regs(const Params& p, const u
 // wsm: this warp's shared scratch of num_experts + n_group words (grouped kBiasedTopK only);
 // ids_shared: see finish_slots.
 // trace: the fused front's diagnostic stamps of the phases (route_stamp), nullptr elsewhere.
+// heads: this warp's shared scratch of heads_words(VEC * NV) words (the router kernel; nullptr in
+// the fused front): the sorted selection's lists live there and a pop is one shared load.
 template <typename T, int VEC, int NV, RowMode M, bool kGroupRegs = false>
 __device__ __forceinline__ void route_token(const Params& p, int64_t token, int lane, uint32_t* wsm,
                                             uint32_t valid, int32_t* ids_shared = nullptr,
-                                            unsigned long long* trace = nullptr) {
+                                            unsigned long long* trace = nullptr, uint2* heads = nullptr) {
   constexpr int kCap = VEC * NV;
   static_assert(kCap <= 32 && (VEC & (VEC - 1)) == 0, "slots per lane");
   // Up to 16 slots per lane the correction bias is loaded together with the logits (one memory
@@ -581,21 +602,46 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
         }
       sort_candidates<kCap>(sk, se);
       route_stamp(trace, 2, sk[0]);
-      for (int r = 0; r < k; ++r) {
-        const uint32_t m = __reduce_max_sync(kFull, sk[0]);
-        const uint32_t win = __reduce_min_sync(kFull, sk[0] == m ? se[0] : 0xffffffffu);
-        if (lane == r) {
-          my_id = static_cast<int32_t>(win);
-          my_key = m;
-        }
-        const bool pop = sk[0] == m && se[0] == win;  // the winner (expert ids are unique)
+      if (heads != nullptr) {
+        // Slots 1.. of the lane's sorted list in shared memory ([slot - 1][lane]: each lane reads
+        // only its own entries, no barrier); the head stays in registers and the winner's pop is
+        // one shared load instead of 2 x kCap predicated selects (the ALU pipe bounds this kernel
+        // at large T: ncu, session 13).
 #pragma unroll
-        for (int s = 0; s + 1 < kCap; ++s) {
-          sk[s] = pop ? sk[s + 1] : sk[s];
-          se[s] = pop ? se[s + 1] : se[s];
+        for (int s = 1; s < kCap; ++s) heads[(s - 1) * 32 + lane] = make_uint2(sk[s], se[s]);
+        uint32_t hk = sk[0], he = se[0];
+        int h = 0;
+        for (int r = 0; r < k; ++r) {
+          const uint32_t m = __reduce_max_sync(kFull, hk);
+          const uint32_t win = __reduce_min_sync(kFull, hk == m ? he : 0xffffffffu);
+          if (lane == r) {
+            my_id = static_cast<int32_t>(win);
+            my_key = m;
+          }
+          if (hk == m && he == win) {  // the winner (expert ids are unique) pops its head
+            ++h;
+            const uint2 nx = h < kCap ? heads[(h - 1) * 32 + lane] : make_uint2(0u, 0xffffffffu);
+            hk = nx.x;
+            he = nx.y;
+          }
         }
-        sk[kCap - 1] = pop ? 0u : sk[kCap - 1];
-        se[kCap - 1] = pop ? 0xffffffffu : se[kCap - 1];
+      } else {
+        for (int r = 0; r < k; ++r) {
+          const uint32_t m = __reduce_max_sync(kFull, sk[0]);
+          const uint32_t win = __reduce_min_sync(kFull, sk[0] == m ? se[0] : 0xffffffffu);
+          if (lane == r) {
+            my_id = static_cast<int32_t>(win);
+            my_key = m;
+          }
+          const bool pop = sk[0] == m && se[0] == win;  // the winner (expert ids are unique)
+#pragma unroll
+          for (int s = 0; s + 1 < kCap; ++s) {
+            sk[s] = pop ? sk[s + 1] : sk[s];
+            se[s] = pop ? se[s + 1] : se[s];
+          }
+          sk[kCap - 1] = pop ? 0u : sk[kCap - 1];
+          se[kCap - 1] = pop ? 0xffffffffu : se[kCap - 1];
+        }
       }
       if constexpr (kCarry) {
         if (use_bias) {  // warp-uniform
@@ -667,10 +713,14 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
 template <typename T, int VEC, int NV, RowMode M>
 __global__ void __launch_bounds__(kThreads, min_blocks_for_slots(VEC * NV)) router_topk_kernel(const Params p) {
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
-  extern __shared__ uint32_t smem[];
+  extern __shared__ __align__(16) uint32_t smem[];
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
-  uint32_t* wsm = smem + static_cast<int64_t>(warp) * (p.num_experts + p.n_group);  // grouped only
+  uint32_t* wsm = smem + static_cast<int64_t>(warp) * p.wsm_words;  // grouped only
+  // The sorted selection's lists after every warp's wsm (wsm_words * 16 bytes: 16-byte aligned).
+  uint2* heads = heads_words(VEC * NV) > 0
+                     ? reinterpret_cast<uint2*>(smem + kWarpsPerBlock * p.wsm_words) + warp * (heads_words(VEC * NV) / 2)
+                     : nullptr;
   const uint32_t valid = valid_slots<VEC, NV>(lane, p.num_experts);
   const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, p.owns_error_flag ? nullptr : p.error_flag);
   if (p.owns_error_flag && blockIdx.x == 0 && threadIdx.x == 0)
@@ -678,7 +728,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_for_slots(VEC * NV)) rout
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   for (int64_t token = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp; token < num_tokens;
        token += stride)
-    route_token<T, VEC, NV, M>(p, token, lane, wsm, valid);
+    route_token<T, VEC, NV, M>(p, token, lane, wsm, valid, nullptr, nullptr, heads);
 }
 
 // ---- kPrecomputed and kHash without a row softmax: KP lanes per token ----

@@ -35,6 +35,7 @@ cudaError_t launch_topk_nv(const Params& p, int nv, size_t smem, cudaStream_t st
   // One wave of resident blocks, each warp looping over tokens (grid-stride): no block churn and
   // no partial last wave (dsv3 routing at 16384 tokens had 4096 blocks of 4 tokens, 4.4 waves).
   const auto kernel = router_topk_kernel<T, VEC, NV, M>;
+  smem += sizeof(uint32_t) * static_cast<size_t>(kWarpsPerBlock) * static_cast<size_t>(heads_words(VEC * NV));
   const int per_sm = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kThreads, smem);
   const int64_t resident = static_cast<int64_t>(device_sm_count()) * (per_sm > 0 ? per_sm : 4);
   const int64_t blocks = std::min<int64_t>({(p.num_tokens + kWarpsPerBlock - 1) / kWarpsPerBlock, resident, kMaxGrid});

@@ -105,8 +105,9 @@ cudaError_t prepare_router(const RouterArgs& args, router_detail::RouterPrep* pr
         int lanes = 1;
         while (lanes * 2 * rc.n_group <= 32) lanes *= 2;
         p.lanes_per_group = lanes;
+        p.wsm_words = num_experts + rc.n_group;
         smem = sizeof(uint32_t) * static_cast<size_t>(router_detail::kWarpsPerBlock) *
-               static_cast<size_t>(num_experts + rc.n_group);
+               static_cast<size_t>(p.wsm_words);
       }
       break;
     case RouterKind::kHash:
