@@ -443,6 +443,13 @@ TEST(HdMath, ExpfIsFaithful) {
   EXPECT_EQ(fm::hd::expf(kInf), kInf);
   EXPECT_EQ(fm::hd::expf(89.f), kInf);
   EXPECT_EQ(fm::hd::expf(-105.f), 0.f);
+  // The clamp's bounds give the overflow and underflow results themselves (expf selects only NaN):
+  EXPECT_EQ(fm::hd::expf(88.75f), kInf);
+  EXPECT_EQ(fm::hd::expf(-104.f), 0.f);
+  EXPECT_EQ(fm::hd::expf(FLT_MAX), kInf);
+  EXPECT_EQ(fm::hd::expf(-FLT_MAX), 0.f);
+  EXPECT_EQ(fm::hd::expf(std::nextafter(88.75f, 100.f)), kInf);
+  EXPECT_EQ(fm::hd::expf(std::nextafter(-104.f, -200.f)), 0.f);
   EXPECT_TRUE(std::isnan(fm::hd::expf(kNaN)));
   EXPECT_EQ(fm::hd::expf(88.7f), std::exp(88.7f));  // near overflow: 2^64 * 2^64 scaling
 }

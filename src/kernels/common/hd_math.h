@@ -251,11 +251,16 @@ FM_HD float pow2i(int n) { return as_float(static_cast<uint32_t>(n + 127) << 23)
 // two FMA steps (ln2 = hi + lo, hi with 8 trailing zero bits), e^r by its degree-7 Taylor
 // polynomial (|r| <= 0.347: truncation < 0.07 ulp) in Horner form with FMAs, then * 2^k as two
 // exact power-of-two multiplications (the second one rounds once into the subnormal range).
-// The special cases are selected at the end (branch-free: the router evaluates it per expert), the
-// polynomial running on x clamped to [-104, 88.75] (NaN -> -104), where every step stays finite.
+// The polynomial runs on x clamped to [-104, 88.75], where every step stays finite, and its results
+// at the bounds are inf and 0 (below); NaN is selected at the end (branch-free: the router
+// evaluates it per expert).
 FM_HD float expf(float x) {
   const float xin = x;
-  x = x > 88.75f ? 88.75f : (x >= -104.f ? x : -104.f);
+#if defined(__CUDA_ARCH__)
+  x = fmaxf(fminf(x, 88.75f), -104.f);  // two FMNMX (NaN: 88.75, replaced by NaN at the end)
+#else
+  x = x > 88.75f ? 88.75f : (x >= -104.f ? x : -104.f);  // the same for every non-NaN x
+#endif
   constexpr float kShifter = 0x1.8p23f;
   constexpr float kLog2e = 0x1.715476p+0f;
   constexpr float kLn2Hi = 0x1.62e4p-1f;      // 0x3f317200
@@ -275,8 +280,10 @@ FM_HD float expf(float x) {
   const int k = static_cast<int>(kf);
   const int k1 = k / 2;                        // truncation: identical in C++ and CUDA
   const float y = mul(mul(p, pow2i(k1)), pow2i(k - k1));
-  if (is_nan(xin)) return xin;
-  return xin > 88.75f ? kInf : (xin < -104.f ? 0.f : y);  // e^88.7228 = FLT_MAX; below half the smallest subnormal
+  // Past the clamp the bounds' own results are the answers: at 88.75 y overflows to inf (e^88.7228
+  // = FLT_MAX), at -104 it rounds to 0 (below half the smallest subnormal); tests/cpu checks both.
+  // So only NaN needs a select (the router evaluates this per expert: its ALU pipe is the bound).
+  return is_nan(xin) ? xin : y;
 }
 
 // log(1 + x), < 1 ulp: musl/FreeBSD log1pf (k*ln2 + log(1+f) with f in [sqrt(2)/2-1, sqrt(2)-1],

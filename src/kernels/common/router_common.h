@@ -23,23 +23,32 @@ inline constexpr float kRenormEpsilon = 1e-20f;
 
 // Non-finite logits (router.h): NaN reads as -inf, +inf as FLT_MAX.
 FM_HD float sanitize_logit(float x) {
+#if defined(__CUDA_ARCH__)
+  return fminf(fmaxf(x, kNegInf), FLT_MAX);  // the same map in two FMNMX (fmaxf(NaN, -inf) = -inf)
+#else
   if (is_nan(x)) return kNegInf;
   if (x == kInf) return FLT_MAX;
   return x;
+#endif
 }
 FM_HD float bf16_bits_to_float(uint16_t b) { return as_float(static_cast<uint32_t>(b) << 16); }
 
 // Canonical selection value: NaN -> -inf (a NaN never wins, and the order stays total), -0 -> +0
 // (equal values tie; the lower expert index wins). Applied to every value a top-k compares.
 FM_HD float canon(float x) {
+#if defined(__CUDA_ARCH__)
+  return add(fmaxf(x, kNegInf), 0.f);  // NaN -> -inf by FMNMX; -0 + 0 = +0 (round to nearest), x + 0 = x else
+#else
   if (is_nan(x)) return kNegInf;
   return x == 0.f ? 0.f : x;
+#endif
 }
 // Order-preserving map of canonical floats to uint32 (a > b  <=>  key(a) > key(b)); -inf maps to
 // 0x007FFFFF, so key 0 can mean "no candidate".
 FM_HD uint32_t to_key(float canonical) {
   const uint32_t u = as_uint(canonical);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  // negative: ~u; else u | sign bit. As one xor with the sign spread over the word (no select).
+  return u ^ (static_cast<uint32_t>(static_cast<int32_t>(u) >> 31) | 0x80000000u);
 }
 FM_HD float from_key(uint32_t k) { return as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k); }
 
