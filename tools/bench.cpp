@@ -880,17 +880,6 @@ int cmd_bench(int argc, char** argv) {
     });
     std::printf("graph kernel node floor (1-block kernel reading 16 B, per call in graph replay): %.2f us\n", us);
   }
-  // Dispatch rows against a read + write floor too (reads at the streaming-read rate, writes at the
-  // write-fill rate of the same run): the floor counts every byte at the read rate, which
-  // write-heavy stages (the contiguous permute writes k rows per token) cannot reach.
-  struct RwFloor {
-    std::string case_name, stage;
-    int64_t tokens;
-    double us, read_bytes, write_bytes;
-  };
-  std::vector<RwFloor> rw_rows;
-  const double write_bw = suite == "dispatch" ? measure_write_bw(s) : 0.0;
-  if (suite == "dispatch") std::printf("write-only fill (1 GiB, cudaMemsetAsync, same run): %.0f GB/s\n", write_bw / 1e9);
   for (const Case& c : suite == "dispatch" ? selected(dispatch_cases(), only) : std::vector<Case>{}) {
     for (int64_t t : tokens) {
       fm::MoeProblem p = c.problem;
@@ -972,22 +961,15 @@ int cmd_bench(int argc, char** argv) {
         // (T rows in token order, T x slots rows in the contiguous layout).
         const double tk = static_cast<double>(t) * p.top_k();
         const double slots = static_cast<double>(t) * p.slots_per_token();
-        // Reads: logits, bias, the ids read back, x; writes: ids + weights, the row maps, the rows.
-        double read_bytes = logit_bytes + d.correction_bias.size() * 4.0 + tk * 4;
-        double write_bytes = tk * 8 + slots * 4 * 3;
+        double bytes = logit_bytes + d.correction_bias.size() * 4.0 + tk * 8 + tk * 4 + slots * 4 * 3;
         if (fp8) {
           const double out_rows = v.permute ? slots : static_cast<double>(t);
           const double scale_rows = v.by_token ? static_cast<double>(t) : out_rows;  // by token: each token's once
-          read_bytes += static_cast<double>(t) * p.hidden * 2;
-          write_bytes += out_rows * p.hidden * 1 + scale_rows * (p.hidden / 128) * 4;
+          bytes += static_cast<double>(t) * p.hidden * 2 + out_rows * p.hidden * 1 + scale_rows * (p.hidden / 128) * 4;
         } else if (v.permute) {
-          read_bytes += static_cast<double>(t) * p.hidden * 2;
-          write_bytes += slots * p.hidden * 2;
+          bytes += static_cast<double>(t) * p.hidden * 2 + slots * p.hidden * 2;
         }
-        const double bytes = read_bytes + write_bytes;
-        const std::string stage = v.stage + " (" + std::to_string(r.launches) + " launches)";
-        if (t >= 1024) rw_rows.push_back({c.name, stage, t, us, read_bytes, write_bytes});
-        Row row = measured_row(c.name, stage, t, us, bytes, bw);
+        Row row = measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches)", t, us, bytes, bw);
         row.peer = vllm_align_figure(t);
         rows.push_back(row);
         if (r.fused_front)
@@ -999,16 +981,6 @@ int cmd_bench(int argc, char** argv) {
   if (!peer_path.empty()) add_peer_column(peer_path, &rows);
   std::printf("\n");
   print_rows(rows);
-  if (!rw_rows.empty() && write_bw > 0) {
-    std::printf("\nfrom 1024 tokens, against a read + write floor (reads at %.0f GB/s, writes at %.0f GB/s, same run):\n",
-                bw / 1e9, write_bw / 1e9);
-    for (const RwFloor& f : rw_rows) {
-      const double floor_us = (f.read_bytes / bw + f.write_bytes / write_bw) * 1e6;
-      std::printf("  %-14s %-60s %6lld %9.2f us  read %8.1f MB  written %8.1f MB  floor %8.2f us  %5.1f%%\n",
-                  f.case_name.c_str(), f.stage.c_str(), static_cast<long long>(f.tokens), f.us, f.read_bytes / 1e6,
-                  f.write_bytes / 1e6, floor_us, 100.0 * floor_us / f.us);
-    }
-  }
   if (!timelines.empty()) {
     std::printf("\nfused front kernel timeline (globaltimer stamps, median of 21 single launches, from the first block's entry):\n");
     for (const std::string& l : timelines) std::printf("  %s\n", l.c_str());

@@ -110,15 +110,6 @@ inline double measure_read_bw(cudaStream_t s, int num_sms) {
   });
 }
 
-// Write-only fill bandwidth (bytes/s) over 1 GiB (cudaMemsetAsync: a kernel the driver tunes),
-// median of a few runs. HBM takes writes slower than reads (H200: ~3.4 vs ~4.5 TB/s), so the
-// dispatch suite reports write-heavy stages against a floor with the writes at this rate too.
-inline double measure_write_bw(cudaStream_t s) {
-  const size_t bytes = size_t{1} << 30;
-  Buf buf(bytes);
-  return bytes / median_seconds(s, [&] { BENCH_CUDA(cudaMemsetAsync(buf.p, 0x5a, bytes, s)); });
-}
-
 struct Row {
   std::string case_name, stage;
   int64_t tokens = 0;
