@@ -54,7 +54,6 @@ inline int resident_blocks_per_sm(const void* kernel, int block, size_t smem) {
   return n;
 }
 
-
 // Opts `kernel` in to `bytes` of dynamic shared memory (beyond the 48 KB default) once per device:
 // `done` is the caller's per-kernel bitmask of devices already set (a function-local static at the
 // launch site). A host attribute call, not a stream operation: fine during graph capture, and

@@ -105,7 +105,7 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
   // computation, cached per thread; not a stream operation: fine during capture). On a small MIG
   // slice, under an MPS thread limit or with green contexts it may not fit: then nothing is
   // launched and the caller runs the separate kernels.
-  const int per_sm = vec::blocks_per_sm(reinterpret_cast<const void*>(fn), l.block, l.smem);
+  const int per_sm = resident_blocks_per_sm(reinterpret_cast<const void*>(fn), l.block, l.smem);
   if (per_sm < 0) return cudaErrorInvalidValue;
   if (static_cast<int64_t>(per_sm) * vec::sm_count() < l.grid) return cudaErrorCooperativeLaunchTooLarge;
   return launch_cooperative(fn, l.grid, l.block, l.smem, s, f);

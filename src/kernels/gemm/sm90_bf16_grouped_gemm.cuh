@@ -977,7 +977,6 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
   p.trace = grouped_gemm_trace(gemm2, grid);
 
-
   constexpr int kSmem = smem_bytes<Cfg>();
   static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
   auto launch = [&](auto kernel) -> cudaError_t {

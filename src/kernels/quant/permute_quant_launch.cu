@@ -22,7 +22,7 @@ constexpr int64_t kStageMinTokens = 4096;    // staged 1x128 scales from this bo
 // thread count alone, so that no partial last wave idles most of the GPU.
 template <class Kernel>
 int resident_grid(Kernel kernel, int block, int64_t blocks_needed, size_t smem = 0) {
-  int per_sm = vec::blocks_per_sm(reinterpret_cast<const void*>(kernel), block, smem);
+  int per_sm = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), block, smem);
   if (per_sm < 1) per_sm = std::max(1, 2048 / block);
   const int64_t resident = static_cast<int64_t>(vec::sm_count()) * per_sm;
   return static_cast<int>(std::max<int64_t>(1, std::min(blocks_needed, resident)));

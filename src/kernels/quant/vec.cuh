@@ -91,9 +91,6 @@ inline bool pick_team_shape(int64_t units, int max_ts, TeamShape* s) {
 // Streaming multiprocessors of the current device (kernels/common/launch.cuh, cached per device).
 inline int sm_count() { return device_sm_count(); }
 
-// Blocks of `kernel` resident per SM (kernels/common/launch.cuh, cached).
-inline int blocks_per_sm(const void* kernel, int block, size_t smem) { return resident_blocks_per_sm(kernel, block, smem); }
-
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 }  // namespace fusedmoe::kernels::vec

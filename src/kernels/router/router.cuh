@@ -44,8 +44,8 @@ namespace fusedmoe::kernels::router_detail {
 inline constexpr int kWarpsPerBlock = 4;
 inline constexpr int kThreads = 32 * kWarpsPerBlock;
 // Resident blocks per SM the registers are budgeted for: up to 8 slots per lane 8 blocks (64
-// registers per thread, 32 warps; without spills), else 1. The kernel is issue-bound at large T
-// (ncu, session 7); more warps hide the latency of its shuffle and reduction chains.
+// registers per thread, 32 warps; without spills), else 1. More warps hide the latency of the
+// shuffle and reduction chains (the kernel is bound by its ALU pipe at large T: ncu, session 13).
 __host__ __device__ constexpr int min_blocks_for_slots(int slots) { return slots <= 8 ? 8 : 1; }
 inline constexpr int kGatherThreads = 256;
 inline constexpr unsigned kFull = 0xffffffffu;
@@ -576,8 +576,9 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
     }
 
     route_stamp(trace, 1, taken);
-    // k rounds of warp argmax (ties -> lower expert id). kCarry: the winner's unbiased score
-    // travels with it (see kWide).
+    // k rounds of warp argmax (ties -> lower expert id). kCarry: the chosen experts' unbiased
+    // scores come from the lanes' registers (see kWide): fetched after the sorted rounds, carried
+    // along by the rescan ones.
     constexpr bool kCarry = !kWide && M != RowMode::kLogitsRow;
     // 2-8 slots per lane: each lane sorts its candidates once (untaken key, expert id; taken slots
     // key 0, expert ~0), then a round is two reductions over the lanes' heads and the winner pops
