@@ -14,10 +14,10 @@
 //   * chunked (larger N), chunk = a power of two in [512, 4096] entries (about N / 256, so that
 //     small problems still spread over the SMs):
 //       K1 plan_histogram_kernel   per-chunk group histogram -> scratch hist[chunk][G]
-//       K2 plan_column_scan_kernel per-group exclusive scan over chunks (in place) + counts;
-//                                  the last block to finish scans counts -> offsets, padded_offsets
+//       K2 plan_column_scan_kernel a block per group: exclusive scan over chunks (in place) + counts
 //       K3 plan_rank_scatter_kernel  the single-block algorithm per chunk, rows based at
-//                                  offsets[g] + hist[chunk][g].
+//                                  offsets[g] + hist[chunk][g]; every block scans counts into the
+//                                  offsets itself (block 0 writes offsets, padded_offsets).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -37,7 +37,7 @@ inline constexpr int kPlanChunkWarps = 8;          // K3 block: 8 warps x chunk 
 inline constexpr int kPlanSingleMaxEntries = 8192;  // single-block path up to here
 inline constexpr int kPlanEntriesPerWarpSingle = 256;
 inline constexpr int kPlanHistThreads = 512;        // K1
-inline constexpr int kPlanScanThreads = 1024;       // K2: 32 groups x 32 warps
+inline constexpr int kPlanScanThreads = 256;        // K2: a block per group, threads over chunks
 
 struct PlanParams {
   const int32_t* topk_ids;
@@ -62,7 +62,6 @@ struct PlanParams {
   int32_t* slot_row;
   int32_t* error_flag;
   int32_t* chunk_hist;     // [num_chunks][G] (chunked path)
-  unsigned int* done_ctr;  // K2's last-block ticket (zeroed by K1)
 };
 
 // Group of entry i, or G when skipped. Records ids outside [-1, E) in error_flag.
@@ -139,13 +138,14 @@ __device__ __forceinline__ T block_exclusive_scan(T v, T* warp_tot, T* total) {
 //   uint16 keys[CH]     group of each entry of the chunk (G = skipped)
 //   uint16 stage[CH]    chunk-local entry index of each chunk-local row, in row order
 //   int32  base[G]      global row of chunk-local position p of group g = base[g] + p
+//   int32  cnt[G]       counts[g] (chunked path: read at the start, scanned into the offsets)
 //   int64  scan[33]     block-scan scratch
 __host__ __device__ constexpr size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 __host__ __device__ inline size_t plan_smem_bytes(int warps, int groups, int chunk) {
   size_t b = align_up(static_cast<size_t>(warps) * groups * 2, 16);
   b += align_up(static_cast<size_t>(chunk) * 2, 16) * 2;
-  b += align_up(static_cast<size_t>(groups) * 4, 16);
+  b += align_up(static_cast<size_t>(groups) * 4, 16) * 2;
   b += 33 * 8;
   return b;
 }
@@ -161,13 +161,20 @@ __device__ __forceinline__ void plan_rank_scatter_body(const PlanParams& p, int 
   uint16_t* keys = reinterpret_cast<uint16_t*>(smem_raw + align_up(size_t(W) * G * 2, 16));
   uint16_t* stage = keys + align_up(size_t(CH) * 2, 16) / 2;
   int32_t* base = reinterpret_cast<int32_t*>(reinterpret_cast<unsigned char*>(stage) + align_up(size_t(CH) * 2, 16));
-  unsigned long long* scan = reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned char*>(base) +
+  int32_t* cnt = reinterpret_cast<int32_t*>(reinterpret_cast<unsigned char*>(base) + align_up(size_t(G) * 4, 16));
+  unsigned long long* scan = reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned char*>(cnt) +
                                                                    align_up(size_t(G) * 4, 16));
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int warp = tid >> 5;
 
-  // Phase 0: keys of the chunk; zero the per-warp histograms.
+  // Phase 0: keys of the chunk; zero the per-warp histograms. Chunked: this chunk's rows of each
+  // group in earlier chunks (K2) and the counts, loaded first so that their latency overlaps.
+  if (!kSingle)
+    for (int g = tid; g < G; g += blockDim.x) {
+      base[g] = __ldcg(p.chunk_hist + static_cast<int64_t>(chunk) * G + g);
+      cnt[g] = __ldcg(p.counts + g);
+    }
   for (int j = tid; j < n; j += blockDim.x) keys[j] = static_cast<uint16_t>(entry_group(p, begin + j, kSingle));
   {
     uint32_t* h32 = reinterpret_cast<uint32_t*>(hist);
@@ -193,21 +200,29 @@ __device__ __forceinline__ void plan_rank_scatter_body(const PlanParams& p, int 
   const int ipt = (G + blockDim.x - 1) / blockDim.x;  // groups per thread, contiguous
   const int g0 = tid * ipt;
   const int g1 = min(G, g0 + ipt);
-  unsigned long long mine = 0;  // low 32: rows, high 32: padded rows (single path)
+  // low 32: rows, high 32: padded rows. Single: this block's (= all) rows per group. Chunked:
+  // `mine` the chunk's rows (chunk-local positions), `gmine` the counts (global offsets).
+  unsigned long long mine = 0, gmine = 0;
   for (int g = g0; g < g1; ++g) {
     uint32_t c = 0;
     for (int w = 0; w < W; ++w) c += hist[w * G + g];
+    mine += c;
     if (kSingle) {
-      mine += c;
       mine += static_cast<unsigned long long>(round_up_tile(c, p.tile_m)) << 32;
     } else {
-      mine += c;
+      const uint32_t cg = static_cast<uint32_t>(cnt[g]);
+      gmine += cg;
+      gmine += static_cast<unsigned long long>(round_up_tile(cg, p.tile_m)) << 32;
     }
   }
-  unsigned long long total = 0;
+  unsigned long long total = 0, gtotal = 0;
   const unsigned long long excl = block_exclusive_scan<unsigned long long>(mine, scan, &total);
+  unsigned long long gexcl = 0;
+  if (!kSingle) gexcl = block_exclusive_scan<unsigned long long>(gmine, scan, &gtotal);
   uint32_t run = static_cast<uint32_t>(excl);  // chunk-local start of group g0
   uint32_t prun = static_cast<uint32_t>(excl >> 32);
+  uint32_t grun = static_cast<uint32_t>(gexcl);  // chunked: global offsets of group g0
+  uint32_t gprun = static_cast<uint32_t>(gexcl >> 32);
   for (int g = g0; g < g1; ++g) {
     const uint32_t start = run;
     for (int w = 0; w < W; ++w) {
@@ -223,13 +238,24 @@ __device__ __forceinline__ void plan_rank_scatter_body(const PlanParams& p, int 
       prun += static_cast<uint32_t>(round_up_tile(c, p.tile_m));
       base[g] = 0;
     } else {
+      if (chunk == 0) {
+        p.offsets[g] = static_cast<int32_t>(grun);
+        p.padded_offsets[g] = static_cast<int32_t>(gprun);
+      }
       // Global row of this chunk's first row of g: offsets[g] + rows of g in earlier chunks.
-      base[g] = __ldcg(p.offsets + g) + p.chunk_hist[static_cast<int64_t>(chunk) * G + g] - static_cast<int32_t>(start);
+      base[g] = static_cast<int32_t>(grun) + base[g] - static_cast<int32_t>(start);
+      const uint32_t cg = static_cast<uint32_t>(cnt[g]);
+      grun += cg;
+      gprun += static_cast<uint32_t>(round_up_tile(cg, p.tile_m));
     }
   }
   if (kSingle && tid == 0) {
     p.offsets[G] = static_cast<int32_t>(total);
     p.padded_offsets[G] = static_cast<int32_t>(total >> 32);
+  }
+  if (!kSingle && chunk == 0 && tid == 0) {
+    p.offsets[G] = static_cast<int32_t>(gtotal);
+    p.padded_offsets[G] = static_cast<int32_t>(gtotal >> 32);
   }
   const int n_valid = static_cast<int>(static_cast<uint32_t>(total));
   __syncthreads();
@@ -292,7 +318,6 @@ __global__ void __launch_bounds__(kPlanHistThreads) plan_histogram_kernel(PlanPa
   const int chunk = blockIdx.x;
   const int32_t begin = chunk * p.chunk;
   const int32_t n = max(0, min(p.chunk, plan_entries(p) - begin));
-  if (chunk == 0 && threadIdx.x == 0) *p.done_ctr = 0u;  // K2 runs after this kernel completes
   for (int g = threadIdx.x; g < G; g += blockDim.x) hist[g] = 0;
   __syncthreads();
   for (int j = threadIdx.x; j < n; j += blockDim.x) {
@@ -304,84 +329,52 @@ __global__ void __launch_bounds__(kPlanHistThreads) plan_histogram_kernel(PlanPa
   for (int g = threadIdx.x; g < G; g += blockDim.x) out[g] = hist[g];
 }
 
-// K2: block b owns groups [32b, 32b + 32) (lane = group), warp w owns a contiguous range of
-// chunks. Replaces hist[c][g] by the rows of g in chunks < c; writes counts. The last block to
-// finish scans counts into offsets / padded_offsets.
+// K2: block g = group g, threads over contiguous ranges of chunks. Replaces hist[c][g] by the
+// rows of g in chunks < c and writes counts[g] (K3 scans the counts into the offsets).
 __global__ void __launch_bounds__(kPlanScanThreads) plan_column_scan_kernel(PlanParams p) {
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
-  __shared__ int32_t part[32][33];
-  __shared__ unsigned long long scan[33];
-  __shared__ bool is_last;
+  __shared__ uint32_t scan[33];
+  constexpr int kMaxPerThread = 8;  // chunks per thread kept in registers
   const int G = p.num_groups;
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int g = blockIdx.x * 32 + lane;
+  const int g = blockIdx.x;
   const int C = p.num_chunks;
-  const int per_warp = (C + 31) / 32;
-  const int c0 = warp * per_warp;
-  const int c1 = min(C, c0 + per_warp);
-  int32_t sum = 0;
-  if (g < G)
-    for (int c = c0; c < c1; ++c) sum += p.chunk_hist[static_cast<int64_t>(c) * G + g];
-  part[warp][lane] = sum;
-  __syncthreads();
-  if (warp == 0) {
-    int32_t run = 0;
-    for (int w = 0; w < 32; ++w) {
-      const int32_t h = part[w][lane];
-      part[w][lane] = run;
-      run += h;
+  const int per = (C + kPlanScanThreads - 1) / kPlanScanThreads;
+  const int c0 = threadIdx.x * per;
+  int32_t* col = p.chunk_hist + g;
+  uint32_t total = 0;
+  if (per <= kMaxPerThread) {  // registers hold the thread's column entries between the passes
+    uint32_t v[kMaxPerThread];
+    uint32_t sum = 0;
+#pragma unroll
+    for (int q = 0; q < kMaxPerThread; ++q) {
+      v[q] = (q < per && c0 + q < C) ? static_cast<uint32_t>(__ldcg(col + static_cast<int64_t>(c0 + q) * G)) : 0u;
+      sum += v[q];
     }
-    if (g < G) p.counts[g] = run;
-  }
-  __syncthreads();
-  if (g < G) {
-    int32_t run = part[warp][lane];
+    uint32_t run = block_exclusive_scan<uint32_t>(sum, scan, &total);
+#pragma unroll
+    for (int q = 0; q < kMaxPerThread; ++q) {
+      if (q < per && c0 + q < C) col[static_cast<int64_t>(c0 + q) * G] = static_cast<int32_t>(run);
+      run += v[q];
+    }
+  } else {  // more chunks (over 2048): read twice
+    const int c1 = min(C, c0 + per);
+    uint32_t sum = 0;
+    for (int c = c0; c < c1; ++c) sum += static_cast<uint32_t>(__ldcg(col + static_cast<int64_t>(c) * G));
+    uint32_t run = block_exclusive_scan<uint32_t>(sum, scan, &total);
     for (int c = c0; c < c1; ++c) {
-      int32_t* h = p.chunk_hist + static_cast<int64_t>(c) * G + g;
-      const int32_t v = *h;
-      *h = run;
+      int32_t* h = col + static_cast<int64_t>(c) * G;
+      const uint32_t v = static_cast<uint32_t>(__ldcg(h));
+      *h = static_cast<int32_t>(run);
       run += v;
     }
   }
-  // Last-block pattern (counts of every block visible before the ticket).
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) is_last = atomicAdd(p.done_ctr, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
-  const int ipt = (G + blockDim.x - 1) / blockDim.x;
-  const int g0 = threadIdx.x * ipt;
-  const int g1 = min(G, g0 + ipt);
-  unsigned long long mine = 0;
-  for (int gg = g0; gg < g1; ++gg) {
-    const uint32_t c = static_cast<uint32_t>(__ldcg(p.counts + gg));
-    mine += c;
-    mine += static_cast<unsigned long long>(round_up_tile(c, p.tile_m)) << 32;
-  }
-  unsigned long long total = 0;
-  const unsigned long long excl = block_exclusive_scan<unsigned long long>(mine, scan, &total);
-  uint32_t run = static_cast<uint32_t>(excl);
-  uint32_t prun = static_cast<uint32_t>(excl >> 32);
-  for (int gg = g0; gg < g1; ++gg) {
-    const uint32_t c = static_cast<uint32_t>(__ldcg(p.counts + gg));
-    p.offsets[gg] = static_cast<int32_t>(run);
-    p.padded_offsets[gg] = static_cast<int32_t>(prun);
-    run += c;
-    prun += static_cast<uint32_t>(round_up_tile(c, p.tile_m));
-  }
-  if (threadIdx.x == 0) {
-    p.offsets[G] = static_cast<int32_t>(total);
-    p.padded_offsets[G] = static_cast<int32_t>(total >> 32);
-    *p.done_ctr = 0u;
-  }
+  if (threadIdx.x == 0) p.counts[g] = static_cast<int32_t>(total);
 }
 
 #endif  // FUSEDMOE_PLAN_KERNELS
 
 // Checks a PlanArgs and fills the kernel parameters (plan_launch.cu); the chunked-path fields
-// (num_chunks, chunk, chunk_hist, done_ctr) are left zero.
+// (num_chunks, chunk, chunk_hist) are left zero.
 cudaError_t prepare_plan(const PlanArgs& a, PlanParams* out);
 
 }  // namespace fusedmoe::kernels::plan_detail

@@ -30,9 +30,8 @@ int64_t max_chunks(int64_t entries) {
   return std::max<int64_t>(kPlanChunkTarget, (entries + kPlanChunkMax - 1) / kPlanChunkMax);
 }
 
-size_t scratch_layout(int64_t chunks, int groups, size_t* hist_bytes) {
-  *hist_bytes = align_up(static_cast<size_t>(chunks) * static_cast<size_t>(std::max(groups, 1)) * 4, kScratchAlign);
-  return *hist_bytes + kScratchAlign;  // + the done counter
+size_t scratch_layout(int64_t chunks, int groups) {
+  return align_up(static_cast<size_t>(chunks) * static_cast<size_t>(std::max(groups, 1)) * 4, kScratchAlign);
 }
 
 }  // namespace
@@ -44,8 +43,7 @@ int plan_launch_count(int64_t entries) { return entries <= kPlanSingleMaxEntries
 size_t plan_scratch_bytes(int64_t max_tokens, int top_k, int num_groups) {
   const int64_t entries = std::max<int64_t>(max_tokens, 0) * (std::max(top_k, 0) + 1);  // + a shared slot
   if (entries <= kPlanSingleMaxEntries) return kScratchAlign;  // one block, no scratch
-  size_t hist = 0;
-  return scratch_layout(max_chunks(entries), num_groups, &hist);
+  return scratch_layout(max_chunks(entries), num_groups);
 }
 
 cudaError_t plan_detail::prepare_plan(const PlanArgs& a, PlanParams* out) {
@@ -114,19 +112,17 @@ cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
 
   const int chunk = chunk_for(entries);
   const int64_t chunks = (entries + chunk - 1) / chunk;
-  size_t hist_bytes = 0;
-  const size_t need = scratch_layout(chunks, groups, &hist_bytes);
+  const size_t need = scratch_layout(chunks, groups);
   if (a.scratch == nullptr || a.scratch_bytes < need || (reinterpret_cast<uintptr_t>(a.scratch) % 16) != 0)
     return cudaErrorInvalidValue;
   p.num_chunks = static_cast<int32_t>(chunks);
   p.chunk = chunk;
   p.chunk_hist = static_cast<int32_t*>(a.scratch);
-  p.done_ctr = reinterpret_cast<unsigned int*>(static_cast<unsigned char*>(a.scratch) + hist_bytes);
 
   cudaError_t e = launch_chain(plan_histogram_kernel, dim3(p.num_chunks), dim3(kPlanHistThreads),
                                static_cast<size_t>(groups) * 4, stream, p);
   if (e != cudaSuccess) return e;
-  e = launch_chain(plan_column_scan_kernel, dim3(std::max(1, (groups + 31) / 32)), dim3(kPlanScanThreads), 0, stream, p);
+  e = launch_chain(plan_column_scan_kernel, dim3(std::max(1, groups)), dim3(kPlanScanThreads), 0, stream, p);
   if (e != cudaSuccess) return e;
   const size_t smem = plan_smem_bytes(kPlanChunkWarps, groups, chunk);
   if (smem > 48 * 1024) {
