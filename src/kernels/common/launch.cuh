@@ -84,6 +84,16 @@ cudaError_t launch_with_attribute(void (*kernel)(KArgs...), dim3 grid, dim3 bloc
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
 }
 
+// A cooperative launch (grid-wide barrier available in the kernel) on `stream`; no PDL attribute.
+template <class Kernel, class... Args>
+cudaError_t launch_cooperative(Kernel kernel, int grid, int block, size_t smem, cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeCooperative;
+  attr.val.cooperative = 1;
+  return launch_with_attribute(kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(block)), smem,
+                               stream, attr, args...);
+}
+
 // kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute inside a ScopedOverlap
 // and, for cluster_x > 1, thread-block clusters of cluster_x consecutive blocks along x (grid.x a
 // multiple of it). Returns the launch error (cudaGetLastError semantics for the <<<>>> path).

@@ -36,16 +36,6 @@ void append_front_sigmoid_instances(KernelList* out);
 void append_front_sqrt_softplus_instances(KernelList* out);
 void append_front_logits_instances(KernelList* out);
 
-// A cooperative launch (grid-wide barrier available in the kernel) on `stream`.
-template <class Kernel, class... Args>
-cudaError_t launch_cooperative(Kernel kernel, int grid, int block, size_t smem, cudaStream_t stream, Args... args) {
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeCooperative;
-  attr.val.cooperative = 1;
-  return launch_with_attribute(kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(block)), smem,
-                               stream, attr, args...);
-}
-
 #if defined(FUSEDMOE_FRONT_INSTANCES)
 template <typename T, int VEC, int NV, RowMode M>
 cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, cudaStream_t s) {

@@ -202,7 +202,7 @@ cudaError_t warm_cooperative_launch() {
   cudaStream_t s = nullptr;
   cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   if (e != cudaSuccess) return e;
-  e = front_detail::launch_cooperative(cooperative_warmup_kernel, 2, 32, 0, s, static_cast<int*>(nullptr));
+  e = launch_cooperative(cooperative_warmup_kernel, 2, 32, 0, s, static_cast<int*>(nullptr));
   const cudaError_t e2 = cudaStreamSynchronize(s);
   cudaStreamDestroy(s);
   return e != cudaSuccess ? e : e2;

@@ -189,7 +189,6 @@ struct PQParams {
   const int32_t* amax_padded_offsets;
   int amax_groups;
   int ts;      // team size
-  int load_l1;  // EXPERIMENT (session 14): x loads through L1 (ld.global.nc) instead of .cg
   int teams;   // teams per block
   // Permuted rows with whole-warp teams (ts % 32 == 0): each warp finds its token's
   // destinations itself (lane s < slots: destination s, broadcast by shuffle) and loads those of
@@ -365,13 +364,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
       if (active && u < p.units) {
         const uint4* src = reinterpret_cast<const uint4*>(xrow) + static_cast<int64_t>(u) * kLoads;
 #pragma unroll
-        if (p.load_l1) {
-#pragma unroll
-          for (int l = 0; l < kLoads; ++l) dst[j][l] = __ldg(src + l);
-        } else {
-#pragma unroll
-          for (int l = 0; l < kLoads; ++l) dst[j][l] = __ldcg(src + l);
-        }
+        for (int l = 0; l < kLoads; ++l) dst[j][l] = __ldcg(src + l);
       } else {
 #pragma unroll
         for (int l = 0; l < kLoads; ++l) dst[j][l] = make_uint4(0, 0, 0, 0);

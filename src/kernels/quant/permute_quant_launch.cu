@@ -1,7 +1,6 @@
 // permute_quant_launch.cu — host side of activation permutation / quantisation: checks, launch
 // shape, the per-tensor-dynamic absmax pass, and the test entry points.
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
 
 #define FUSEDMOE_PQ_KERNELS 1
@@ -140,10 +139,6 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   p.ts = shape.ts;
   p.teams = shape.teams;
   p.warp_dest = p.permute && p.ts % 32 == 0;
-  {  // EXPERIMENT (session 14): FUSEDMOE_PQ_LOAD=1 loads x through L1
-    static const int load_l1 = [] { const char* e = std::getenv("FUSEDMOE_PQ_LOAD"); return e != nullptr ? std::atoi(e) : 0; }();
-    p.load_l1 = load_l1;
-  }
   // Staged 1x128 scales (PQParams::scale_stage): permuted unweighted rows with row_token,
   // scratch for T tokens' scales and a bound of at least kStageMinTokens (else the row kernel
   // stores them scattered, as before). Measured on the H200 (dsv3 routing, K 7168, session 6):
