@@ -19,7 +19,6 @@
 //                                  offsets[g] + hist[chunk][g]; every block scans counts into the
 //                                  offsets itself (block 0 writes offsets, padded_offsets).
 #pragma once
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -151,10 +150,9 @@ __host__ __device__ inline size_t plan_smem_bytes(int warps, int groups, int chu
   return b;
 }
 
-// keys_ready: keys[] already holds this chunk's groups (the cooperative kernel's first phase).
 template <bool kSingle>
 __device__ __forceinline__ void plan_rank_scatter_body(const PlanParams& p, int chunk, int32_t begin, int32_t n,
-                                                       int entries_per_warp, bool keys_ready = false) {
+                                                       int entries_per_warp) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int G = p.num_groups;
   const int W = blockDim.x >> 5;
@@ -177,8 +175,7 @@ __device__ __forceinline__ void plan_rank_scatter_body(const PlanParams& p, int 
       base[g] = __ldcg(p.chunk_hist + static_cast<int64_t>(chunk) * G + g);
       cnt[g] = __ldcg(p.counts + g);
     }
-  if (!keys_ready)
-    for (int j = tid; j < n; j += blockDim.x) keys[j] = static_cast<uint16_t>(entry_group(p, begin + j, kSingle));
+  for (int j = tid; j < n; j += blockDim.x) keys[j] = static_cast<uint16_t>(entry_group(p, begin + j, kSingle));
   {
     uint32_t* h32 = reinterpret_cast<uint32_t*>(hist);
     const int words = (W * G + 1) / 2;
@@ -332,12 +329,16 @@ __global__ void __launch_bounds__(kPlanHistThreads) plan_histogram_kernel(PlanPa
   for (int g = threadIdx.x; g < G; g += blockDim.x) out[g] = hist[g];
 }
 
-// Column scan of group g over chunks [0, C) by one block: replaces hist[c][g] by the rows of g in
-// chunks < c and writes counts[g]. `scan`: 33 words of shared memory (free again on return).
-__device__ __forceinline__ void plan_column_scan_group(const PlanParams& p, int g, int C, uint32_t* scan) {
+// K2: block g = group g, threads over contiguous ranges of chunks. Replaces hist[c][g] by the
+// rows of g in chunks < c and writes counts[g] (K3 scans the counts into the offsets).
+__global__ void __launch_bounds__(kPlanScanThreads) plan_column_scan_kernel(PlanParams p) {
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
+  __shared__ uint32_t scan[33];
   constexpr int kMaxPerThread = 8;  // chunks per thread kept in registers
   const int G = p.num_groups;
-  const int per = (C + static_cast<int>(blockDim.x) - 1) / static_cast<int>(blockDim.x);
+  const int g = blockIdx.x;
+  const int C = p.num_chunks;
+  const int per = (C + kPlanScanThreads - 1) / kPlanScanThreads;
   const int c0 = threadIdx.x * per;
   int32_t* col = p.chunk_hist + g;
   uint32_t total = 0;
@@ -368,58 +369,6 @@ __device__ __forceinline__ void plan_column_scan_group(const PlanParams& p, int 
     }
   }
   if (threadIdx.x == 0) p.counts[g] = static_cast<int32_t>(total);
-}
-
-// K2: block g = group g, threads over contiguous ranges of chunks (K3 scans the counts into the
-// offsets).
-__global__ void __launch_bounds__(kPlanScanThreads) plan_column_scan_kernel(PlanParams p) {
-  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
-  __shared__ uint32_t scan[33];
-  plan_column_scan_group(p, static_cast<int>(blockIdx.x), p.num_chunks, scan);
-}
-
-// The chunked path in ONE cooperative launch (K1, K2 and K3 as phases between two grid barriers):
-//   1. per-chunk histograms (blocks over chunks; each chunk's groups kept in keys[]),
-//   2. column scans (blocks over groups),
-//   3. rank-scatter (blocks over chunks, with the keys of phase 1 when the grid covers every chunk).
-// Chunks and groups beyond the call's (device-side) entry count are not touched.
-__global__ void __launch_bounds__(kPlanChunkWarps * 32) plan_chunked_coop_kernel(PlanParams p) {
-  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ uint32_t scan[33];
-  const int G = p.num_groups;
-  const int W = blockDim.x >> 5;
-  const int32_t N = plan_entries(p);
-  const int C = max(1, (N + p.chunk - 1) / p.chunk);  // >= 1: chunk 0 writes the offsets
-  // The rank-scatter body's layout (plan_smem_bytes): keys[] where it keeps them, base[] as the
-  // histogram (the body reloads base[] from chunk_hist).
-  uint16_t* keys = reinterpret_cast<uint16_t*>(smem_raw + align_up(size_t(W) * G * 2, 16));
-  int32_t* hist = reinterpret_cast<int32_t*>(reinterpret_cast<unsigned char*>(keys) + align_up(size_t(p.chunk) * 2, 16) * 2);
-  const bool keys_kept = static_cast<int>(gridDim.x) >= C;
-  for (int c = blockIdx.x; c < C; c += gridDim.x) {
-    const int32_t begin = c * p.chunk;
-    const int32_t n = max(0, min(p.chunk, N - begin));
-    for (int g = threadIdx.x; g < G; g += blockDim.x) hist[g] = 0;
-    __syncthreads();
-    for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      const int g = entry_group(p, begin + j, true);
-      keys[j] = static_cast<uint16_t>(g);
-      if (g < G) atomicAdd(hist + g, 1);
-    }
-    __syncthreads();
-    int32_t* out = p.chunk_hist + static_cast<int64_t>(c) * G;
-    for (int g = threadIdx.x; g < G; g += blockDim.x) out[g] = hist[g];
-    __syncthreads();
-  }
-  cooperative_groups::this_grid().sync();
-  for (int g = blockIdx.x; g < G; g += gridDim.x) plan_column_scan_group(p, g, C, scan);
-  cooperative_groups::this_grid().sync();
-  for (int c = blockIdx.x; c < C; c += gridDim.x) {
-    const int32_t begin = c * p.chunk;
-    const int32_t n = max(0, min(p.chunk, N - begin));
-    plan_rank_scatter_body<false>(p, c, begin, n, p.chunk / kPlanChunkWarps, keys_kept);
-    __syncthreads();
-  }
 }
 
 #endif  // FUSEDMOE_PLAN_KERNELS

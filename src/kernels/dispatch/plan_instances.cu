@@ -13,7 +13,6 @@ void plan_single_kernel(PlanParams p, int entries_per_warp);
 void plan_histogram_kernel(PlanParams p);
 void plan_column_scan_kernel(PlanParams p);
 void plan_rank_scatter_kernel(PlanParams p);
-void plan_chunked_coop_kernel(PlanParams p);
 }  // namespace fusedmoe::kernels::plan_detail
 
 namespace fusedmoe::kernels {
@@ -23,7 +22,5 @@ void append_plan_instances(KernelList* out) {
   out->push_back({"plan", "plan_histogram<chunks of 512-4096>", reinterpret_cast<const void*>(&plan_histogram_kernel)});
   out->push_back({"plan", "plan_column_scan<a group per block>", reinterpret_cast<const void*>(&plan_column_scan_kernel)});
   out->push_back({"plan", "plan_rank_scatter<8 warps/chunk>", reinterpret_cast<const void*>(&plan_rank_scatter_kernel)});
-  out->push_back({"plan", "plan_chunked_coop<8 warps, histogram | column scan | rank-scatter, grid barriers>",
-                  reinterpret_cast<const void*>(&plan_chunked_coop_kernel)});
 }
 }  // namespace fusedmoe::kernels

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <cstdlib>
 
 #define FUSEDMOE_PLAN_KERNELS 1
 #include "kernels/common/launch.cuh"
@@ -35,21 +34,11 @@ size_t scratch_layout(int64_t chunks, int groups) {
   return align_up(static_cast<size_t>(chunks) * static_cast<size_t>(std::max(groups, 1)) * 4, kScratchAlign);
 }
 
-// The chunked path as one cooperative kernel (default) or as three kernels (K1, K2, K3):
-// FUSEDMOE_PLAN_COOP=0 (read once) selects the three, for measurement.
-bool use_coop_plan() {
-  static const bool on = [] {
-    const char* e = std::getenv("FUSEDMOE_PLAN_COOP");
-    return e == nullptr || std::atoi(e) != 0;
-  }();
-  return on;
-}
-
 }  // namespace
 
 const char* plan_kernel_name() { return "dispatch_plan_single8192_chunked512to4096"; }
 
-int plan_launch_count(int64_t entries) { return entries <= kPlanSingleMaxEntries || use_coop_plan() ? 1 : 3; }
+int plan_launch_count(int64_t entries) { return entries <= kPlanSingleMaxEntries ? 1 : 3; }
 
 size_t plan_scratch_bytes(int64_t max_tokens, int top_k, int num_groups) {
   const int64_t entries = std::max<int64_t>(max_tokens, 0) * (std::max(top_k, 0) + 1);  // + a shared slot
@@ -130,26 +119,12 @@ cudaError_t launch_plan(const PlanArgs& a, cudaStream_t stream) {
   p.chunk = chunk;
   p.chunk_hist = static_cast<int32_t*>(a.scratch);
 
-  const size_t smem = plan_smem_bytes(kPlanChunkWarps, groups, chunk);
-  if (use_coop_plan()) {
-    // One cooperative launch: a wave of resident blocks (at most one per chunk) loops over the
-    // chunks and groups.
-    static std::atomic<uint64_t> done{0};
-    cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(&plan_chunked_coop_kernel),
-                                        static_cast<int>(plan_smem_bytes(kPlanChunkWarps, kMaxPlanGroups, kPlanChunkMax)),
-                                        &done);
-    if (e != cudaSuccess) return e;
-    const int per_sm = resident_blocks_per_sm(reinterpret_cast<const void*>(&plan_chunked_coop_kernel),
-                                              kPlanChunkWarps * 32, smem);
-    if (per_sm <= 0) return cudaErrorCooperativeLaunchTooLarge;
-    const int64_t grid = std::min<int64_t>(chunks, static_cast<int64_t>(per_sm) * device_sm_count());
-    return launch_cooperative(plan_chunked_coop_kernel, static_cast<int>(grid), kPlanChunkWarps * 32, smem, stream, p);
-  }
   cudaError_t e = launch_chain(plan_histogram_kernel, dim3(p.num_chunks), dim3(kPlanHistThreads),
                                static_cast<size_t>(groups) * 4, stream, p);
   if (e != cudaSuccess) return e;
   e = launch_chain(plan_column_scan_kernel, dim3(std::max(1, groups)), dim3(kPlanScanThreads), 0, stream, p);
   if (e != cudaSuccess) return e;
+  const size_t smem = plan_smem_bytes(kPlanChunkWarps, groups, chunk);
   if (smem > 48 * 1024) {
     static std::atomic<uint64_t> done{0};
     e = opt_in_dynamic_smem(reinterpret_cast<const void*>(&plan_rank_scatter_kernel),

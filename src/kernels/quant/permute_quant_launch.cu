@@ -1,6 +1,7 @@
 // permute_quant_launch.cu — host side of activation permutation / quantisation: checks, launch
 // shape, the per-tensor-dynamic absmax pass, and the test entry points.
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 
 #define FUSEDMOE_PQ_KERNELS 1
@@ -134,7 +135,14 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   p.rows_pad4 = (a.rows_out + 3) / 4 * 4;
 
   vec::TeamShape shape;
-  if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > max_block_for_vpt(shape.vpt))
+  // EXPERIMENT (session 14): FUSEDMOE_PQ_TEAM=n (32..256, read once) caps the row team at n
+  // threads (more units per thread), for measuring the team shape at prefill.
+  static const int max_team = [] {
+    const char* e = std::getenv("FUSEDMOE_PQ_TEAM");
+    const int v = e != nullptr ? std::atoi(e) : 256;
+    return v >= 32 && v <= 256 ? v : 256;
+  }();
+  if (!vec::pick_team_shape(p.units, max_team, &shape) || shape.block > max_block_for_vpt(shape.vpt))
     return cudaErrorInvalidValue;
   p.ts = shape.ts;
   p.teams = shape.teams;
