@@ -8,10 +8,20 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 
 #include "kernels/common/launch_mode.h"
 
 namespace fusedmoe::kernels {
+
+// A tuning override from the environment: the integer value of `name`, or nothing when unset or
+// empty. Callers read it once (a function-local static) and clamp or validate it themselves.
+inline std::optional<int> env_int(const char* name) {
+  const char* e = std::getenv(name);
+  if (e == nullptr || *e == '\0') return std::nullopt;
+  return std::atoi(e);
+}
 
 // Streaming multiprocessors of the current device, cached per device: launch shapes read it on
 // every call, so after the first only cudaGetDevice remains.

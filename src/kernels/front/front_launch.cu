@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 
 #include "kernels/front/front_instances.cuh"
 #include "kernels/quant/vec.cuh"
@@ -25,9 +24,8 @@ std::atomic<unsigned long long*> g_front_trace{nullptr};
 // cooperative launch; at most kMaxClusterBlocks).
 int front_cluster_max() {
   static const int v = [] {
-    const char* e = std::getenv("FUSEDMOE_FRONT_CLUSTER");
-    if (e == nullptr || *e == '\0') return front_detail::kDefaultClusterBlocks;
-    return std::clamp(std::atoi(e), 0, front_detail::kMaxClusterBlocks);
+    const std::optional<int> e = env_int("FUSEDMOE_FRONT_CLUSTER");
+    return e ? std::clamp(*e, 0, front_detail::kMaxClusterBlocks) : front_detail::kDefaultClusterBlocks;
   }();
   return v;
 }

@@ -1,7 +1,6 @@
 // permute_quant_launch.cu — host side of activation permutation / quantisation: checks, launch
 // shape, the per-tensor-dynamic absmax pass, and the test entry points.
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
 
 #define FUSEDMOE_PQ_KERNELS 1
@@ -13,8 +12,19 @@ namespace fusedmoe::kernels {
 
 namespace {
 
-// Token bound from which a permute's row team is capped at 64 threads (launch_permute_quant).
-constexpr int64_t kNarrowTeamMinTokens = 8192;
+// Most threads of a row team (launch_permute_quant): 256; when permuting from 8192 tokens 64 (more
+// units per thread, more rows in flight per SM). Measured on the H200 (session 14, call 4,
+// dispatch bench at 16384 tokens): dsv3 FP8 contiguous with token-order scales 386.3 -> 374.5 us,
+// qwen3 BF16 copy 366.0 -> 357.8 us; at 4096 tokens level for dsv3 (106.5 / 106.9 us).
+// FUSEDMOE_PQ_TEAM=n (32..256, read once) sets the cap for every call, for measurement.
+int max_row_team(bool permute, int64_t tokens) {
+  static const int forced = [] {
+    const std::optional<int> e = env_int("FUSEDMOE_PQ_TEAM");
+    return e && *e >= 32 && *e <= 256 ? *e : 0;
+  }();
+  if (forced > 0) return forced;
+  return permute && tokens >= 8192 ? 64 : 256;
+}
 
 using namespace pq_detail;
 
@@ -138,18 +148,7 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   p.rows_pad4 = (a.rows_out + 3) / 4 * 4;
 
   vec::TeamShape shape;
-  // Row team: at most 256 threads; when permuting from 8192 tokens at most 64 (more units per
-  // thread, more rows in flight per SM). Measured on the H200 (session 14, call 4, dispatch bench
-  // at 16384 tokens): dsv3 FP8 contiguous with token-order scales 386.3 -> 374.5 us, qwen3 BF16
-  // copy 366.0 -> 357.8 us; at 4096 tokens level for dsv3 (106.5 / 106.9 us).
-  // FUSEDMOE_PQ_TEAM=n (32..256, read once) sets the cap for every call, for measurement.
-  static const int env_team = [] {
-    const char* e = std::getenv("FUSEDMOE_PQ_TEAM");
-    const int v = e != nullptr ? std::atoi(e) : 0;
-    return v >= 32 && v <= 256 ? v : 0;
-  }();
-  const int max_team = env_team > 0 ? env_team : (p.permute && a.num_tokens >= kNarrowTeamMinTokens ? 64 : 256);
-  if (!vec::pick_team_shape(p.units, max_team, &shape) || shape.block > max_block_for_vpt(shape.vpt))
+  if (!vec::pick_team_shape(p.units, max_row_team(p.permute, a.num_tokens), &shape) || shape.block > max_block_for_vpt(shape.vpt))
     return cudaErrorInvalidValue;
   p.ts = shape.ts;
   p.teams = shape.teams;
