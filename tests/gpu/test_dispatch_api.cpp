@@ -370,6 +370,96 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
   check_dispatch({"dsv3-tp8", 40, fm::testing::Skew::kUniform, false, 5000}, true, 128);
 }
 
+// The team router of the fused front (several warps per token: up to 8 tokens, elementwise-score
+// biased routers; kernels/front/route_team.cuh) for grouped and ungrouped configurations, E not a
+// multiple of 32, k up to 16, f32 and bf16 logits, random / heavily tied / non-finite logits:
+// ids, weights and plan exact against the reference, and bit-identical to the separate kernels.
+TEST(DispatchApi, FusedFrontTeamRouterTiesAndNonFinite) {
+  struct R {
+    fm::RouterConfig rc;
+    int experts;
+  };
+  auto sig = [](int k, int ng, int kg, bool renorm, float scale) {
+    fm::RouterConfig rc = fm::RouterConfig::deepseek_v3(k, ng, kg, scale);
+    rc.renormalize = renorm;
+    return rc;
+  };
+  fm::RouterConfig nobias = fm::RouterConfig::sigmoid_bias(6, 1.f);
+  nobias.use_correction_bias = false;
+  const std::vector<R> routers = {
+      {fm::RouterConfig::deepseek_v3(), 256},       // 8 groups, 4 kept, k 8 (DeepSeek-V3)
+      {fm::RouterConfig::deepseek_v4(), 256},       // sqrt-softplus + bias, k 6
+      {fm::RouterConfig::sigmoid_bias(8, 2.827f), 384},  // ungrouped (Kimi-K2)
+      {sig(16, 1, 1, true, 1.f), 160},              // k 16, E a multiple of 32 + 0
+      {sig(5, 1, 1, false, 1.f), 257},              // E = 257: a partial chunk
+      {sig(4, 32, 4, true, 2.f), 1024},             // 32 groups of 32, two experts per thread
+      {sig(8, 16, 3, true, 1.f), 512},              // 16 groups, 3 kept
+      {sig(2, 4, 1, true, 1.f), 64},                // small: teams of 2
+      {nobias, 96},                                 // no correction bias: weights from the keys
+  };
+  const uint64_t seed0 = fm::gputest::test_seed();
+  std::mt19937_64 rng(seed0);
+  int variant = 0;
+  for (const R& rt : routers)
+    for (fm::DType ldt : {fm::DType::kFloat32, fm::DType::kBFloat16})
+      for (int logits_kind = 0; logits_kind < 3; ++logits_kind)  // random, tied, non-finite
+        for (int64_t t : {1, 2, 3, 5, 8}) {
+          fm::MoeProblem p = fm::find_preset("dsv3-tp8")->problem;
+          p.router = rt.rc;
+          p.router.logits_dtype = ldt;
+          p.num_experts = rt.experts;
+          p.num_local_experts = -1;
+          p.num_shared_experts = 0;
+          p.quant = fm::QuantScheme::bf16();
+          p.hidden = 256;
+          p.intermediate = 128;
+          p.num_tokens = p.max_tokens = t;
+          const uint64_t seed = seed0 + static_cast<uint64_t>(variant++);
+          SCOPED_TRACE("E=" + std::to_string(rt.experts) + " k=" + std::to_string(rt.rc.top_k) + " groups=" +
+                       std::to_string(rt.rc.n_group) + " logits " + fm::to_string(ldt) + " kind " +
+                       std::to_string(logits_kind) + " T=" + std::to_string(t) + " seed=" + std::to_string(seed));
+          fm::testing::LayerData d;
+          std::string why;
+          ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, &why, false)) << why;
+          if (logits_kind > 0) {
+            const float specials[] = {NAN, INFINITY, -INFINITY, -0.f, 0.f};
+            for (size_t i = 0; i < d.logits_f32.size(); ++i) {
+              float& x = d.logits_f32[i];
+              x = std::round(x * 2.f) / 2.f;  // tied: few distinct values
+              if (logits_kind == 2 && rng() % 7 == 0) x = specials[rng() % 5];
+            }
+            for (float& b : d.correction_bias) b = std::round(b * 4.f) / 4.f;
+            d.logits_bf16.resize(d.logits_f32.size());
+            for (size_t i = 0; i < d.logits_f32.size(); ++i) {
+              uint32_t u;
+              std::memcpy(&u, &d.logits_f32[i], 4);
+              d.logits_bf16[i] = static_cast<uint16_t>(u >> 16);  // exact: at most 2 significant bits, or special
+            }
+          }
+          DeviceLayer g = upload(d);
+          size_t bytes = 0;
+          ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+          DeviceBuffer ws_a(bytes), ws_b(bytes);
+          ws_a.poison();
+          ws_b.poison();
+          fm::DispatchOptions o;
+          o.permute = false;
+          o.tile_m = 1;
+          fm::DispatchResult ra, rb;
+          ASSERT_TRUE(fm::dispatch(p, g.t, ws_a.get(), bytes, nullptr, o, &ra).ok());
+          o.fuse_front = false;
+          ASSERT_TRUE(fm::dispatch(p, g.t, ws_b.get(), bytes, nullptr, o, &rb).ok());
+          FM_CUDA_CHECK(cudaDeviceSynchronize());
+          ASSERT_TRUE(fm::check_device_errors(p, ws_a.get(), nullptr).ok());
+          ASSERT_TRUE(ra.fused_front);
+          ASSERT_FALSE(rb.fused_front);
+          const size_t tk = static_cast<size_t>(t) * p.top_k();
+          EXPECT_EQ(to_host<int32_t>(ra.topk_ids, tk), to_host<int32_t>(rb.topk_ids, tk));
+          EXPECT_EQ(to_host<uint32_t>(ra.topk_weights, tk), to_host<uint32_t>(rb.topk_weights, tk));
+          verify_dispatch(p, d, ra, false, 1);
+        }
+}
+
 // Fused and separate kernels give the same bytes for the other token-order quantisers
 // (per-token, static per-tensor, f16 input) and bf16 / f32 logits.
 TEST(DispatchApi, FusedFrontMatchesSeparateKernelsBitwise) {
