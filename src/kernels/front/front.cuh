@@ -38,7 +38,6 @@
 #include "kernels/common/timer.cuh"
 #include "kernels/common/token_count.cuh"
 #include "kernels/dispatch/plan.cuh"
-#include "kernels/front/route_team.cuh"
 #include "kernels/quant/permute_quant.cuh"
 #include "kernels/router/router.cuh"
 
@@ -82,9 +81,6 @@ struct FrontParams {
   int quant_warps;
   uint32_t* block_masks;        // a cooperative launch: block_masks_bytes(G) of scratch
   int cluster_blocks;           // > 1: the routing blocks form one thread-block cluster (no scratch)
-  // One routing block: up to team_cap warps route each token together (route_team.cuh; the
-  // device picks team_warps(count, E, team_cap)); <= 1: a warp per token.
-  int team_cap;
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
@@ -426,15 +422,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   const bool routes = static_cast<int>(blockIdx.x) < f.route_blocks;
   const bool route_warp = routes && (wide || warp < kRouteWarps);
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
-  // A team of `team` warps per token (one routing block, few tokens, elementwise-score biased
-  // routers: route_team.cuh), else a warp per token. tb: the warp's token in the block; the
-  // team's first warp (lead) sets the token's bits and ranks its entries.
-  int team = 1;
-  if constexpr (M == router_detail::RowMode::kSigmoidRow || M == router_detail::RowMode::kSqrtSoftplusRow)
-    if (wide && f.team_cap > 1) team = team_warps(num_tokens, f.r.num_experts, f.team_cap);
-  const int tb = wide ? warp / team : warp % kRouteWarps;
-  const bool lead = warp % team == 0;
-  const int64_t token = wide ? tb : static_cast<int64_t>(blockIdx.x) * kRouteWarps + tb;
+  const int64_t token = wide ? warp : static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
   trace_stamp(f.trace, 0);
   if (routes) {
     if (wide) {  // zeroed by everyone; the block barrier after the routing orders it before the bits
@@ -454,28 +442,17 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   int g = G, slot = 0;
   if (route_warp) {
     if (token < num_tokens) {
-      int32_t* ids = s_ids + tb * f.r.k;
+      int32_t* ids = s_ids + warp * f.r.k;
+      uint32_t* wsm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(warp) * (f.r.num_experts + f.r.n_group);
       unsigned long long* rtrace = (f.trace != nullptr && blockIdx.x == 0 && warp == 0) ? f.trace + kRouteTraceSlot : nullptr;
-      bool routed = false;
-      if constexpr (M == router_detail::RowMode::kSigmoidRow || M == router_detail::RowMode::kSqrtSoftplusRow) {
-        if (team > 1) {
-          const TeamLayout lay(f.r.num_experts, f.r.n_group, f.r.k);
-          uint32_t* sm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(tb) * lay.words;
-          route_token_team<T, M>(f.r, token, tb, warp % team, team, lane, sm, ids, rtrace);
-          routed = true;
-        }
-      }
-      if (!routed) {
-        uint32_t* wsm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(warp) * (f.r.num_experts + f.r.n_group);
-        route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
-                                         ids, rtrace);
-      }
+      route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
+                                       ids, rtrace);
       __syncwarp();
     }
     if (wide) __syncthreads();
     else asm volatile("bar.sync 1, %0;" ::"r"(kMaxThreads) : "memory");  // every routing warp: the masks are zero
-    if (token < num_tokens && lead) {
-      const int32_t* ids = s_ids + tb * f.r.k;
+    if (token < num_tokens) {
+      const int32_t* ids = s_ids + warp * f.r.k;
       const plan_detail::PlanParams& p = f.plan;
       if (lane < p.slots) {
         has_entry = true;
@@ -490,8 +467,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
           }
         }
         if (g < G) {
-          const uint32_t bit = 1u << (8 * (g & 3) + (tb & 7));
-          if (atomicOr((tb >= 8 ? s_mask2 : s_mask) + (g >> 2), bit) & bit) s_dup = 1;
+          const uint32_t bit = 1u << (8 * (g & 3) + (warp & 7));
+          if (atomicOr((warp >= 8 ? s_mask2 : s_mask) + (g >> 2), bit) & bit) s_dup = 1;
         }
       }
     }
@@ -517,7 +494,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   }
 
   const int64_t entry = token * f.plan.slots + slot;
-  const bool ranks = route_warp && token < num_tokens && lead;  // warp-uniform
+  const bool ranks = route_warp && token < num_tokens;  // warp-uniform
   bool dup;
   if (wide) {
     // One routing block: no grid barrier (blocks after it only quantise, and are done).
@@ -528,11 +505,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     dup = s_dup != 0;
     trace_stamp(f.trace, 3);
     if (!dup) {
-      // The first warp without a token (or the last; with teams the last, never a team's lead)
-      // also writes counts and offsets.
-      const int writer = team == 1 && num_tokens < kWarps - 1 ? static_cast<int>(num_tokens) : kWarps - 1;
+      // The first warp without a token (or the last) also writes counts and offsets.
+      const int writer = num_tokens < kWarps - 1 ? static_cast<int>(num_tokens) : kWarps - 1;
       const OneBlockCounts c{s_mask, s_mask2};
-      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, tb, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
       if (warp == writer) warp_plan_offsets(f.plan, c);
     }
   } else if (f.cluster_blocks > 1) {

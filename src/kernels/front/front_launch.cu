@@ -29,19 +29,6 @@ int front_cluster_max() {
   }();
   return v;
 }
-
-// The most warps per token of the team router (route_team.cuh): 16, or FUSEDMOE_FRONT_TEAM (a
-// tuning and diagnostic override, read once: 0 or 1 = a warp per token; else rounded down to a
-// power of two, at most 16).
-int front_team_max() {
-  static const int v = [] {
-    const std::optional<int> e = env_int("FUSEDMOE_FRONT_TEAM");
-    int w = e ? std::clamp(*e, 1, 16) : 16;
-    while (w & (w - 1)) w &= w - 1;
-    return w;
-  }();
-  return v;
-}
 }  // namespace
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
@@ -159,20 +146,6 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     l.grid += static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(extra, vec::sm_count() - f.route_blocks)));
   }
   f.quant_warps = (wide ? 0 : f.route_blocks * front_detail::kRouteWarps) + (l.grid - f.route_blocks) * warps;
-  // Teams of warps per token (one routing block, elementwise-score biased routers): their shared
-  // memory for up to kTeamMaxTokens tokens, else a warp per token.
-  f.team_cap = 1;
-  if (wide && a.router.config.kind == RouterKind::kBiasedTopK &&
-      (rp.mode == RowMode::kSigmoidRow || rp.mode == RowMode::kSqrtSoftplusRow) &&
-      f.r.n_group <= front_detail::kTeamMaxGroups &&
-      front_detail::team_chunks(f.r.num_experts) * f.r.k <= front_detail::kTeamMaxCand) {
-    const size_t team_smem = sizeof(uint32_t) * front_detail::kTeamMaxTokens *
-                             static_cast<size_t>(front_detail::TeamLayout(f.r.num_experts, f.r.n_group, f.r.k).words);
-    if (team_smem <= front_detail::kFrontMaxSmem) {
-      l.smem = std::max(l.smem, team_smem);
-      f.team_cap = front_team_max();
-    }
-  }
   // Several routing blocks: one thread-block cluster when they are few enough (the launcher
   // checks that it fits, else it makes the cooperative launch), else a cooperative launch. Both
   // need the scratch (reserved for every bound above kWideTokens).
