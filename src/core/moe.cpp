@@ -62,10 +62,13 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                  p.num_shared_experts;
   // Also with any router for small experts (<= 6 MB of weights each; qwen235-tp8's 4.7 MB: 1-4 %
   // faster at 4-256 tokens with and without the router, call 5; 9-13 MB experts were mixed).
+  // Precomputed ids up to 16 tokens also run in the fused front (session 15).
+  const bool fused_front = reads_logits(p.router.kind) || (p.router.kind == RouterKind::kPrecomputed && p.num_tokens <= 16);
   const bool gather_auto = gather_ok && p.num_tokens <= 256 &&
-                           ((reads_logits(p.router.kind) && touched_experts * expert_bytes <= 400e6) || expert_bytes <= 6e6);
+                           ((fused_front && touched_experts * expert_bytes <= 400e6) || expert_bytes <= 6e6);
   r.gather_rows = pick("gather_rows", o.gather_rows, gather_auto,
-                       gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits, or experts of "
+                       gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits (or precomputed ids up to 16 "
+                                     "tokens: the fused front), or experts of "
                                      "<= 6 MB (measured)"
                                    : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
                   gather_ok;

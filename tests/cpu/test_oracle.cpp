@@ -160,7 +160,9 @@ TEST(Oracle, GatherRowsAutoRule) {
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 300), o).gather_rows);
   fm::MoeProblem pre = bf16("qwen30-tp1", 1);
   pre.router = fm::RouterConfig::precomputed(pre.router.top_k);
-  EXPECT_FALSE(fm::resolve_options(pre, o).gather_rows);  // no fused front: the permute stays
+  EXPECT_TRUE(fm::resolve_options(pre, o).gather_rows);  // up to 16 tokens in the fused front too
+  pre.num_tokens = pre.max_tokens = 4;
+  EXPECT_TRUE(fm::resolve_options(pre, o).gather_rows);
   pre = bf16("qwen235-tp8", 16);
   pre.router = fm::RouterConfig::precomputed(pre.router.top_k);
   EXPECT_TRUE(fm::resolve_options(pre, o).gather_rows);   // small experts, any router

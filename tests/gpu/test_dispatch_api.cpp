@@ -72,6 +72,7 @@ bool expect_fused(const fm::MoeProblem& p, bool permute, bool fuse) {
   const bool row_router = k == fm::RouterKind::kSoftmaxTopK || k == fm::RouterKind::kBiasedTopK ||
                           k == fm::RouterKind::kTopKSoftmax || k == fm::RouterKind::kSigmoidTop1;
   (void)permute;  // route + plan fuse in both layouts; only the quantisation may run apart
+  if (k == fm::RouterKind::kPrecomputed) return fuse && p.num_tokens >= 1 && p.num_tokens <= 16;
   return fuse && row_router && p.num_tokens >= 1 && p.num_tokens <= 256 &&
          p.num_tokens * p.slots_per_token() <= 256 * 17;
 }
@@ -271,30 +272,96 @@ TEST(DispatchApi, GraphCaptureReplaysTheSameResult) {
   }
 }
 
+// Bad precomputed ids: reported, never written; the separate kernels (50 tokens) and the fused
+// front (up to 16 tokens: the first bad id in (token, slot) order is the one reported).
 TEST(DispatchApi, PrecomputedIdsOutOfRangeAreReportedNotWritten) {
-  fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
-  p.router = fm::RouterConfig::precomputed(8);
-  p.num_tokens = p.max_tokens = 50;
-  fm::testing::LayerData d;
-  ASSERT_TRUE(fm::testing::make_layer_data(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &d, nullptr, false));
-  d.topk_ids[7 * 8 + 3] = 128;    // == E
-  d.topk_ids[20 * 8 + 0] = 5000;  // far out
-  DeviceLayer g = upload(d);
-  size_t bytes = 0;
-  ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
-  DeviceBuffer ws(bytes);
-  fm::DispatchResult r;
-  ASSERT_TRUE(fm::dispatch(p, g.t, ws.get(), bytes, nullptr, {}, &r).ok());
-  const fm::Status st = fm::check_device_errors(p, ws.get(), nullptr);
-  EXPECT_EQ(st.code(), fm::StatusCode::kOutOfRange) << st.to_string();
-  EXPECT_NE(st.message().find("outside [0, 128)"), std::string::npos) << st.message();
-  const auto slot_row = to_host<int32_t>(r.slot_row, 50 * 8);
-  EXPECT_EQ(slot_row[7 * 8 + 3], -1);
-  EXPECT_EQ(slot_row[20 * 8 + 0], -1);
-  const auto counts = to_host<int32_t>(r.counts, 128);
-  int total = 0;
-  for (int c : counts) total += c;
-  EXPECT_EQ(total, 50 * 8 - 2);
+  for (int64_t t : {50, 16, 5, 1}) {
+    SCOPED_TRACE("T=" + std::to_string(t));
+    fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
+    p.router = fm::RouterConfig::precomputed(8);
+    p.num_tokens = p.max_tokens = t;
+    fm::testing::LayerData d;
+    ASSERT_TRUE(fm::testing::make_layer_data(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &d, nullptr, false));
+    const int64_t a = std::min<int64_t>(7, t - 1) * 8 + 3, b = std::min<int64_t>(20, t - 1) * 8 + 0;
+    d.topk_ids[a] = 128;   // == E
+    d.topk_ids[b] = 5000;  // far out
+    DeviceLayer g = upload(d);
+    size_t bytes = 0;
+    ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+    DeviceBuffer ws(bytes);
+    ws.poison();
+    fm::DispatchResult r;
+    ASSERT_TRUE(fm::dispatch(p, g.t, ws.get(), bytes, nullptr, {}, &r).ok());
+    EXPECT_EQ(r.fused_front, t <= 16);
+    const fm::Status st = fm::check_device_errors(p, ws.get(), nullptr);
+    EXPECT_EQ(st.code(), fm::StatusCode::kOutOfRange) << st.to_string();
+    EXPECT_NE(st.message().find("outside [0, 128)"), std::string::npos) << st.message();
+    if (t <= 16)
+      EXPECT_NE(st.message().find(a < b ? "routing id 128 " : "routing id 5000 "), std::string::npos) << st.message();
+    const auto slot_row = to_host<int32_t>(r.slot_row, t * 8);
+    EXPECT_EQ(slot_row[a], -1);
+    EXPECT_EQ(slot_row[b], -1);
+    const auto ids = to_host<int32_t>(r.topk_ids, t * 8);
+    const auto w = to_host<float>(r.topk_weights, t * 8);
+    EXPECT_EQ(ids[a], -1);
+    EXPECT_EQ(ids[b], -1);
+    EXPECT_EQ(w[a], 0.f);
+    EXPECT_EQ(w[b], 0.f);
+    const auto counts = to_host<int32_t>(r.counts, 128);
+    int total = 0;
+    for (int c : counts) total += c;
+    EXPECT_EQ(total, t * 8 - (a == b ? 1 : 2));
+  }
+}
+
+// Precomputed ids through the fused front (up to 16 tokens): exact against the reference in both
+// layouts, with and without renormalisation and scaling, a shared expert and an expert map; ids,
+// weights (bits), counts and row maps equal to the separate kernels'.
+TEST(DispatchApi, FusedFrontPrecomputedIds) {
+  struct V {
+    const char* preset;
+    bool renormalize;
+    float scaling;
+  };
+  for (const V& v : {V{"qwen235-tp8", false, 1.f}, V{"dsv3-tp8", true, 2.5f}, V{"dsv3-ep8", true, 1.f},
+                     V{"mixtral-tp2", true, 1.f}})
+    for (int64_t t : {1, 2, 3, 9, 16})
+      for (bool permute : {false, true}) {
+        const uint64_t seed = fm::gputest::test_seed();
+        SCOPED_TRACE(std::string(v.preset) + " T=" + std::to_string(t) + " permute=" + std::to_string(permute) +
+                     " seed=" + std::to_string(seed));
+        fm::MoeProblem p = fm::find_preset(v.preset)->problem;
+        p.router = fm::RouterConfig::precomputed(p.top_k());
+        p.router.renormalize = v.renormalize;
+        p.router.routed_scaling = v.scaling;
+        p.num_tokens = p.max_tokens = t;
+        fm::testing::LayerData d;
+        std::string why;
+        ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, &why, false)) << why;
+        DeviceLayer g = upload(d);
+        size_t bytes = 0;
+        ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+        DeviceBuffer ws_a(bytes), ws_b(bytes);
+        ws_a.poison();
+        ws_b.poison();
+        fm::DispatchOptions o;
+        o.permute = permute;
+        o.tile_m = permute ? 64 : 1;
+        fm::DispatchResult ra, rb;
+        ASSERT_TRUE(fm::dispatch(p, g.t, ws_a.get(), bytes, nullptr, o, &ra).ok());
+        o.fuse_front = false;
+        ASSERT_TRUE(fm::dispatch(p, g.t, ws_b.get(), bytes, nullptr, o, &rb).ok());
+        FM_CUDA_CHECK(cudaDeviceSynchronize());
+        ASSERT_TRUE(fm::check_device_errors(p, ws_a.get(), nullptr).ok());
+        ASSERT_TRUE(ra.fused_front);
+        ASSERT_FALSE(rb.fused_front);
+        verify_dispatch(p, d, ra, permute, o.tile_m);
+        const size_t tk = static_cast<size_t>(t) * p.top_k(), ts = static_cast<size_t>(t) * p.slots_per_token();
+        EXPECT_EQ(to_host<int32_t>(ra.topk_ids, tk), to_host<int32_t>(rb.topk_ids, tk));
+        EXPECT_EQ(to_host<uint32_t>(ra.topk_weights, tk), to_host<uint32_t>(rb.topk_weights, tk));
+        EXPECT_EQ(to_host<int32_t>(ra.counts, ra.num_groups), to_host<int32_t>(rb.counts, rb.num_groups));
+        EXPECT_EQ(to_host<int32_t>(ra.slot_row, ts), to_host<int32_t>(rb.slot_row, ts));
+      }
 }
 
 TEST(CombineApi, WithinOneBf16UlpAndDeterministic) {

@@ -29,9 +29,11 @@ __device__ __forceinline__ int64_t resolve_token_count(int64_t bound, const int3
 // The whole error flag int32[4], written by ONE thread of a kernel that owns it (no memset before
 // the launch): zero, or kErrorTokenCount with the clamped device count. Only for kernels that
 // report nothing else (their other threads resolve the count with a null flag).
-__device__ __forceinline__ void write_token_count_flag(int64_t bound, const int32_t* device_count, int32_t* flag) {
+// `other`: the error to write when the count is in range (zero by default: the whole flag cleared).
+__device__ __forceinline__ void write_token_count_flag(int64_t bound, const int32_t* device_count, int32_t* flag,
+                                                       int4 other = make_int4(0, 0, 0, 0)) {
   if (flag == nullptr) return;
-  int32_t e0 = 0, e1 = 0, e2 = 0, e3 = 0;
+  int32_t e0 = other.x, e1 = other.y, e2 = other.z, e3 = other.w;
   if (device_count != nullptr) {
     const int64_t v = *device_count;
     if (v < 0 || v > bound) {

@@ -5,6 +5,9 @@
 // Routing: a warp per token with the router's own per-token body (router.cuh: route_token, so
 // ids/weights are bit-identical to the router kernel).
 //   * bound <= 16: ONE routing block, all 16 warps route (token = warp), no grid barrier;
+//   * precomputed ids (bound <= 16 only): the routing warp reads its token's ids and weights,
+//     marks ids outside [0, E) (id -1, weight 0, as router_gather_kernel) and finishes the slots
+//     as that kernel does; block 0 reports the first bad id in the error flag;
 //   * above: blocks [0, route_blocks) route tokens 8b .. 8b + 7 with warps 0-7 (a cooperative
 //     launch: a grid barrier before the plan), warps 8-15 quantise.
 // When x is quantised (FP8 in token order, the gather layout, with the permute/quantise kernel's
@@ -81,6 +84,7 @@ struct FrontParams {
   int quant_warps;
   uint32_t* block_masks;        // a cooperative launch: block_masks_bytes(G) of scratch
   int cluster_blocks;           // > 1: the routing blocks form one thread-block cluster (no scratch)
+  bool precomputed;             // RouterKind::kPrecomputed (one routing block): r.ids_in / r.weights_in
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
@@ -411,6 +415,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   __shared__ uint32_t s_cb[kMaxGroups];
   __shared__ uint32_t s_ws[kMaxMaskWords];
   __shared__ int s_dup;
+  __shared__ uint32_t s_bad[kWideTokens];      // precomputed: per token, its slots with an id outside [0, E)
   constexpr int kWarps = kMaxThreads / 32;
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
@@ -445,8 +450,27 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       int32_t* ids = s_ids + warp * f.r.k;
       uint32_t* wsm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(warp) * (f.r.num_experts + f.r.n_group);
       unsigned long long* rtrace = (f.trace != nullptr && blockIdx.x == 0 && warp == 0) ? f.trace + kRouteTraceSlot : nullptr;
-      route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
-                                       ids, rtrace);
+      if (f.precomputed) {  // the caller's ids and weights (router_gather_kernel's checks and slots)
+        int32_t id = -1;
+        float w = 0.f;
+        bool bad = false;
+        if (lane < f.r.k) {
+          const int64_t i = token * f.r.k + lane;
+          id = f.r.ids_in[i];
+          w = f.r.weights_in[i];
+          bad = id < 0 || id >= f.r.num_experts;
+          if (bad) {
+            id = -1;
+            w = 0.f;
+          }
+        }
+        const uint32_t bad_slots = __ballot_sync(0xffffffffu, bad);
+        if (lane == 0) s_bad[warp] = bad_slots;
+        router_detail::finish_slots(f.r, token, lane, lane < f.r.k, id, w, bad, 32, ids);
+      } else {
+        route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
+                                         ids, rtrace);
+      }
       __syncwarp();
     }
     if (wide) __syncthreads();
@@ -563,8 +587,21 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
                                               f.plan_entries_per_warp);
   }
   trace_stamp(f.trace, 5);
-  // The whole error flag: zero, or the device token count that was clamped.
-  if (threadIdx.x == 0) write_token_count_flag(f.r.num_tokens, f.r.num_tokens_dev, f.r.error_flag);
+  // The whole error flag: the device token count that was clamped, else (precomputed ids) the
+  // first id outside [0, E) in (token, slot) order, else zero.
+  if (threadIdx.x == 0) {
+    int4 bad = make_int4(0, 0, 0, 0);
+    if (f.precomputed) {
+#pragma unroll 1
+      for (int t = 0; t < static_cast<int>(num_tokens); ++t)
+        if (s_bad[t] != 0u) {
+          const int s = __ffs(static_cast<int>(s_bad[t])) - 1;
+          bad = make_int4(kErrorIdOutOfRange, t, s, f.r.ids_in[static_cast<int64_t>(t) * f.r.k + s]);
+          break;
+        }
+    }
+    write_token_count_flag(f.r.num_tokens, f.r.num_tokens_dev, f.r.error_flag, bad);
+  }
   trace_stamp(f.trace, 6);
 }
 

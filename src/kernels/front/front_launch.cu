@@ -29,6 +29,13 @@ int front_cluster_max() {
   }();
   return v;
 }
+
+// Precomputed ids through the fused front (default on); FUSEDMOE_FRONT_PRECOMPUTED=0 (read once)
+// sends them to the separate kernels, for measurement.
+bool front_precomputed_on() {
+  static const bool v = env_int("FUSEDMOE_FRONT_PRECOMPUTED").value_or(1) != 0;
+  return v;
+}
 }  // namespace
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
@@ -46,8 +53,8 @@ const char* front_small_kernel_name() {
 bool front_small_shape_ok(RouterKind kind, int64_t tokens, int slots, const char** why) {
   const char* dummy = nullptr;
   const char*& w = why != nullptr ? *why : dummy;
-  if (!reads_logits(kind)) {
-    w = "router reads no logits row (hash / precomputed)";
+  if (kind == RouterKind::kPrecomputed ? tokens > front_detail::kWideTokens : !reads_logits(kind)) {
+    w = kind == RouterKind::kPrecomputed ? "precomputed ids above 16 tokens" : "hash router (reads no logits row)";
     return false;
   }
   if (tokens < 1 || tokens > kFrontMaxTokens) {
@@ -67,6 +74,10 @@ bool front_small_eligible(const FrontArgs& a, const char** why) {
   const RouterConfig& rc = a.router.config;
   const int64_t bound = a.router.num_tokens;
   if (!front_small_shape_ok(rc.kind, bound, a.plan.top_k + a.plan.num_shared_experts, &w)) return false;
+  if (rc.kind == RouterKind::kPrecomputed && !front_precomputed_on()) {
+    w = "precomputed ids: off (FUSEDMOE_FRONT_PRECOMPUTED=0)";
+    return false;
+  }
   if (a.plan.num_tokens != bound || a.router.num_tokens_dev != a.plan.num_tokens_dev || a.plan.topk_ids != a.router.topk_ids) {
     w = "router and plan disagree";
     return false;
@@ -110,8 +121,10 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   router_detail::RouterPrep rp;
   cudaError_t e = prepare_router(a.router, &rp);
   if (e != cudaSuccess) return e;
-  if (!rp.row_kernel) return cudaErrorInvalidValue;
+  const bool precomputed = a.router.config.kind == RouterKind::kPrecomputed;
+  if (!rp.row_kernel && !precomputed) return cudaErrorInvalidValue;
   FrontParams f{};
+  f.precomputed = precomputed;
   e = plan_detail::prepare_plan(a.plan, &f.plan);
   if (e != cudaSuccess) return e;
   f.r = rp.p;
@@ -174,6 +187,8 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     f.rows_pad4 = (bound + 3) / 4 * 4;
   }
 
+  // Precomputed ids: any instance runs them (the logits one, one expert per lane).
+  if (precomputed) return front_detail::launch_front_logits(f, rp.bf16, 1, l, stream);
   switch (rp.mode) {
     case RowMode::kSoftmaxRow: return front_detail::launch_front_softmax(f, rp.bf16, rp.vec, l, stream);
     case RowMode::kSigmoidRow: return front_detail::launch_front_sigmoid(f, rp.bf16, rp.vec, l, stream);
