@@ -730,6 +730,7 @@ int cmd_bench(int argc, char** argv) {
   bool staged = false;            // --staged: layer suite, also each case without the staged GEMM epilogue
   bool scales = false;            // --scales: layer suite, FP8 block cases also with row-order activation scales
   bool gather = false;            // --gather: layer suite, also each case with gathered GEMM1 rows forced on and off
+  bool front = false;             // --front: layer suite, also each case with the fused front forced on and off
   bool splitk = false;            // --splitk: layer suite, also each case without split-K
   bool cutlass = false;           // --cutlass: layer suite, also each case on each backend (grouped, CUTLASS)
   bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences)
@@ -749,6 +750,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--staged") staged = true;
     else if (a == "--scales") scales = true;
     else if (a == "--gather") gather = true;
+    else if (a == "--front") front = true;
     else if (a == "--splitk") splitk = true;
     else if (a == "--cutlass") cutlass = true;
     else if (a == "--stages") stages = true;
@@ -771,7 +773,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--splitk] [--ksplits 1,2] [--tpc 1,2] [--early 0,4] [--cutlass] [--stages] [--precomputed] [--cold-inputs] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--ksplits 1,2] [--tpc 1,2] [--early 0,4] [--cutlass] [--stages] [--precomputed] [--cold-inputs] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -819,6 +821,10 @@ int cmd_bench(int argc, char** argv) {
     if (gather) {  // GEMM1 gathering rows through the plan (no permuted copy), forced each way
       add("gather on", &fusedmoe::ForwardOptions::gather_rows, Toggle::kOn);
       add("gather off", &fusedmoe::ForwardOptions::gather_rows, Toggle::kOff);
+    }
+    if (front) {  // route + plan in the fused front kernel, forced each way
+      add("front fused", &fusedmoe::ForwardOptions::fuse_front, Toggle::kOn);
+      add("front separate", &fusedmoe::ForwardOptions::fuse_front, Toggle::kOff);
     }
     if (staged) add("staged off", &fusedmoe::ForwardOptions::staged_epilogue, Toggle::kOff);
     // (FP8 block cases only; elsewhere the switch changes nothing)

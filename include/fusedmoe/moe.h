@@ -62,6 +62,13 @@ struct ForwardOptions {
   // values; not with weight-on-input routers. Auto: off (H200: 3-5 % faster on qwen235-tp8 at
   // 16-256 tokens, but 5-13 % slower on dsv3-tp8 and at prefill; bench --gather).
   Toggle gather_rows = Toggle::kAuto;
+  // Route + plan (+ FP8 of x in token order) in one fused kernel at small token counts (logits
+  // routers up to 256 tokens, precomputed ids up to 16; DispatchOptions::fuse_front). Same
+  // results. Auto: on, except precomputed ids with quantised activations: the separate kernels
+  // put the quantiser between the plan and GEMM1, which lets GEMM1 stream its first weight stages
+  // early (H200, session 15: dsv3-tp8-fp8b 40.6 vs 44.9 us at 1 token, 70.4 vs 73.1 at 4; bench
+  // --front).
+  Toggle fuse_front = Toggle::kAuto;
   // Swap-AB GEMMs split each weight tile's reduction over a thread-block cluster (up to 8 CTAs)
   // when their tiles would fill under half of the GPU's CTA slots (decode on few experts). The
   // partial sums are added in a fixed order: the same bits every run, rounding may differ from
@@ -95,7 +102,7 @@ struct ForwardOptions {
 // The switches above as forward() resolves them for a problem, with the reasons.
 struct ResolvedOptions {
   bool overlap_launches = false, staged_epilogue = false, gather_rows = false, split_k = false,
-       scales_by_token = false;
+       scales_by_token = false, fuse_front = true;
   std::string why;
 };
 ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& options);

@@ -72,6 +72,11 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                      "<= 6 MB (measured)"
                                    : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
                   gather_ok;
+  const bool front_auto = !(p.quant.act != ActQuant::kNone && p.router.kind == RouterKind::kPrecomputed);
+  r.fuse_front = pick("fuse_front", o.fuse_front, front_auto,
+                      front_auto ? "auto: route + plan in one kernel at small token counts"
+                                 : "auto: off for precomputed ids with quantised x (the quantiser between the plan and "
+                                   "GEMM1 lets GEMM1 prefetch weights; measured)");
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)
     *why << "    (not applicable: quantised input or weights on the input)\n";
   r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
@@ -277,6 +282,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     // keeps every group's first row 16-row aligned, at no cost), then the CUTLASS GEMMs.
     DispatchOptions o;
     o.permute = true;
+    o.fuse_front = ro.fuse_front;
     o.tile_m = detail::kCutlassTileRows;
     o.group_scales_by_token = false;  // FP8 blocks: row-order scales, re-laid for CUTLASS per group
     DispatchResult r;
@@ -287,6 +293,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   const bool gather = ro.gather_rows;
   DispatchOptions o;
   o.permute = !gather;
+  o.fuse_front = ro.fuse_front;
   o.tile_m = d.tokens_tile;
   // FP8 block scales: x's 1x128 scales stay in token order and GEMM1 reads them through row_token
   // (no gather of the scales into row order: at 16384 tokens of DeepSeek-V3, 21 us and a launch).
