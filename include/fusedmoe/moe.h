@@ -64,9 +64,9 @@ struct ForwardOptions {
   Toggle gather_rows = Toggle::kAuto;
   // Route + plan (+ FP8 of x in token order) in one fused kernel at small token counts (logits
   // routers up to 256 tokens, precomputed ids up to 16; DispatchOptions::fuse_front). Same
-  // results. Auto: on, except precomputed ids with quantised activations: the separate kernels
+  // results. Auto: on, except with quantised activations up to 16 tokens: the separate kernels
   // put the quantiser between the plan and GEMM1, which lets GEMM1 stream its first weight stages
-  // early (H200, session 15: dsv3-tp8-fp8b 40.6 vs 44.9 us at 1 token, 70.4 vs 73.1 at 4; bench
+  // early (H200, session 15: dsv3-tp8-fp8b with the router 41.7 vs 50.7 us at 1 token; bench
   // --front).
   Toggle fuse_front = Toggle::kAuto;
   // Swap-AB GEMMs split each weight tile's reduction over a thread-block cluster (up to 8 CTAs)
