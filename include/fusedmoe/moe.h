@@ -64,7 +64,7 @@ struct ForwardOptions {
   Toggle gather_rows = Toggle::kAuto;
   // Route + plan (+ FP8 of x in token order) in one fused kernel at small token counts (logits
   // routers up to 256 tokens, precomputed ids up to 16; DispatchOptions::fuse_front). Same
-  // results. Auto: on, except with quantised activations up to 16 tokens: the separate kernels
+  // results. Auto: on, except with quantised activations up to 64 tokens: the separate kernels
   // put the quantiser between the plan and GEMM1, which lets GEMM1 stream its first weight stages
   // early (H200, session 15: dsv3-tp8-fp8b with the router 41.7 vs 50.7 us at 1 token; bench
   // --front).

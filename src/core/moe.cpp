@@ -35,7 +35,7 @@ namespace {
 // hot path builds no strings).
 // Up to this many tokens, quantised activations go through the separate dispatch kernels (see
 // the fuse_front rule in resolve()).
-constexpr int64_t kFrontSeparateQuantMaxTokens = 16;
+constexpr int64_t kFrontSeparateQuantMaxTokens = 64;
 
 ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostringstream* why) {
   ResolvedOptions r;
@@ -76,17 +76,18 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                      "<= 6 MB (measured)"
                                    : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
                   gather_ok;
-  // The fused front: off with quantised x up to 16 tokens. The separate kernels put the quantiser
+  // The fused front: off with quantised x up to 64 tokens. The separate kernels put the quantiser
   // between the plan and GEMM1, which lets GEMM1 stream its first weight stages before its wait
-  // (PDL early weights). H200, session 15 call 4, per call, fused vs separate: with the router
-  // separate was faster on all 12 FP8 cases (dsv3-tp8-fp8b / dsv4f-tp4-fp8b / qwen235-tp8 fp8c,
-  // fp8t x 1, 4, 16 tokens) by 0.7-9 us (dsv3-tp8-fp8b 50.7 -> 41.7 us at 1 token); from
-  // precomputed ids mixed (dsv3 3.4-3.8 us faster separate at 1-4 tokens, dsv4f / qwen235 1-3.7
-  // us faster fused).
+  // (PDL early weights). H200, session 15, per call, fused vs separate: with the router separate
+  // was faster on all 12 FP8 cases of call 4 (dsv3-tp8-fp8b / dsv4f-tp4-fp8b / qwen235-tp8 fp8c,
+  // fp8t x 1, 4, 16 tokens) by 0.7-10 us (dsv3-tp8-fp8b 50.7 -> 41.7 us at 1 token) and on both
+  // of call 5 at 64 (dsv3 244.2 -> 239.7, qwen235 fp8c 126.0 -> 124.7); at 256 mixed (+-2.4 us);
+  // from precomputed ids mixed (dsv3 3.4-3.8 us faster separate at 1-4 tokens, dsv4f / qwen235
+  // 1-3.7 us faster fused).
   const bool front_auto = p.quant.act == ActQuant::kNone || p.num_tokens > kFrontSeparateQuantMaxTokens;
   r.fuse_front = pick("fuse_front", o.fuse_front, front_auto,
                       front_auto ? "auto: route + plan in one kernel at small token counts"
-                                 : "auto: off with quantised x up to 16 tokens (the quantiser between the plan and "
+                                 : "auto: off with quantised x up to 64 tokens (the quantiser between the plan and "
                                    "GEMM1 lets GEMM1 prefetch weights; measured)");
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)
     *why << "    (not applicable: quantised input or weights on the input)\n";

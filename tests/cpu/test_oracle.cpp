@@ -169,12 +169,14 @@ TEST(Oracle, GatherRowsAutoRule) {
   fm::MoeProblem q = bf16("qwen235-tp8", 1);
   q.quant = fm::QuantScheme::fp8_per_channel();
   EXPECT_FALSE(fm::resolve_options(q, o).gather_rows);  // quantised x: not applicable
-  // The fused front: on, except quantised x up to 16 tokens (GEMM1's early weights).
+  // The fused front: on, except quantised x up to 64 tokens (GEMM1's early weights).
   EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
   EXPECT_TRUE(fm::resolve_options(pre, o).fuse_front);
   q.router = fm::RouterConfig::precomputed(q.router.top_k);
   EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
-  q.num_tokens = q.max_tokens = 17;
+  q.num_tokens = q.max_tokens = 64;
+  EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
+  q.num_tokens = q.max_tokens = 65;
   EXPECT_TRUE(fm::resolve_options(q, o).fuse_front);
   fm::ForwardOptions fused;
   fused.fuse_front = fm::Toggle::kOn;
