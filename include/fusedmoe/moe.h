@@ -134,8 +134,11 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options = {});
 struct DispatchOptions {
   bool permute = true;  // contiguous layout: rows copied into padded expert order; false: token order
   int tile_m = 128;     // each expert's rows padded to a multiple of this (1..128) in padded_offsets
-  // Small token counts (bound <= 256): route + plan (+ token-order quantisation) in one fused
-  // kernel when the router reads logits rows. Same results; false forces the separate kernels.
+  // Small token counts: route + plan (+ token-order quantisation) in one fused kernel when the
+  // router reads logits rows (bound <= 256) or takes precomputed ids (bound <= 16). Same ids,
+  // weights and plan; false forces the separate kernels. (forward() sets it per problem:
+  // ForwardOptions::fuse_front.) Error reports: with several bad precomputed ids the fused kernel
+  // reports the first in (token, slot) order, the separate kernels any one of them.
   bool fuse_front = true;
   // Programmatic dependent launch between the dispatch kernels (as ForwardOptions::overlap_launches:
   // each launch starts while its predecessor finishes and waits on the device for its results).

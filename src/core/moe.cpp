@@ -31,11 +31,12 @@ Status workspace_size(const MoeProblem& p, size_t* bytes) {
 }
 
 namespace {
-// The switches as forward() resolves them; the reasons only when `why` is given (explain(): the
-// hot path builds no strings).
 // Up to this many tokens, quantised activations go through the separate dispatch kernels (see
 // the fuse_front rule in resolve()).
 constexpr int64_t kFrontSeparateQuantMaxTokens = 64;
+
+// The switches as forward() resolves them; the reasons only when `why` is given (explain(): the
+// hot path builds no strings).
 
 ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostringstream* why) {
   ResolvedOptions r;
@@ -58,24 +59,10 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // us faster at 1 token on all five BF16 decode cases, 1-6 us at 4 tokens on qwen235-tp8 /
   // dsv3-tp8 / qwen30-tp1; 2-7 us slower at 4 tokens on gptoss-tp1 / mixtral-tp2 (0.7-3.5 GB
   // touched: GEMM1's early weights under PDL, which gathering gives up, matter more there) and
-  // mixed from precomputed ids (separate router/plan kernels).
-  const double wbytes = p.quant.weight.format == WeightFormat::kFP8E4M3 ? 1.0 : 2.0;
-  const double expert_bytes =
-      wbytes * (double(p.activation.gemm1_rows(p.intermediate)) * p.hidden + double(p.hidden) * p.intermediate);
-  const double touched_experts = std::min<double>(double(p.local_experts()), double(p.num_tokens) * p.top_k()) +
-                                 p.num_shared_experts;
-  // Also with any router for small experts (<= 6 MB of weights each; qwen235-tp8's 4.7 MB: 1-4 %
-  // faster at 4-256 tokens with and without the router, call 5; 9-13 MB experts were mixed).
-  // Precomputed ids up to 16 tokens also run in the fused front (session 15).
-  const bool fused_front = reads_logits(p.router.kind) || (p.router.kind == RouterKind::kPrecomputed && p.num_tokens <= 16);
-  const bool gather_auto = gather_ok && p.num_tokens <= 256 &&
-                           ((fused_front && touched_experts * expert_bytes <= 400e6) || expert_bytes <= 6e6);
-  r.gather_rows = pick("gather_rows", o.gather_rows, gather_auto,
-                       gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits (or precomputed ids up to 16 "
-                                     "tokens: the fused front), or experts of "
-                                     "<= 6 MB (measured)"
-                                   : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
-                  gather_ok;
+  // mixed from precomputed ids with separate router/plan kernels. Session 15 call 3, precomputed
+  // ids in the fused front (<= 16 tokens), gather on vs off at 1 token: qwen30-tp1 32.1 vs 37.3
+  // us, gptoss-tp1 62.0 vs 66.7, mixtral-tp2 96.3 vs 101.7, dsv3-tp8 44.4 vs 46.5, qwen235-tp8
+  // 25.2 vs 27.4.
   // The fused front: off with quantised x up to 64 tokens. The separate kernels put the quantiser
   // between the plan and GEMM1, which lets GEMM1 stream its first weight stages before its wait
   // (PDL early weights). H200, session 15, per call, fused vs separate: with the router separate
@@ -89,6 +76,24 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                       front_auto ? "auto: route + plan in one kernel at small token counts"
                                  : "auto: off with quantised x up to 64 tokens (the quantiser between the plan and "
                                    "GEMM1 lets GEMM1 prefetch weights; measured)");
+  const double wbytes = p.quant.weight.format == WeightFormat::kFP8E4M3 ? 1.0 : 2.0;
+  const double expert_bytes =
+      wbytes * (double(p.activation.gemm1_rows(p.intermediate)) * p.hidden + double(p.hidden) * p.intermediate);
+  const double touched_experts = std::min<double>(double(p.local_experts()), double(p.num_tokens) * p.top_k()) +
+                                 p.num_shared_experts;
+  // Also with any router for small experts (<= 6 MB of weights each; qwen235-tp8's 4.7 MB: 1-4 %
+  // faster at 4-256 tokens with and without the router, call 5; 9-13 MB experts were mixed).
+  // Precomputed ids up to 16 tokens also run in the fused front (session 15).
+  const bool fused_front = r.fuse_front && (reads_logits(p.router.kind) ||
+                                            (p.router.kind == RouterKind::kPrecomputed && p.num_tokens <= 16));
+  const bool gather_auto = gather_ok && p.num_tokens <= 256 &&
+                           ((fused_front && touched_experts * expert_bytes <= 400e6) || expert_bytes <= 6e6);
+  r.gather_rows = pick("gather_rows", o.gather_rows, gather_auto,
+                       gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits (or precomputed ids up to 16 "
+                                     "tokens: the fused front), or experts of "
+                                     "<= 6 MB (measured)"
+                                   : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
+                  gather_ok;
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)
     *why << "    (not applicable: quantised input or weights on the input)\n";
   r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
@@ -428,6 +433,9 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
   if (d.chosen != Backend::kAuto) {
     os << "chosen: " << to_string(d.chosen) << " (" << d.reason << ")\n";
 #if defined(FUSEDMOE_WITH_CUDA)
+    // The fused front runs when its shape allows and ForwardOptions::fuse_front resolves on.
+    const bool front_fused = resolve(p, options, nullptr).fuse_front &&
+                             kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token());
     if (d.chosen == Backend::kCutlassGrouped) {
       const CutlassOverride& co = cutlass_override();
       const int64_t rows_hint = detail::expected_rows_per_group(p);
@@ -447,8 +455,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
         os << "tiles: cutlass fp8 blockwise 128x128x128 (GEMM1 + GEMM2)\n";
         os << "kernels: "
-           << (kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token()) ? "fused route + plan"
-                                                                                               : "router, dispatch plan")
+           << (front_fused ? "fused route + plan" : "router, dispatch plan")
            << ", permute + e4m3 quantise, " << kernels::cutlass_fp8_block_gemm_name()
            << " (GEMM1; scales re-laid per group), grouped_activation, quantise the intermediate, the same (GEMM2), "
               "combine\n";
@@ -456,9 +463,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
       }
       os << "tiles: cutlass " << brief(co.gemm1, r1, p.hidden) << " + " << brief(co.gemm2, p.hidden, p.intermediate)
          << " (GEMM1 + GEMM2 configurations)\n";
-      os << "kernels: " << (kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token())
-                                ? "fused route + plan"
-                                : "router, dispatch plan")
+      os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
          << ", permute, " << cfg(co.gemm1, r1, p.hidden) << " (GEMM1), grouped_activation, "
          << cfg(co.gemm2, p.hidden, p.intermediate)
          << " (GEMM2), combine (CUTLASS configuration: cooperative 128x256, or 256x128 for an N that is not a "
@@ -476,8 +481,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
     if (d.chosen == Backend::kGrouped) {
       const char* g1 = kernels::grouped_gemm1_name(d.family, d.tokens_tile);
       const char* g2 = kernels::grouped_gemm2_name(d.family, d.tokens_tile);
-      const bool fused = kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token());
-      os << "kernels: " << (fused ? "fused route + plan (one cooperative launch, <= 256 tokens)" : "router, dispatch plan");
+      os << "kernels: " << (front_fused ? "fused route + plan (one launch, <= 256 tokens)" : "router, dispatch plan");
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
         const std::string tile = d.family == TileFamily::kSwapAB ? "swapab_64x" + std::to_string(d.tokens_tile)
                                                                  : std::string("128x128");

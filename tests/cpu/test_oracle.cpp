@@ -181,6 +181,13 @@ TEST(Oracle, GatherRowsAutoRule) {
   fm::ForwardOptions fused;
   fused.fuse_front = fm::Toggle::kOn;
   EXPECT_TRUE(fm::resolve_options(q, fused).fuse_front);
+  // Gathered rows count on the fused front: forced off, precomputed qwen30 (9.4 MB experts) permutes.
+  fm::ForwardOptions separate;
+  separate.fuse_front = fm::Toggle::kOff;
+  fm::MoeProblem pre1 = bf16("qwen30-tp1", 1);
+  pre1.router = fm::RouterConfig::precomputed(pre1.router.top_k);
+  EXPECT_TRUE(fm::resolve_options(pre1, o).gather_rows);
+  EXPECT_FALSE(fm::resolve_options(pre1, separate).gather_rows);
   fm::ForwardOptions off;
   off.gather_rows = fm::Toggle::kOff;
   EXPECT_FALSE(fm::resolve_options(bf16("qwen30-tp1", 1), off).gather_rows);

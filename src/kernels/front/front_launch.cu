@@ -187,8 +187,12 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     f.rows_pad4 = (bound + 3) / 4 * 4;
   }
 
-  // Precomputed ids: any instance runs them (the logits one, one expert per lane).
-  if (precomputed) return front_detail::launch_front_logits(f, rp.bf16, 1, l, stream);
+  // Precomputed ids: any instance runs them (the logits mode's; route_token is not called), and
+  // only as one routing block (the kernel's per-token bad-id masks hold kWideTokens tokens).
+  if (precomputed) {
+    if (!wide) return cudaErrorInvalidValue;
+    return front_detail::launch_front_logits(f, rp.bf16, 1, l, stream);
+  }
   switch (rp.mode) {
     case RowMode::kSoftmaxRow: return front_detail::launch_front_softmax(f, rp.bf16, rp.vec, l, stream);
     case RowMode::kSigmoidRow: return front_detail::launch_front_sigmoid(f, rp.bf16, rp.vec, l, stream);

@@ -22,7 +22,8 @@ inline constexpr int64_t kFrontMaxTokens = 256;
 inline constexpr int64_t kFrontMaxEntries = 256 * 17;
 
 // The problem-shape part of the eligibility (also what explain() reports): a router that reads
-// logits rows, 1 <= tokens <= kFrontMaxTokens, tokens x slots <= kFrontMaxEntries.
+// logits rows (or precomputed ids up to 16 tokens), 1 <= tokens <= kFrontMaxTokens, tokens x
+// slots <= kFrontMaxEntries.
 bool front_small_shape_ok(RouterKind kind, int64_t tokens, int slots, const char** why = nullptr);
 
 struct FrontArgs {
@@ -42,8 +43,8 @@ struct FrontArgs {
 };
 
 // True when the fused path can run these arguments: a router that reads rows of logits
-// (softmax / biased / top-k-softmax / sigmoid-top-1, not hash or precomputed), bound <=
-// kFrontMaxTokens, bound x slots <= kFrontMaxEntries, quantisation none / static / per-token /
+// (softmax / biased / top-k-softmax / sigmoid-top-1; not hash), or precomputed ids with a bound
+// <= 16 (unless FUSEDMOE_FRONT_PRECOMPUTED=0); bound <= kFrontMaxTokens, bound x slots <= kFrontMaxEntries, quantisation none / static / per-token /
 // 128-group of a K that is a multiple of 16, and no weight-on-input scaling of x. *why says
 // which condition failed.
 bool front_small_eligible(const FrontArgs& args, const char** why);
