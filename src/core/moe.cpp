@@ -92,7 +92,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                        gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits (or precomputed ids up to 16 "
                                      "tokens: the fused front), or experts of "
                                      "<= 6 MB (measured)"
-                                   : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
+                                   : !gather_ok ? "auto: off (quantised x or weights on the input: not applicable)"
+                                                : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
                   gather_ok;
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)
     *why << "    (not applicable: quantised input or weights on the input)\n";

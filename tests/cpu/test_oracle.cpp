@@ -169,6 +169,7 @@ TEST(Oracle, GatherRowsAutoRule) {
   fm::MoeProblem q = bf16("qwen235-tp8", 1);
   q.quant = fm::QuantScheme::fp8_per_channel();
   EXPECT_FALSE(fm::resolve_options(q, o).gather_rows);  // quantised x: not applicable
+  EXPECT_NE(fm::resolve_options(q, o).why.find("gather_rows: off (auto: off (quantised x"), std::string::npos);
   // The fused front: on, except quantised x up to 64 tokens (GEMM1's early weights).
   EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
   EXPECT_TRUE(fm::resolve_options(pre, o).fuse_front);
