@@ -37,7 +37,6 @@ constexpr int64_t kFrontSeparateQuantMaxTokens = 64;
 
 // The switches as forward() resolves them; the reasons only when `why` is given (explain(): the
 // hot path builds no strings).
-
 ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostringstream* why) {
   ResolvedOptions r;
   auto pick = [&](const char* name, Toggle t, bool auto_value, const char* auto_reason) {

@@ -161,6 +161,47 @@ void verify_dispatch(const fm::MoeProblem& p, const fm::testing::LayerData& d, c
   }
 }
 
+// dispatch() twice, each on a fresh poisoned workspace: the fused front (a: must fuse, report no
+// device error) and the separate kernels (b). What both compute must be equal, bit for bit: ids,
+// weights, counts, padded offsets, slot -> row and the rows' tokens and slots. The callers compare
+// what else their case writes (activations, scales) and wrap the call in ASSERT_NO_FATAL_FAILURE.
+struct FusedAndSeparate {
+  DeviceBuffer ws_a, ws_b;
+  fm::DispatchResult a, b;
+};
+void dispatch_fused_and_separate(const fm::MoeProblem& p, const DeviceLayer& g, fm::DispatchOptions o,
+                                 FusedAndSeparate* r) {
+  size_t bytes = 0;
+  ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+  r->ws_a.resize(bytes);
+  r->ws_b.resize(bytes);
+  r->ws_a.poison();
+  r->ws_b.poison();
+  o.fuse_front = true;
+  ASSERT_TRUE(fm::dispatch(p, g.t, r->ws_a.get(), bytes, nullptr, o, &r->a).ok());
+  o.fuse_front = false;
+  ASSERT_TRUE(fm::dispatch(p, g.t, r->ws_b.get(), bytes, nullptr, o, &r->b).ok());
+  FM_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_TRUE(fm::check_device_errors(p, r->ws_a.get(), nullptr).ok());
+  ASSERT_TRUE(r->a.fused_front);
+  ASSERT_FALSE(r->b.fused_front);
+  const fm::DispatchResult &a = r->a, &b = r->b;
+  const size_t tk = static_cast<size_t>(p.num_tokens) * p.top_k();
+  const size_t ts = static_cast<size_t>(p.num_tokens) * p.slots_per_token();
+  const int groups = a.num_groups;
+  ASSERT_EQ(groups, b.num_groups);
+  EXPECT_EQ(to_host<int32_t>(a.topk_ids, tk), to_host<int32_t>(b.topk_ids, tk));
+  EXPECT_EQ(to_host<uint32_t>(a.topk_weights, tk), to_host<uint32_t>(b.topk_weights, tk));
+  EXPECT_EQ(to_host<int32_t>(a.counts, groups), to_host<int32_t>(b.counts, groups));
+  const auto off = to_host<int32_t>(a.offsets, groups + 1);
+  EXPECT_EQ(off, to_host<int32_t>(b.offsets, groups + 1));
+  EXPECT_EQ(to_host<int32_t>(a.padded_offsets, groups + 1), to_host<int32_t>(b.padded_offsets, groups + 1));
+  EXPECT_EQ(to_host<int32_t>(a.slot_row, ts), to_host<int32_t>(b.slot_row, ts));
+  const size_t rows = static_cast<size_t>(off[groups]);
+  EXPECT_EQ(to_host<int32_t>(a.row_token, rows), to_host<int32_t>(b.row_token, rows));
+  EXPECT_EQ(to_host<int32_t>(a.row_slot, rows), to_host<int32_t>(b.row_slot, rows));
+}
+
 void check_dispatch(const Case& c, bool permute, int tile_m, bool fuse = true, bool scales_by_token = false) {
   const uint64_t seed = fm::gputest::test_seed();
   SCOPED_TRACE(c.preset + " T=" + std::to_string(c.tokens) + " permute=" + std::to_string(permute) +
@@ -339,28 +380,12 @@ TEST(DispatchApi, FusedFrontPrecomputedIds) {
         std::string why;
         ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, &why, false)) << why;
         DeviceLayer g = upload(d);
-        size_t bytes = 0;
-        ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
-        DeviceBuffer ws_a(bytes), ws_b(bytes);
-        ws_a.poison();
-        ws_b.poison();
         fm::DispatchOptions o;
         o.permute = permute;
         o.tile_m = permute ? 64 : 1;
-        fm::DispatchResult ra, rb;
-        ASSERT_TRUE(fm::dispatch(p, g.t, ws_a.get(), bytes, nullptr, o, &ra).ok());
-        o.fuse_front = false;
-        ASSERT_TRUE(fm::dispatch(p, g.t, ws_b.get(), bytes, nullptr, o, &rb).ok());
-        FM_CUDA_CHECK(cudaDeviceSynchronize());
-        ASSERT_TRUE(fm::check_device_errors(p, ws_a.get(), nullptr).ok());
-        ASSERT_TRUE(ra.fused_front);
-        ASSERT_FALSE(rb.fused_front);
-        verify_dispatch(p, d, ra, permute, o.tile_m);
-        const size_t tk = static_cast<size_t>(t) * p.top_k(), ts = static_cast<size_t>(t) * p.slots_per_token();
-        EXPECT_EQ(to_host<int32_t>(ra.topk_ids, tk), to_host<int32_t>(rb.topk_ids, tk));
-        EXPECT_EQ(to_host<uint32_t>(ra.topk_weights, tk), to_host<uint32_t>(rb.topk_weights, tk));
-        EXPECT_EQ(to_host<int32_t>(ra.counts, ra.num_groups), to_host<int32_t>(rb.counts, rb.num_groups));
-        EXPECT_EQ(to_host<int32_t>(ra.slot_row, ts), to_host<int32_t>(rb.slot_row, ts));
+        FusedAndSeparate r;
+        ASSERT_NO_FATAL_FAILURE(dispatch_fused_and_separate(p, g, o, &r));
+        verify_dispatch(p, d, r.a, permute, o.tile_m);
       }
 }
 
@@ -464,28 +489,11 @@ TEST(DispatchApi, FusedFrontMatchesSeparateKernelsBitwise) {
       std::string why;
       ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, &why, false)) << why;
       DeviceLayer g = upload(d);
-      size_t bytes = 0;
-      ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
-      DeviceBuffer ws_a(bytes), ws_b(bytes);
-      ws_a.poison();
-      ws_b.poison();
       fm::DispatchOptions o;
       o.permute = false;
-      fm::DispatchResult ra, rb;
-      ASSERT_TRUE(fm::dispatch(p, g.t, ws_a.get(), bytes, nullptr, o, &ra).ok());
-      o.fuse_front = false;
-      ASSERT_TRUE(fm::dispatch(p, g.t, ws_b.get(), bytes, nullptr, o, &rb).ok());
-      FM_CUDA_CHECK(cudaDeviceSynchronize());
-      ASSERT_TRUE(ra.fused_front);
-      ASSERT_FALSE(rb.fused_front);
-      const size_t tk = static_cast<size_t>(t) * p.top_k(), ts = static_cast<size_t>(t) * p.slots_per_token();
-      const int groups = ra.num_groups;
-      EXPECT_EQ(to_host<int32_t>(ra.topk_ids, tk), to_host<int32_t>(rb.topk_ids, tk));
-      EXPECT_EQ(to_host<uint32_t>(ra.topk_weights, tk), to_host<uint32_t>(rb.topk_weights, tk));
-      EXPECT_EQ(to_host<int32_t>(ra.counts, groups), to_host<int32_t>(rb.counts, groups));
-      EXPECT_EQ(to_host<int32_t>(ra.padded_offsets, groups + 1), to_host<int32_t>(rb.padded_offsets, groups + 1));
-      EXPECT_EQ(to_host<int32_t>(ra.slot_row, ts), to_host<int32_t>(rb.slot_row, ts));
-      EXPECT_EQ(to_host<int32_t>(ra.row_token, ts), to_host<int32_t>(rb.row_token, ts));
+      FusedAndSeparate r;
+      ASSERT_NO_FATAL_FAILURE(dispatch_fused_and_separate(p, g, o, &r));
+      const fm::DispatchResult &ra = r.a, &rb = r.b;
       EXPECT_EQ(to_host<uint8_t>(ra.act, static_cast<size_t>(t) * p.hidden),
                 to_host<uint8_t>(rb.act, static_cast<size_t>(t) * p.hidden));
       const int64_t rows4 = (t + 3) / 4 * 4;

@@ -44,9 +44,9 @@ struct FrontArgs {
 
 // True when the fused path can run these arguments: a router that reads rows of logits
 // (softmax / biased / top-k-softmax / sigmoid-top-1; not hash), or precomputed ids with a bound
-// <= 16 (unless FUSEDMOE_FRONT_PRECOMPUTED=0); bound <= kFrontMaxTokens, bound x slots <= kFrontMaxEntries, quantisation none / static / per-token /
-// 128-group of a K that is a multiple of 16, and no weight-on-input scaling of x. *why says
-// which condition failed.
+// <= 16 (unless FUSEDMOE_FRONT_PRECOMPUTED=0); bound <= kFrontMaxTokens, bound x slots <=
+// kFrontMaxEntries, quantisation none / static / per-token / 128-group of a K that is a multiple
+// of 16, and no weight-on-input scaling of x. *why says which condition failed.
 bool front_small_eligible(const FrontArgs& args, const char** why);
 
 // cudaErrorInvalidValue when not eligible or the arguments are invalid (as the separate launchers);
