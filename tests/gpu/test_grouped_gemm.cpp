@@ -438,6 +438,28 @@ std::vector<Case> all_cases() {
     c.random_max = 150;
     v.push_back(c);
   }
+  // 5a. the balanced schedule (Swap-AB, chained tiles by the heuristic: Params::flat): many token
+  // tiles per CTA (2 weight tiles per token tile, ~3000 rows on one expert: the grid grows past one
+  // wave so that no range spans more than kMaxSegments token tiles); G above the scan's threads;
+  // G beyond its bound (the grouped raster again); gated GEMM1 with short K; empty + hot experts.
+  {
+    Case c = mk("balanced_many_segments_8", TileFamily::kSwapAB, 8, 8, 64, 128);
+    c.random_max = 3000;
+    c.hot = 2999;
+    v.push_back(c);
+    Case g = mk("balanced_g300_16", TileFamily::kSwapAB, 16, 300, 192, 512);
+    g.random_max = 12;
+    g.hot = 77;
+    v.push_back(g);
+    Case r = mk("balanced_g1290_raster_32", TileFamily::kSwapAB, 32, 1290, 64, 192);
+    r.random_max = 3;
+    r.bias = false;
+    v.push_back(r);
+    Case a = mk("balanced_gated_8", TileFamily::kSwapAB, 8, 24, 360, 256);
+    a.random_max = 30;
+    a.hot = 200;
+    v.push_back(a);
+  }
   // 5b. split-K over a cluster (Swap-AB): every token tile, ragged K (2880 = 45 K steps, 200 = 4
   // steps with 8 asked: capped), gated / interleaved / plain, with and without bias; GEMM2's
   // reduction is N

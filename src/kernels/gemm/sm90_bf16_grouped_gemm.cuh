@@ -24,6 +24,10 @@
 // once if its token tile is beyond padded_offsets[G] or beyond the expert's count. A CTA runs
 // its weight tiles back to back through one smem ring, so the producer loads the next tile while
 // the consumers run the epilogue of the previous one.
+// Where weight tiles are chained (Swap-AB, short reductions), the balanced schedule instead splits
+// the items (active token tile, weight tile) into one contiguous range per CTA of a one-wave grid:
+// each CTA scans the counts for the active token tiles and runs up to kMaxSegments token tiles'
+// weight tiles through the same ring (Params::flat).
 //
 // Gate/up pairing for gated activations (both values of an output column must meet in one thread):
 //   normal : weight tile = 64 gate rows then 64 up rows (smem rows 0..63 / 64..127). In the 64x128
@@ -116,6 +120,14 @@ struct Config {
   static constexpr int kStageElems = kSwapAB ? 8 : kConsumerWGs * 64 * kStageRowElems;
 };
 
+// One run of a CTA's work: weight tiles [wb, we) of the token tile at rows [local0, local0 + tile)
+// of expert e (count rows, unpadded offset off, padded offset poff). The grouped raster gives a CTA
+// one run; the balanced schedule (Params::flat) up to kMaxSegments.
+struct Segment {
+  int e, count, off, poff, local0, wb, we, pad_;
+};
+constexpr int kMaxSegments = 8;
+
 template <class Cfg>
 struct SharedStorage {
   alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutAct>> act;
@@ -123,8 +135,10 @@ struct SharedStorage {
   alignas(16) cute::ArrayEngine<typename Cfg::Element, Cfg::kStageElems> stage_out;  // staged epilogue
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
-  int info[4];  // expert, count, unpadded offset, padded offset of this CTA's token tile
   int gather_tok[Cfg::kTokTile];  // gathered A rows (Params::gather_x): token of each tile row, -1 past the count
+  Segment seg[kMaxSegments];      // the CTA's (token tile, weight tiles) runs, in order
+  int nseg;
+  int scan[Cfg::kThreads / 32];   // balanced schedule: per-warp sums of active token tiles
 };
 
 template <class Cfg>
@@ -151,6 +165,13 @@ struct Params {
   // order and runs the epilogue. 1 = off.
   int k_splits;
   int k_tiles_per_split;
+  // Balanced schedule (1; Swap-AB without split-K, chained weight tiles, G <= 8 * threads): the
+  // work items (active token tile j, weight tile w), j-major, are split into gridDim.x contiguous
+  // ranges of equal length (+-1); a CTA's range spans at most kMaxSegments token tiles (the host
+  // sizes the grid so). Active token tiles come from the counts (a block-wide scan in every CTA),
+  // so the grid is one wave whatever the routing and no CTA slot runs a tail alone. 0: the grouped
+  // raster over (token tile bound, weight chunk), inactive CTAs exit.
+  int flat;
   // weight TMA: n_sub boxes per K step (sub s: q = s >> 1, h = s & 1), each sub_rows smem rows;
   // coordinate d (1..3) = w * mw[d-1] + q * mq[d-1] + h * mh[d-1]; dim 0 = K, dim 4 = expert.
   int n_sub, sub_rows;
@@ -408,26 +429,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       Barrier::init(&ss.full[s], p.gather_x != nullptr ? 1 + Cfg::kProducerThreads : 1);
       Barrier::init(&ss.empty[s], Cfg::kConsumerWarps);
     }
-    ss.info[0] = -1;
+    ss.nseg = 0;
     cutlass::arch::fence_barrier_init();
   }
 
-  // ---- which (token tile, weight chunk): grouped raster, 8 token tiles x all weight chunks ----
+  // ---- which work: (token tile, weight chunk) from the grouped raster, or the balanced ranges ----
   constexpr int kGroupM = 8;
   // (split-K exists in the Swap-AB family only: the normal family keeps its registers)
   const bool splitting = Cfg::kSwapAB && p.k_splits > 1;
   const int split = splitting ? int(blockIdx.x) % p.k_splits : 0;  // == rank in the cluster
-  const int pid = splitting ? int(blockIdx.x) / p.k_splits : int(blockIdx.x);
   const int kt_begin = splitting ? split * p.k_tiles_per_split : 0;
   const int kt_end = splitting ? min(p.k_tiles, kt_begin + p.k_tiles_per_split) : p.k_tiles;
-  const int per_group = kGroupM * p.w_chunks;
-  const int group = pid / per_group;
-  const int first_m = group * kGroupM;
-  const int gm = min(p.m_tiles - first_m, kGroupM);
-  const int in_group = pid - group * per_group;
-  const int m_tile = first_m + in_group % gm;
-  const int w_chunk = in_group / gm;
-  const int row0 = m_tile * Cfg::kTokTile;
   __syncthreads();
 
   // kernels/common/pdl.cuh: the set-up above touched only shared memory. With early_weights the
@@ -436,43 +448,105 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const bool prefetch = p.early_weights && p.early_stages > 0;
   if (prefetch) pdl_launch_dependents();
   else if (!p.early_weights) pdl_enter();
-  // ---- which expert: the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1] ----
-  // One pass, every load independent (a single memory round trip for G <= threads).
+  // (L2 loads of the plan: with early_weights they run before griddepcontrol.wait, see Params)
+  if (!p.flat) {
+    const int pid = splitting ? int(blockIdx.x) / p.k_splits : int(blockIdx.x);
+    const int per_group = kGroupM * p.w_chunks;
+    const int group = pid / per_group;
+    const int first_m = group * kGroupM;
+    const int gm = min(p.m_tiles - first_m, kGroupM);
+    const int in_group = pid - group * per_group;
+    const int m_tile = first_m + in_group % gm;
+    const int w_chunk = in_group / gm;
+    const int row0 = m_tile * Cfg::kTokTile;
+    // the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1]: one pass, every load
+    // independent (a single memory round trip for G <= threads)
 #pragma unroll 2
-  for (int i = tid; i < p.num_groups; i += Cfg::kThreads) {
-    // (L2 loads: with early_weights they run before griddepcontrol.wait, see Params)
-    const int lo = __ldcg(p.padded_offsets + i);
-    const int hi = __ldcg(p.padded_offsets + i + 1);
-    const int cnt = __ldcg(p.counts + i);
-    const int off = (p.out_unpadded || p.gather_x != nullptr) ? __ldcg(p.offsets + i) : 0;
-    if (lo <= row0 && row0 < hi) {
-      ss.info[0] = i;
-      ss.info[1] = cnt;
-      ss.info[2] = off;
-      ss.info[3] = lo;
+    for (int i = tid; i < p.num_groups; i += Cfg::kThreads) {
+      const int lo = __ldcg(p.padded_offsets + i);
+      const int hi = __ldcg(p.padded_offsets + i + 1);
+      const int cnt = __ldcg(p.counts + i);
+      const int off = (p.out_unpadded || p.gather_x != nullptr) ? __ldcg(p.offsets + i) : 0;
+      if (lo <= row0 && row0 < hi) {
+        const int local0 = row0 - lo;
+        const int wb = w_chunk * p.tiles_per_cta;
+        ss.seg[0] = Segment{i, cnt, off, lo, local0, wb, min(p.w_tiles, wb + p.tiles_per_cta), 0};
+        ss.nseg = local0 < cnt ? 1 : 0;  // 0: the token tile is entirely in the expert's padding
+      }
+    }
+  } else {
+    // Balanced schedule (Params::flat): active token tiles U_e = ceil(count_e / tile) of the
+    // experts, in expert order, by a block-wide exclusive scan (thread t holds experts
+    // [t * per, (t + 1) * per), per <= 8); items (j, w) j-major; this CTA takes
+    // [W * b / grid, W * (b + 1) / grid).
+    constexpr int kWarps = Cfg::kThreads / 32;
+    const int per = (p.num_groups + Cfg::kThreads - 1) / Cfg::kThreads;
+    const int e0 = min(p.num_groups, tid * per);
+    const int e1 = min(p.num_groups, e0 + per);
+    int tiles[8];
+    int mine = 0;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      tiles[q] = e0 + q < e1 ? (__ldcg(p.counts + e0 + q) + Cfg::kTokTile - 1) / Cfg::kTokTile : 0;
+      mine += tiles[q];
+    }
+    int incl = mine;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(0xffffffff, incl, d);
+      if (lane >= d) incl += v;
+    }
+    if (lane == 31) ss.scan[warp] = incl;
+    __syncthreads();
+    int before = 0, total = 0;
+#pragma unroll
+    for (int q = 0; q < kWarps; ++q) {
+      const int v = ss.scan[q];
+      before += q < warp ? v : 0;
+      total += v;
+    }
+    const int64_t items = int64_t(total) * p.w_tiles;
+    const int64_t i0 = items * blockIdx.x / gridDim.x, i1 = items * (blockIdx.x + 1) / gridDim.x;
+    const int64_t j0 = i0 / p.w_tiles, j1 = (i1 - 1) / p.w_tiles;  // (i1 > i0 below)
+    if (tid == 0) ss.nseg = i1 > i0 ? int(j1 - j0 + 1) : 0;
+    if (i1 > i0) {
+      int64_t first = before + incl - mine;  // this thread's first token tile
+#pragma unroll
+      for (int q = 0; q < 8; ++q) {
+        const int64_t lo = max(first, j0), hi = min(first + tiles[q] - 1, j1);
+        for (int64_t j = lo; j <= hi; ++j) {
+          const int ex = e0 + q;
+          const int off = (p.out_unpadded || p.gather_x != nullptr) ? __ldcg(p.offsets + ex) : 0;
+          const int wb = j == j0 ? int(i0 % p.w_tiles) : 0;
+          const int we = j == j1 ? int((i1 - 1) % p.w_tiles) + 1 : p.w_tiles;
+          ss.seg[j - j0] = Segment{ex, __ldcg(p.counts + ex), off, __ldcg(p.padded_offsets + ex),
+                                   int(j - first) * Cfg::kTokTile, wb, we, 0};
+        }
+        first += tiles[q];
+      }
     }
   }
   __syncthreads();
   if (p.early_weights && !prefetch) pdl_enter();  // the plan was read ahead; the rest waits
   // (shfl: lets the compiler see block-uniform values, keeping the WGMMA path non-divergent)
-  const int e = __shfl_sync(0xffffffff, ss.info[0], 0);
-  const int local0 = row0 - __shfl_sync(0xffffffff, ss.info[3], 0);
-  const int count = __shfl_sync(0xffffffff, ss.info[1], 0);
+  const int nseg = __shfl_sync(0xffffffff, ss.nseg, 0);
   if (p.trace != nullptr && tid == 0) {
     gemm_stamp(p.trace, 1);
     uint32_t smid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
     gemm_trace_value(p.trace, 6, smid);
-    gemm_trace_value(p.trace, 7, (e < 0 || local0 >= count) ? -1 : e);
+    gemm_trace_value(p.trace, 7, nseg > 0 ? ss.seg[0].e : -1);
   }
-  if (e < 0) return;  // beyond padded_offsets[G]
-  if (local0 >= count) return;  // token tile entirely in the expert's padding
-  const int rows_valid = min(Cfg::kTokTile, count - local0);
-  const int64_t out_row0 =
-      int64_t(__shfl_sync(0xffffffff, p.out_unpadded ? ss.info[2] : ss.info[3], 0)) + local0;
-  const int w_begin = w_chunk * p.tiles_per_cta;
-  const int w_end = min(p.w_tiles, w_begin + p.tiles_per_cta);
-
+  if (nseg == 0) return;  // beyond padded_offsets[G], in an expert's padding, or no items
+  // segment s of this CTA: as stored (one thread), or every field warp-uniform (whole warps)
+  auto segment_1 = [&](int s) { return ss.seg[s]; };
+  auto segment = [&](int s) {
+    const Segment& g = ss.seg[s];
+    return Segment{__shfl_sync(0xffffffff, g.e, 0),      __shfl_sync(0xffffffff, g.count, 0),
+                   __shfl_sync(0xffffffff, g.off, 0),    __shfl_sync(0xffffffff, g.poff, 0),
+                   __shfl_sync(0xffffffff, g.local0, 0), __shfl_sync(0xffffffff, g.wb, 0),
+                   __shfl_sync(0xffffffff, g.we, 0),     0};
+  };
   using Element = typename Cfg::Element;
   Tensor sAct = make_tensor(make_smem_ptr(ss.act.begin()), typename Cfg::SmemLayoutAct{});  // (T,BK,PIPE)
   Tensor sW = make_tensor(make_smem_ptr(ss.w.begin()), typename Cfg::SmemLayoutW{});        // (W,BK,PIPE)
@@ -494,7 +568,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       *mask = m;
       return n;
     };
-    auto load_weights = [&](int stage, int w, int k0, uint32_t sub_mask) {
+    auto load_weights = [&](int stage, int e, int w, int k0, uint32_t sub_mask) {
       Element* w_dst = ss.w.begin() + stage * (Cfg::kWRows * Cfg::kTileK);
       for (int s = 0; s < p.n_sub; ++s) {
         if (!(sub_mask & (1u << s))) continue;
@@ -514,17 +588,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       constexpr int kRowsPerThread = Cfg::kTokTile * 8 / P;
       static_assert(Cfg::kTokTile * 8 % P == 0 && kRowsPerThread >= 1);
       const int ptid = tid - Cfg::kConsumerThreads;
-      const int64_t urow0 = int64_t(__shfl_sync(0xffffffff, ss.info[2], 0)) + local0;  // first unpadded row
-      for (int i = ptid; i < Cfg::kTokTile; i += P)
-        ss.gather_tok[i] = i < rows_valid ? __ldcg(p.row_token + urow0 + i) : -1;
-      cutlass::arch::NamedBarrier::sync(P, 3);
       const int c = ptid & 7, r_first = ptid >> 3;
       // (tokens are re-read from shared memory per stage: the normal family's producer warpgroup
       // runs on 40 registers after setmaxnreg)
       if (ptid == 0) cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
       int stage = 0;
       uint32_t phase = 0;
-      for (int w = w_begin; w < w_end; ++w) {
+      for (int si = 0; si < nseg; ++si) {
+       const Segment sg = segment(si);
+       const int rows_valid = min(Cfg::kTokTile, sg.count - sg.local0);
+       const int64_t urow0 = int64_t(sg.off) + sg.local0;  // first unpadded row
+       if (si > 0) cutlass::arch::NamedBarrier::sync(P, 3);  // every thread has issued from the last rows
+       for (int i = ptid; i < Cfg::kTokTile; i += P)
+         ss.gather_tok[i] = i < rows_valid ? __ldcg(p.row_token + urow0 + i) : -1;
+       cutlass::arch::NamedBarrier::sync(P, 3);
+       for (int w = sg.wb; w < sg.we; ++w) {
         uint32_t sub_mask = 0;
         const int valid_subs = weight_subs(w, &sub_mask);
         for (int kt = kt_begin; kt < kt_end; ++kt) {
@@ -532,7 +610,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           Barrier::wait(&ss.empty[stage], phase ^ 1u);
           if (ptid == 0) {
             Barrier::arrive_and_expect_tx(&ss.full[stage], uint32_t(valid_subs) * p.sub_bytes);
-            load_weights(stage, w, k0, sub_mask);
+            load_weights(stage, sg.e, w, k0, sub_mask);
           }
           const uint32_t act_base =
               cute::cast_smem_ptr_to_uint(ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK));
@@ -548,6 +626,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           cp_async_arrive_noinc(&ss.full[stage]);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
+       }
       }
       asm volatile("cp.async.wait_all;" ::: "memory");  // nothing in flight when this thread retires
     } else if (warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
@@ -559,23 +638,27 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       if (prefetch) {
         // the ring starts empty: its first stages take the first tile's weights now, with the whole
         // stage's bytes expected; their activation halves follow once the predecessor is done
+        const Segment s0 = segment_1(0);
         uint32_t sub_mask = 0;
-        const int valid_subs = weight_subs(w_begin, &sub_mask);
+        const int valid_subs = weight_subs(s0.wb, &sub_mask);
         const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(valid_subs) * p.sub_bytes;
         skip = min(p.early_stages, kt_end - kt_begin);
         for (int i = 0; i < skip; ++i) {
           Barrier::arrive_and_expect_tx(&ss.full[i], stage_bytes);
-          load_weights(i, w_begin, (kt_begin + i) * Cfg::kTileK, sub_mask);
+          load_weights(i, s0.e, s0.wb, (kt_begin + i) * Cfg::kTileK, sub_mask);
         }
         pdl_wait();
         gemm_stamp(p.trace, 2);
         for (int i = 0; i < skip; ++i)
           SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[i], kHintAct, ss.act.begin() + i * (Cfg::kTokTile * Cfg::kTileK),
-                                 (kt_begin + i) * Cfg::kTileK, row0);
+                                 (kt_begin + i) * Cfg::kTileK, s0.poff + s0.local0);
       } else {
         gemm_stamp(p.trace, 2);
       }
-      for (int w = w_begin; w < w_end; ++w) {
+      for (int si = 0; si < nseg; ++si) {
+       const Segment sg = segment_1(si);
+       const int row0 = sg.poff + sg.local0;  // padded row of the token tile
+       for (int w = sg.wb; w < sg.we; ++w) {
         uint32_t sub_mask = 0;
         const int valid_subs = weight_subs(w, &sub_mask);
         const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(valid_subs) * p.sub_bytes;
@@ -593,9 +676,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           // boundary (calling the swizzled layout as a function would XOR element offsets)
           Element* act_dst = ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK);
           SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst, k0, row0);
-          load_weights(stage, w, k0, sub_mask);
+          load_weights(stage, sg.e, w, k0, sub_mask);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
+       }
       }
     }
     if constexpr (Cfg::kSwapAB) {
@@ -621,18 +705,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     constexpr int kKBlocks = decltype(size<2>(tCrA))::value;             // 16-wide K steps per stage
     static_assert(kKBlocks == Cfg::kTileK / 16);
 
-    const float* bias_e = p.bias ? p.bias + int64_t(e) * p.bias_stride : nullptr;
     __nv_bfloat16* out = p.out;
     const int64_t ld = p.out_cols;
 
     int stage = 0;
     uint32_t phase = 0;
-    for (int w = w_begin; w < w_end; ++w) {
+    for (int si = 0; si < nseg; ++si) {
+     const Segment sg = segment(si);
+     const float* bias_e = p.bias ? p.bias + int64_t(sg.e) * p.bias_stride : nullptr;
+     const int rows_valid = min(Cfg::kTokTile, sg.count - sg.local0);
+     const int64_t out_row0 = int64_t(p.out_unpadded ? sg.off : sg.poff) + sg.local0;
+     const int w_begin = sg.wb, w_end = sg.we;
+     for (int w = w_begin; w < w_end; ++w) {
       tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
       int prev_stage = -1;
       for (int kt = kt_begin; kt < kt_end; ++kt) {
         Barrier::wait(&ss.full[stage], phase);
-        if (w == w_begin && kt == kt_begin && tid == 0) gemm_stamp(p.trace, 3);
+        if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) gemm_stamp(p.trace, 3);
         // gathered A was written by cp.async (generic proxy); WGMMA reads it through the async proxy
         if (p.gather_x != nullptr) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         warpgroup_fence_operand(accum);
@@ -651,7 +740,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
       warpgroup_wait<0>();
       warpgroup_fence_operand(accum);
-      if (w == w_end - 1 && tid == 0) gemm_stamp(p.trace, 4);
+      if (si == nseg - 1 && w == w_end - 1 && tid == 0) gemm_stamp(p.trace, 4);
       // the ring continues into the next weight tile: release the last slot too
       if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[prev_stage]);
 
@@ -724,6 +813,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           });
         }
       }
+    }
     }
     if (tid == 0) gemm_stamp(p.trace, 5);
   }
@@ -868,6 +958,26 @@ inline int choose_tiles_per_cta(int forced, int k_splits, int w_tiles, int k_til
   return tpc;
 }
 
+// The balanced schedule (Params::flat) where tiles are chained (short reductions: GEMM2 at decode)
+// by the heuristic in the Swap-AB family without split-K, for G <= 8 x threads (the scan's slots). Chained tiles
+// over the grouped raster leave a partial second wave when the active token tiles times the chunks
+// exceed the slots by a little (qwen235-tp8 GEMM2 at 16 tokens: 332 CTAs on 264 slots, the last 68
+// streaming alone for ~14 us; H200 timeline, session 16). FUSEDMOE_GEMM_BALANCED=0 (read once)
+// keeps the raster, for measurement.
+inline bool use_balanced_schedule(bool swap_ab, int k_splits, int tiles_per_cta, int groups, int threads) {
+  static const bool enabled = env_int("FUSEDMOE_GEMM_BALANCED").value_or(1) != 0;
+  return enabled && swap_ab && k_splits == 1 && tiles_per_cta > 1 && groups <= 8 * threads;
+}
+
+// CTAs of a balanced launch: one per slot (one wave), fewer when there are fewer items, more when
+// a CTA's range could span more than kMaxSegments token tiles (a range of L consecutive items
+// touches at most 1 + ceil((L - 1) / w_tiles) token tiles).
+inline int64_t balanced_grid(int64_t items_bound, int w_tiles, int64_t slots) {
+  const int64_t per_cta_max = int64_t(kMaxSegments - 2) * w_tiles + 1;
+  const int64_t ctas = std::min(slots, items_bound);
+  return std::max(ctas, (items_bound + per_cta_max - 1) / per_cta_max);
+}
+
 // Shared argument checks of both GEMMs (family/tile checked by the caller).
 inline cudaError_t check_args(const GroupedGemmArgs& a, bool gemm2) {
   if (a.num_groups < 1 || a.num_groups > 65536) return cudaErrorInvalidValue;
@@ -973,7 +1083,11 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.row_token = a.row_token;
   p.red = red;
 
-  const int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
+  int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
+  if (a.weight_tiles_per_cta == 0 && use_balanced_schedule(Cfg::kSwapAB, p.k_splits, tpc, a.num_groups, Cfg::kThreads)) {
+    p.flat = 1;
+    grid = balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
+  }
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
   p.trace = grouped_gemm_trace(gemm2, grid);
 

@@ -8,6 +8,9 @@ namespace fusedmoe::kernels::sm90_grouped {
 using SwapAB32 = Config</*swap=*/true, /*tokens=*/32, kSwapStages32>;
 using SwapAB64 = Config</*swap=*/true, /*tokens=*/64, kSwapStages64>;
 
+static_assert(2 * (smem_bytes<SwapAB32>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
+static_assert(2 * (smem_bytes<SwapAB64>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
+
 cudaError_t launch_swapab_large(const GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream,
                                 bool force_simple, int* n_sub) {
   switch (tile) {

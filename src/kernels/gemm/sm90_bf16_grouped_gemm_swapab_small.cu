@@ -8,6 +8,9 @@ namespace fusedmoe::kernels::sm90_grouped {
 using SwapAB8 = Config</*swap=*/true, /*tokens=*/8, kSwapStages8>;
 using SwapAB16 = Config</*swap=*/true, /*tokens=*/16, kSwapStages16>;
 
+static_assert(2 * (smem_bytes<SwapAB8>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
+static_assert(2 * (smem_bytes<SwapAB16>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
+
 cudaError_t launch_swapab_small(const GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream,
                                 bool force_simple, int* n_sub) {
   switch (tile) {
