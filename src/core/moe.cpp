@@ -340,6 +340,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.staged_epilogue = ro.staged_epilogue;
   g.k_splits = options.k_splits > 0 ? options.k_splits : ro.split_k ? 0 : 1;  // (a forced value wins)
   g.weight_tiles_per_cta = options.weight_tiles_per_cta;
+  g.rows_hint = p.num_tokens * p.slots_per_token();  // (the bound with a device-side token count)
   // the plan was written two launches before GEMM1 (a permute in between) and before GEMM2
   g.early_weights = !gather;
   // The whole ring of weight stages before the wait unless overridden: they stream while the

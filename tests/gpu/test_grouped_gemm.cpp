@@ -163,6 +163,7 @@ struct Case {
   bool simple_view = false; // force the simple weight TMA view
   bool staged = false;      // staged epilogue (normal family: outputs through shared memory)
   int k_splits = 0;         // Swap-AB split-K: 0 heuristic, 1 off, n forced
+  int balanced = 0;         // the balanced schedule: 0 rule, 1 forced where it can run, -1 off
 };
 
 std::string fam(const Case& c) {
@@ -194,6 +195,8 @@ GroupedGemmArgs base_args(const Case& c, const Layout& l, const DeviceBuffer& co
   a.weight_tiles_per_cta = c.tpc;
   a.staged_epilogue = c.staged;
   a.k_splits = c.k_splits;
+  a.balanced = c.balanced;
+  a.rows_hint = l.rows;
   return a;
 }
 
@@ -446,19 +449,28 @@ std::vector<Case> all_cases() {
     Case c = mk("balanced_many_segments_8", TileFamily::kSwapAB, 8, 8, 64, 128);
     c.random_max = 3000;
     c.hot = 2999;
+    c.balanced = 1;
     v.push_back(c);
     Case g = mk("balanced_g300_16", TileFamily::kSwapAB, 16, 300, 192, 512);
     g.random_max = 12;
     g.hot = 77;
+    g.balanced = 1;
     v.push_back(g);
     Case r = mk("balanced_g1290_raster_32", TileFamily::kSwapAB, 32, 1290, 64, 192);
     r.random_max = 3;
     r.bias = false;
+    r.balanced = 1;
     v.push_back(r);
     Case a = mk("balanced_gated_8", TileFamily::kSwapAB, 8, 24, 360, 256);
     a.random_max = 30;
     a.hot = 200;
+    a.balanced = 1;
     v.push_back(a);
+    Case q = mk("balanced_rule_qwen235_tp8_like_8", TileFamily::kSwapAB, 8, 128, 192, 4096);
+    q.random_max = 1;  // ~0.4 rows per expert: the rule takes the balanced schedule for GEMM2
+    q.hot = 5;
+    q.bias = false;
+    v.push_back(q);
   }
   // 5b. split-K over a cluster (Swap-AB): every token tile, ragged K (2880 = 45 K steps, 200 = 4
   // steps with 8 asked: capped), gated / interleaved / plain, with and without bias; GEMM2's

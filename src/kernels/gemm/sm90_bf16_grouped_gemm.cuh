@@ -958,15 +958,20 @@ inline int choose_tiles_per_cta(int forced, int k_splits, int w_tiles, int k_til
   return tpc;
 }
 
-// The balanced schedule (Params::flat) where tiles are chained (short reductions: GEMM2 at decode)
-// by the heuristic in the Swap-AB family without split-K, for G <= 8 x threads (the scan's slots). Chained tiles
-// over the grouped raster leave a partial second wave when the active token tiles times the chunks
-// exceed the slots by a little (qwen235-tp8 GEMM2 at 16 tokens: 332 CTAs on 264 slots, the last 68
-// streaming alone for ~14 us; H200 timeline, session 16). FUSEDMOE_GEMM_BALANCED=0 (read once)
-// keeps the raster, for measurement.
-inline bool use_balanced_schedule(bool swap_ab, int k_splits, int tiles_per_cta, int groups, int threads) {
+// The balanced schedule's rule (Params::flat; GroupedGemmArgs::balanced = 0): GEMM2 where the
+// heuristic chains tiles (short reductions), Swap-AB without split-K, G <= 8 x threads, when the
+// rows are sparse: at most a quarter token tile per expert on average (rows_hint), so that
+// nearly every active expert has one token tile. Chained tiles over the grouped raster leave a
+// partial second wave when the active token tiles times the chunks exceed the slots by a little
+// (qwen235-tp8 GEMM2 at 16 tokens: 332 CTAs on 264 slots, the last 68 streaming alone for ~14 us).
+// With several token tiles per expert the j-major ranges read an expert's weights once per token
+// tile at different times, where the raster's neighbouring CTAs share them through L2 (dsv3-tp8
+// at 256 tokens, tile 16: GEMM2 184 -> 221 us); as GEMM1 (the one-to-two-wave pairs and gathered
+// rows, where the scan's round trips follow the front) it lost 1-10 us at 1-4 tokens (H200,
+// session 16, call 2). FUSEDMOE_GEMM_BALANCED=0 (read once) keeps the raster, for measurement.
+inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint, int tile) {
   static const bool enabled = env_int("FUSEDMOE_GEMM_BALANCED").value_or(1) != 0;
-  return enabled && swap_ab && k_splits == 1 && tiles_per_cta > 1 && groups <= 8 * threads;
+  return enabled && tiles_per_cta > 1 && rows_hint > 0 && 4 * rows_hint <= int64_t(groups) * tile;
 }
 
 // CTAs of a balanced launch: one per slot (one wave), fewer when there are fewer items, more when
@@ -1084,7 +1089,10 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.red = red;
 
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
-  if (a.weight_tiles_per_cta == 0 && use_balanced_schedule(Cfg::kSwapAB, p.k_splits, tpc, a.num_groups, Cfg::kThreads)) {
+  const bool balanced_ok =
+      Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads && a.gather_x == nullptr;
+  if (balanced_ok && (a.balanced > 0 || (a.balanced == 0 && gemm2 && a.weight_tiles_per_cta == 0 &&
+                                         use_balanced_schedule(tpc, a.num_groups, a.rows_hint, Cfg::kTokTile)))) {
     p.flat = 1;
     grid = balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
   }

@@ -53,6 +53,13 @@ struct GroupedGemmArgs {
   int tokens_tile = 0;         // kNormal: 128 (0 = 128); kSwapAB: 8, 16, 32 or 64 (0 = 16)
                                // kAuto: taken from tokens_tile (<= 64 swap-AB, else normal)
   int weight_tiles_per_cta = 0;  // 0 = heuristic; >= 1 forces consecutive weight tiles per CTA
+  // Valid rows (T x slots) when the host knows them (an upper bound does), 0 = unknown. GEMM2's
+  // balanced schedule is taken only when these average at most a quarter token tile per expert.
+  int64_t rows_hint = 0;
+  // The balanced schedule (one-wave grid, contiguous item ranges per CTA): 0 = the rule above,
+  // > 0 = wherever it can run (Swap-AB without split-K or gathered rows, G <= 8 x the CTA's threads;
+  // tests), < 0 = off.
+  int balanced = 0;
   // Swap-AB only: split each weight tile's reduction over a cluster of k_splits CTAs whose partial
   // sums rank 0 adds in a fixed order (same bits every run; rounding differs from unsplit).
   // 0 = heuristic (when the tiles fill under half of the GPU's CTA slots: decode), 1 or negative =
