@@ -355,6 +355,46 @@ TEST(DispatchApi, PrecomputedIdsOutOfRangeAreReportedNotWritten) {
   }
 }
 
+// Precomputed ids read from the output ids of an earlier call (the same workspace buffer): the
+// fused front (16 tokens) and the separate kernels (50) overwrite them with the sanitised ids, yet
+// the error names the id as the caller gave it.
+TEST(DispatchApi, PrecomputedIdsAliasingTheOutputIds) {
+  for (int64_t t : {16, 3, 50}) {
+    SCOPED_TRACE("T=" + std::to_string(t));
+    fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
+    p.router = fm::RouterConfig::precomputed(8);
+    p.num_tokens = p.max_tokens = t;
+    fm::testing::LayerData d;
+    ASSERT_TRUE(fm::testing::make_layer_data(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &d, nullptr, false));
+    DeviceLayer g = upload(d);
+    size_t bytes = 0;
+    ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+    DeviceBuffer ws(bytes);
+    ws.poison();
+    fm::DispatchResult r;
+    ASSERT_TRUE(fm::dispatch(p, g.t, ws.get(), bytes, nullptr, {}, &r).ok());
+    ASSERT_TRUE(fm::check_device_errors(p, ws.get(), nullptr).ok());
+    // the ids again, one out of range, written into the output ids; then dispatched from there
+    std::vector<int32_t> ids = d.topk_ids;
+    const int64_t a = (t - 1) * 8 + 5;
+    ids[a] = 131;
+    ASSERT_EQ(cudaMemcpy(const_cast<int32_t*>(r.topk_ids), ids.data(), ids.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    fm::MoeTensors tt = g.t;
+    tt.topk_ids = r.topk_ids;
+    fm::DispatchResult r2;
+    ASSERT_TRUE(fm::dispatch(p, tt, ws.get(), bytes, nullptr, {}, &r2).ok());
+    EXPECT_EQ(r2.topk_ids, r.topk_ids);
+    EXPECT_EQ(r2.fused_front, t <= 16);
+    const fm::Status st = fm::check_device_errors(p, ws.get(), nullptr);
+    EXPECT_EQ(st.code(), fm::StatusCode::kOutOfRange) << st.to_string();
+    EXPECT_NE(st.message().find("routing id 131 "), std::string::npos) << st.message();
+    const auto out = to_host<int32_t>(r2.topk_ids, t * 8);
+    EXPECT_EQ(out[a], -1);
+    for (int64_t i = 0; i < t * 8; ++i)
+      if (i != a) EXPECT_EQ(out[i], d.topk_ids[i]) << i;
+  }
+}
+
 // Precomputed ids through the fused front (up to 16 tokens): exact against the reference in both
 // layouts, with and without renormalisation and scaling, a shared expert and an expert map; ids,
 // weights (bits), counts and row maps equal to the separate kernels'.
@@ -365,7 +405,7 @@ TEST(DispatchApi, FusedFrontPrecomputedIds) {
     float scaling;
   };
   for (const V& v : {V{"qwen235-tp8", false, 1.f}, V{"dsv3-tp8", true, 2.5f}, V{"dsv3-ep8", true, 1.f},
-                     V{"mixtral-tp2", true, 1.f}})
+                     V{"mixtral-tp2", true, 1.f}, V{"qwen3next-tp1", true, 1.f}})  // (k = 10 + a shared expert)
     for (int64_t t : {1, 2, 3, 9, 16})
       for (bool permute : {false, true}) {
         const uint64_t seed = fm::gputest::test_seed();
@@ -387,6 +427,86 @@ TEST(DispatchApi, FusedFrontPrecomputedIds) {
         ASSERT_NO_FATAL_FAILURE(dispatch_fused_and_separate(p, g, o, &r));
         verify_dispatch(p, d, r.a, permute, o.tile_m);
       }
+}
+
+// A token that names one expert twice (precomputed ids): the plan's fallback for duplicates, the
+// fused front against the separate kernels and the reference.
+TEST(DispatchApi, FusedFrontPrecomputedDuplicateIds) {
+  for (int64_t t : {1, 5, 16})
+    for (bool permute : {false, true}) {
+      const uint64_t seed = fm::gputest::test_seed();
+      SCOPED_TRACE("T=" + std::to_string(t) + " permute=" + std::to_string(permute) + " seed=" + std::to_string(seed));
+      fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
+      p.router = fm::RouterConfig::precomputed(8);
+      p.num_tokens = p.max_tokens = t;
+      fm::testing::LayerData d;
+      ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, nullptr, false));
+      const int64_t last = (t - 1) * 8;
+      d.topk_ids[1] = d.topk_ids[0];            // token 0: slots 0 and 1 on one expert
+      d.topk_ids[last + 7] = d.topk_ids[last + 3];  // the last token: slots 3 and 7
+      DeviceLayer g = upload(d);
+      fm::DispatchOptions o;
+      o.permute = permute;
+      o.tile_m = permute ? 64 : 1;
+      FusedAndSeparate r;
+      ASSERT_NO_FATAL_FAILURE(dispatch_fused_and_separate(p, g, o, &r));
+      verify_dispatch(p, d, r.a, permute, o.tile_m);
+    }
+}
+
+// Precomputed ids in the fused front with the token count read on the device (bound 16, one
+// graph): an id out of range at token 12 is reported only when the count reaches it.
+TEST(DispatchApi, DeviceTokenCountPrecomputedFusedFront) {
+  fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
+  p.router = fm::RouterConfig::precomputed(8);
+  p.num_tokens = p.max_tokens = 16;
+  const uint64_t seed = fm::gputest::test_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  fm::testing::LayerData d;
+  ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, nullptr, false));
+  d.topk_ids[12 * 8 + 2] = 128;
+  DeviceLayer g = upload(d);
+  DeviceBuffer count(4);
+  g.t.num_tokens_device = count.as<int32_t>();
+  size_t bytes = 0;
+  ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+  DeviceBuffer ws(bytes);
+  cudaStream_t s;
+  FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  fm::DispatchOptions o;
+  fm::DispatchResult r;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  FM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const fm::Status st = fm::dispatch(p, g.t, ws.get(), bytes, s, o, &r);
+  FM_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_TRUE(r.fused_front);
+  FM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int64_t c : {int64_t{12}, int64_t{1}, int64_t{0}, int64_t{5}, int64_t{13}, int64_t{16}}) {
+    SCOPED_TRACE("device count " + std::to_string(c));
+    const int32_t c32 = static_cast<int32_t>(c);
+    ws.poison();
+    FM_CUDA_CHECK(cudaDeviceSynchronize());  // poison runs on the legacy stream
+    FM_CUDA_CHECK(cudaMemcpyAsync(count.get(), &c32, 4, cudaMemcpyHostToDevice, s));
+    FM_CUDA_CHECK(cudaGraphLaunch(exec, s));
+    FM_CUDA_CHECK(cudaStreamSynchronize(s));
+    const fm::Status e = fm::check_device_errors(p, ws.get(), s);
+    if (c <= 12) {
+      ASSERT_TRUE(e.ok()) << e.to_string();
+      fm::MoeProblem pc = p;
+      pc.num_tokens = c;
+      if (c > 0) verify_dispatch(pc, d, r, false, o.tile_m);
+      else EXPECT_EQ(to_host<int32_t>(r.offsets, r.num_groups + 1).back(), 0);
+    } else {
+      EXPECT_EQ(e.code(), fm::StatusCode::kOutOfRange) << e.to_string();
+      EXPECT_NE(e.message().find("routing id 128 at token 12, slot 2"), std::string::npos) << e.message();
+    }
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
 }
 
 TEST(CombineApi, WithinOneBf16UlpAndDeterministic) {

@@ -467,7 +467,7 @@ std::vector<Case> all_cases() {
     a.balanced = 1;
     v.push_back(a);
     Case q = mk("balanced_rule_qwen235_tp8_like_8", TileFamily::kSwapAB, 8, 128, 192, 4096);
-    q.random_max = 1;  // ~0.4 rows per expert: the rule takes the balanced schedule for GEMM2
+    q.random_max = 1;  // ~50 rows on 128 experts (G / 4 < rows <= G): the rule takes the balanced GEMM2
     q.hot = 5;
     q.bias = false;
     v.push_back(q);

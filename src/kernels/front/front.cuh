@@ -416,6 +416,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   __shared__ uint32_t s_ws[kMaxMaskWords];
   __shared__ int s_dup;
   __shared__ uint32_t s_bad[kWideTokens];      // precomputed: per token, its slots with an id outside [0, E)
+  __shared__ int32_t s_bad_id[kWideTokens];    // ... and the first such id as read (the caller's ids may be
+                                               // the output ids of an earlier call: overwritten by then)
   constexpr int kWarps = kMaxThreads / 32;
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
@@ -451,12 +453,12 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       uint32_t* wsm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(warp) * (f.r.num_experts + f.r.n_group);
       unsigned long long* rtrace = (f.trace != nullptr && blockIdx.x == 0 && warp == 0) ? f.trace + kRouteTraceSlot : nullptr;
       if (f.precomputed) {  // the caller's ids and weights (router_gather_kernel's checks and slots)
-        int32_t id = -1;
+        int32_t id = -1, raw = -1;
         float w = 0.f;
         bool bad = false;
         if (lane < f.r.k) {
           const int64_t i = token * f.r.k + lane;
-          id = f.r.ids_in[i];
+          raw = id = f.r.ids_in[i];
           w = f.r.weights_in[i];
           bad = id < 0 || id >= f.r.num_experts;
           if (bad) {
@@ -465,7 +467,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
           }
         }
         const uint32_t bad_slots = __ballot_sync(0xffffffffu, bad);
-        if (lane == 0) s_bad[warp] = bad_slots;
+        const int first_bad = __shfl_sync(0xffffffffu, raw, bad_slots != 0u ? __ffs(static_cast<int>(bad_slots)) - 1 : 0);
+        if (lane == 0) {
+          s_bad[warp] = bad_slots;
+          s_bad_id[warp] = first_bad;
+        }
         router_detail::finish_slots(f.r, token, lane, lane < f.r.k, id, w, bad, 32, ids);
       } else {
         route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
@@ -596,7 +602,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       for (int t = 0; t < static_cast<int>(num_tokens); ++t)
         if (s_bad[t] != 0u) {
           const int s = __ffs(static_cast<int>(s_bad[t])) - 1;
-          bad = make_int4(kErrorIdOutOfRange, t, s, f.r.ids_in[static_cast<int64_t>(t) * f.r.k + s]);
+          bad = make_int4(kErrorIdOutOfRange, t, s, s_bad_id[t]);
           break;
         }
     }

@@ -959,19 +959,25 @@ inline int choose_tiles_per_cta(int forced, int k_splits, int w_tiles, int k_til
 }
 
 // The balanced schedule's rule (Params::flat; GroupedGemmArgs::balanced = 0): GEMM2 where the
-// heuristic chains tiles (short reductions), Swap-AB without split-K, G <= 8 x threads, when the
-// rows are sparse: at most a quarter token tile per expert on average (rows_hint), so that
-// nearly every active expert has one token tile. Chained tiles over the grouped raster leave a
-// partial second wave when the active token tiles times the chunks exceed the slots by a little
-// (qwen235-tp8 GEMM2 at 16 tokens: 332 CTAs on 264 slots, the last 68 streaming alone for ~14 us).
-// With several token tiles per expert the j-major ranges read an expert's weights once per token
-// tile at different times, where the raster's neighbouring CTAs share them through L2 (dsv3-tp8
-// at 256 tokens, tile 16: GEMM2 184 -> 221 us); as GEMM1 (the one-to-two-wave pairs and gathered
-// rows, where the scan's round trips follow the front) it lost 1-10 us at 1-4 tokens (H200,
-// session 16, call 2). FUSEDMOE_GEMM_BALANCED=0 (read once) keeps the raster, for measurement.
-inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint, int tile) {
+// heuristic chains tiles (short reductions), Swap-AB without split-K or gathered rows, G <= 8 x
+// threads, when the rows (rows_hint, T x slots) number between a quarter of the experts and all of
+// them. There the active token tiles (about one per touched expert) times the weight chunks land a
+// little above a whole number of waves in a way the raster, sized from the row bound, cannot
+// foresee: qwen235-tp8 GEMM2 at 16 tokens ran 332 CTAs on 264 slots, the last 68 streaming alone
+// for ~14 us. Measured on the H200 (session 16, call 3, BF16 layer, same run, best of two), the
+// balanced schedule against the raster:
+//   - 16 tokens: 2.4-7.2 us faster on every case it applies to (dsv3-tp8 265 -> 258, qwen235-tp4
+//     219 -> 213, qwen235-tp8 123 -> 120, dsv4f-tp4 271 -> 267, qwen30-tp1 213 -> 211);
+//   - 1 token: 1.6-2.7 us slower (the raster is one exact wave there; the scan's round trips add);
+//   - 4 tokens: -1.3..+1.8 us; 64 tokens (dsv3-tp8, 2 rows per expert): 3.3-3.9 us slower;
+//   - GEMM1 (tile pairs at 1-2 waves, gathered rows after the front): 1-10 us slower (call 2);
+//   - with several token tiles per expert the j-major ranges read an expert's weights once per
+//     token tile at different times, where the raster's neighbours share them in L2 (dsv3-tp8 at
+//     256 tokens, tile 16: GEMM2 184 -> 221 us, call 2).
+// FUSEDMOE_GEMM_BALANCED=0 (read once) keeps the raster, for measurement.
+inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint) {
   static const bool enabled = env_int("FUSEDMOE_GEMM_BALANCED").value_or(1) != 0;
-  return enabled && tiles_per_cta > 1 && rows_hint > 0 && 4 * rows_hint <= int64_t(groups) * tile;
+  return enabled && tiles_per_cta > 1 && 4 * rows_hint > int64_t(groups) && rows_hint <= int64_t(groups);
 }
 
 // CTAs of a balanced launch: one per slot (one wave), fewer when there are fewer items, more when
@@ -1092,7 +1098,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   const bool balanced_ok =
       Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads && a.gather_x == nullptr;
   if (balanced_ok && (a.balanced > 0 || (a.balanced == 0 && gemm2 && a.weight_tiles_per_cta == 0 &&
-                                         use_balanced_schedule(tpc, a.num_groups, a.rows_hint, Cfg::kTokTile)))) {
+                                         use_balanced_schedule(tpc, a.num_groups, a.rows_hint)))) {
     p.flat = 1;
     grid = balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
   }

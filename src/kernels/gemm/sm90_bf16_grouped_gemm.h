@@ -54,7 +54,7 @@ struct GroupedGemmArgs {
                                // kAuto: taken from tokens_tile (<= 64 swap-AB, else normal)
   int weight_tiles_per_cta = 0;  // 0 = heuristic; >= 1 forces consecutive weight tiles per CTA
   // Valid rows (T x slots) when the host knows them (an upper bound does), 0 = unknown. GEMM2's
-  // balanced schedule is taken only when these average at most a quarter token tile per expert.
+  // balanced schedule is taken only when they number between G / 4 and G (the .cuh says why).
   int64_t rows_hint = 0;
   // The balanced schedule (one-wave grid, contiguous item ranges per CTA): 0 = the rule above,
   // > 0 = wherever it can run (Swap-AB without split-K or gathered rows, G <= 8 x the CTA's threads;
