@@ -98,6 +98,19 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
     *why << "    (not applicable: quantised input or weights on the input)\n";
   r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
                    "auto: swap-ab tiles filling under half of the CTA slots split K over a cluster");
+  // The balanced GEMM2 schedule (BF16 Swap-AB; the kernel also requires chained tiles:
+  // kernels/gemm/sm90_bf16_grouped_gemm.cuh, use_balanced_schedule, same rows rule and the numbers).
+  const int64_t rows = p.num_tokens * p.slots_per_token();
+  const int64_t groups = p.local_experts() + p.num_shared_experts;
+  const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
+  const bool balanced_auto = bf16_weights && 4 * rows > groups && rows <= groups;
+  r.balanced_gemm2 = pick("balanced_gemm2", o.balanced_gemm2, balanced_auto,
+                          !bf16_weights ? "auto: off (BF16 weights only)"
+                          : balanced_auto
+                              ? "auto: rows between a quarter of the experts and all of them, where chained Swap-AB tiles "
+                                "(short reductions) run a one-wave balanced grid (measured)"
+                              : "auto: off (rows outside (experts / 4, experts]: the raster's grid fits; measured)") &&
+                     bf16_weights;
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
   if (block_fp8)
@@ -392,6 +405,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.w = t.w2;
   g.bias = p.has_expert_bias ? t.b2 : nullptr;
   g.out = expert_out;
+  // balanced schedule: forced, the kernel's rule (chained tiles + rows_hint), or off
+  g.balanced = options.balanced_gemm2 == Toggle::kOn ? 1 : ro.balanced_gemm2 ? 0 : -1;
   if (fp8) {
     void* inter_q = base + w.inter_q.offset;
     float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);

@@ -143,6 +143,33 @@ TEST(Workspace, CutlassRowsDoNotInflateSmallBatchWorkspaces) {
 // ForwardOptions::gather_rows' auto rule (moe.cpp resolve): on at decode from a logits router with
 // <= 400 MB of touched expert weights, or for experts of <= 6 MB; off otherwise and for quantised
 // activations; a forced value wins where gathering applies.
+// The balanced GEMM2 schedule: BF16, rows (T x slots) in (experts / 4, experts].
+TEST(Oracle, BalancedGemm2AutoRule) {
+  auto bf16 = [](const char* name, int64_t t) {
+    fm::MoeProblem p = fm::find_preset(name)->problem;
+    p.quant = fm::QuantScheme::bf16();
+    p.num_tokens = p.max_tokens = t;
+    return p;
+  };
+  const fm::ForwardOptions o;
+  EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 1), o).balanced_gemm2);   // 8 rows, 128 experts
+  EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 4), o).balanced_gemm2);   // 32 = E / 4
+  EXPECT_TRUE(fm::resolve_options(bf16("qwen235-tp8", 16), o).balanced_gemm2);   // 128
+  EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 17), o).balanced_gemm2);  // 136 > E
+  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 16), o).balanced_gemm2);      // 128 rows, 256 experts
+  EXPECT_FALSE(fm::resolve_options(bf16("dsv3-tp8", 64), o).balanced_gemm2);
+  fm::ForwardOptions on;
+  on.balanced_gemm2 = fm::Toggle::kOn;
+  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 64), on).balanced_gemm2);
+  fm::ForwardOptions off;
+  off.balanced_gemm2 = fm::Toggle::kOff;
+  EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 16), off).balanced_gemm2);
+  fm::MoeProblem q = bf16("qwen235-tp8", 16);
+  q.quant = fm::QuantScheme::fp8_per_channel();
+  EXPECT_FALSE(fm::resolve_options(q, on).balanced_gemm2);  // BF16 weights only, even forced
+  EXPECT_NE(fm::resolve_options(q, o).why.find("balanced_gemm2: off (auto: off (BF16 weights only)"), std::string::npos);
+}
+
 TEST(Oracle, GatherRowsAutoRule) {
   auto bf16 = [](const char* name, int64_t t) {
     fm::MoeProblem p = fm::find_preset(name)->problem;
