@@ -474,6 +474,8 @@ TEST(DispatchApi, DeviceTokenCountPrecomputedFusedFront) {
   cudaStream_t s;
   FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   fm::DispatchOptions o;
+  o.permute = false;  // token order (forward()'s gathered rows)
+  o.tile_m = 1;
   fm::DispatchResult r;
   cudaGraph_t graph;
   cudaGraphExec_t exec;
