@@ -111,6 +111,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                 "(short reductions) run a one-wave balanced grid (measured)"
                               : "auto: off (rows outside (experts / 4, experts]: the raster's grid fits; measured)") &&
                      bf16_weights;
+  if (why && o.balanced_gemm2 == Toggle::kOn && !bf16_weights) *why << "    (not applicable: BF16 weights only)\n";
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
   if (block_fp8)

@@ -140,17 +140,18 @@ TEST(Workspace, CutlassRowsDoNotInflateSmallBatchWorkspaces) {
   EXPECT_LT(bytes, grouped + grouped / 4) << "workspace " << bytes << " vs ~" << grouped;
 }
 
-// ForwardOptions::gather_rows' auto rule (moe.cpp resolve): on at decode from a logits router with
-// <= 400 MB of touched expert weights, or for experts of <= 6 MB; off otherwise and for quantised
-// activations; a forced value wins where gathering applies.
+namespace {
+// A preset in BF16 at t tokens.
+fm::MoeProblem bf16(const char* name, int64_t t) {
+  fm::MoeProblem p = fm::find_preset(name)->problem;
+  p.quant = fm::QuantScheme::bf16();
+  p.num_tokens = p.max_tokens = t;
+  return p;
+}
+}  // namespace
+
 // The balanced GEMM2 schedule: BF16, rows (T x slots) in (experts / 4, experts].
 TEST(Oracle, BalancedGemm2AutoRule) {
-  auto bf16 = [](const char* name, int64_t t) {
-    fm::MoeProblem p = fm::find_preset(name)->problem;
-    p.quant = fm::QuantScheme::bf16();
-    p.num_tokens = p.max_tokens = t;
-    return p;
-  };
   const fm::ForwardOptions o;
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 1), o).balanced_gemm2);   // 8 rows, 128 experts
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 4), o).balanced_gemm2);   // 32 = E / 4
@@ -170,13 +171,10 @@ TEST(Oracle, BalancedGemm2AutoRule) {
   EXPECT_NE(fm::resolve_options(q, o).why.find("balanced_gemm2: off (auto: off (BF16 weights only)"), std::string::npos);
 }
 
+// ForwardOptions::gather_rows' auto rule (moe.cpp resolve): on at decode from a logits router with
+// <= 400 MB of touched expert weights, or for experts of <= 6 MB; off otherwise and for quantised
+// activations; a forced value wins where gathering applies.
 TEST(Oracle, GatherRowsAutoRule) {
-  auto bf16 = [](const char* name, int64_t t) {
-    fm::MoeProblem p = fm::find_preset(name)->problem;
-    p.quant = fm::QuantScheme::bf16();
-    p.num_tokens = p.max_tokens = t;
-    return p;
-  };
   const fm::ForwardOptions o;
   EXPECT_TRUE(fm::resolve_options(bf16("qwen30-tp1", 1), o).gather_rows);    // 8 x 9.4 MB
   EXPECT_TRUE(fm::resolve_options(bf16("qwen30-tp1", 4), o).gather_rows);    // 32 x 9.4 MB
