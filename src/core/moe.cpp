@@ -107,8 +107,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   r.balanced_gemm2 = pick("balanced_gemm2", o.balanced_gemm2, balanced_auto,
                           !bf16_weights ? "auto: off (BF16 weights only)"
                           : balanced_auto
-                              ? "auto: rows between a quarter of the experts and all of them, where chained Swap-AB tiles "
-                                "(short reductions) run a one-wave balanced grid (measured)"
+                              ? "auto: requested (rows between a quarter of the experts and all of them); the kernel runs "
+                                "it where Swap-AB tiles are chained (short reductions) without split-K (measured)"
                               : "auto: off (rows outside (experts / 4, experts]: the raster's grid fits; measured)") &&
                      bf16_weights;
   if (why && o.balanced_gemm2 == Toggle::kOn && !bf16_weights) *why << "    (not applicable: BF16 weights only)\n";

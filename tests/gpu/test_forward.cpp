@@ -454,7 +454,8 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
     // The staged GEMM epilogue (staged_epilogue) and GEMM1 gathering its rows from x through the
     // plan (gather_rows) compute the same values, alone and together.
     // variants: staged | staged + overlap | gather | gather + staged + overlap | gather + overlap,
-    // and the same five with every switch flipped
+    // and the same five with every switch flipped; the balanced GEMM2 grid (balanced_gemm2) forced
+    // on in the even variants, off in the odd ones (session 16: added after the last GPU run)
     auto on = [](bool b) { return b ? fm::Toggle::kOn : fm::Toggle::kOff; };
     for (int variant = 0; variant < 10; ++variant) {
       fm::ForwardOptions so = c.o;
@@ -463,6 +464,7 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
       so.staged_epilogue = on((v <= 1 || v == 3) != flip);
       so.overlap_launches = on((v == 1 || v >= 3) != flip);
       so.gather_rows = on((v >= 2) != flip);
+      so.balanced_gemm2 = on(variant % 2 == 0);
       L.out.poison();
       L.ws.poison();
       const fm::Status sst = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, so);
@@ -470,7 +472,8 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
       FM_CUDA_CHECK(cudaStreamSynchronize(s));
       EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain)
           << "variant " << variant << " (staged " << fm::to_string(so.staged_epilogue) << ", overlap "
-          << fm::to_string(so.overlap_launches) << ", gather " << fm::to_string(so.gather_rows) << ") differs";
+          << fm::to_string(so.overlap_launches) << ", gather " << fm::to_string(so.gather_rows) << ", balanced "
+          << fm::to_string(so.balanced_gemm2) << ") differs";
     }
     cudaStreamDestroy(s);
   }

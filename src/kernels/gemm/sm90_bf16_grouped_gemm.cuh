@@ -982,7 +982,9 @@ inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hi
 
 // CTAs of a balanced launch: one per slot (one wave), fewer when there are fewer items, more when
 // a CTA's range could span more than kMaxSegments token tiles (a range of L consecutive items
-// touches at most 1 + ceil((L - 1) / w_tiles) token tiles).
+// touches at most 1 + ceil((L - 1) / w_tiles) token tiles; L <= (kMaxSegments - 2) * w_tiles + 1
+// keeps it to kMaxSegments - 1, one segment of margin). The bound holds while the active token
+// tiles stay within the row bound (max_rows, the launch's contract); the kernel does not check it.
 inline int64_t balanced_grid(int64_t items_bound, int w_tiles, int64_t slots) {
   const int64_t per_cta_max = int64_t(kMaxSegments - 2) * w_tiles + 1;
   const int64_t ctas = std::min(slots, items_bound);
