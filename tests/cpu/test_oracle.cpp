@@ -97,6 +97,9 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   staged.staged_epilogue = fm::Toggle::kOff;
   EXPECT_EQ(fm::detail::decide(p, staged, true).chosen, fm::Backend::kGrouped);
   EXPECT_EQ(fm::detail::decide(p, staged, false).chosen, fm::Backend::kGrouped);
+  fm::ForwardOptions balanced;  // (bench --balanced at prefill measures the grouped backend both ways)
+  balanced.balanced_gemm2 = fm::Toggle::kOff;
+  EXPECT_EQ(fm::detail::decide(p, balanced, true).chosen, fm::Backend::kGrouped);
   fm::ForwardOptions forced;
   forced.backend = fm::Backend::kCutlassGrouped;
   p.num_tokens = p.max_tokens = 1;
