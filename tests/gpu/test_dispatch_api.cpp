@@ -202,6 +202,18 @@ void dispatch_fused_and_separate(const fm::MoeProblem& p, const DeviceLayer& g, 
   EXPECT_EQ(to_host<int32_t>(a.row_slot, rows), to_host<int32_t>(b.row_slot, rows));
 }
 
+// Layer data `d` of a precomputed-ids problem through the fused front and the separate kernels
+// (equal, dispatch_fused_and_separate), the fused result against the reference.
+void check_fused_precomputed(const fm::MoeProblem& p, const fm::testing::LayerData& d, bool permute) {
+  DeviceLayer g = upload(d);
+  fm::DispatchOptions o;
+  o.permute = permute;
+  o.tile_m = permute ? 64 : 1;
+  FusedAndSeparate r;
+  ASSERT_NO_FATAL_FAILURE(dispatch_fused_and_separate(p, g, o, &r));
+  verify_dispatch(p, d, r.a, permute, o.tile_m);
+}
+
 void check_dispatch(const Case& c, bool permute, int tile_m, bool fuse = true, bool scales_by_token = false) {
   const uint64_t seed = fm::gputest::test_seed();
   SCOPED_TRACE(c.preset + " T=" + std::to_string(c.tokens) + " permute=" + std::to_string(permute) +
@@ -419,13 +431,7 @@ TEST(DispatchApi, FusedFrontPrecomputedIds) {
         fm::testing::LayerData d;
         std::string why;
         ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, &why, false)) << why;
-        DeviceLayer g = upload(d);
-        fm::DispatchOptions o;
-        o.permute = permute;
-        o.tile_m = permute ? 64 : 1;
-        FusedAndSeparate r;
-        ASSERT_NO_FATAL_FAILURE(dispatch_fused_and_separate(p, g, o, &r));
-        verify_dispatch(p, d, r.a, permute, o.tile_m);
+        ASSERT_NO_FATAL_FAILURE(check_fused_precomputed(p, d, permute));
       }
 }
 
@@ -444,13 +450,7 @@ TEST(DispatchApi, FusedFrontPrecomputedDuplicateIds) {
       const int64_t last = (t - 1) * 8;
       d.topk_ids[1] = d.topk_ids[0];            // token 0: slots 0 and 1 on one expert
       d.topk_ids[last + 7] = d.topk_ids[last + 3];  // the last token: slots 3 and 7
-      DeviceLayer g = upload(d);
-      fm::DispatchOptions o;
-      o.permute = permute;
-      o.tile_m = permute ? 64 : 1;
-      FusedAndSeparate r;
-      ASSERT_NO_FATAL_FAILURE(dispatch_fused_and_separate(p, g, o, &r));
-      verify_dispatch(p, d, r.a, permute, o.tile_m);
+      ASSERT_NO_FATAL_FAILURE(check_fused_precomputed(p, d, permute));
     }
 }
 

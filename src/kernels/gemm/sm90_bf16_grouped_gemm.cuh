@@ -974,10 +974,9 @@ inline int choose_tiles_per_cta(int forced, int k_splits, int w_tiles, int k_til
 //   - with several token tiles per expert the j-major ranges read an expert's weights once per
 //     token tile at different times, where the raster's neighbours share them in L2 (dsv3-tp8 at
 //     256 tokens, tile 16: GEMM2 184 -> 221 us, call 2).
-// FUSEDMOE_GEMM_BALANCED=0 (read once) keeps the raster, for measurement.
+// (GroupedGemmArgs::balanced and ForwardOptions::balanced_gemm2 force it either way; bench --balanced.)
 inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint) {
-  static const bool enabled = env_int("FUSEDMOE_GEMM_BALANCED").value_or(1) != 0;
-  return enabled && tiles_per_cta > 1 && 4 * rows_hint > int64_t(groups) && rows_hint <= int64_t(groups);
+  return tiles_per_cta > 1 && 4 * rows_hint > int64_t(groups) && rows_hint <= int64_t(groups);
 }
 
 // CTAs of a balanced launch: one per slot (one wave), fewer when there are fewer items, more when
