@@ -352,6 +352,7 @@ void run_case(const Case& c, uint64_t seed) {
   a.w_scale_ue8m0 = c.block && c.ue8m0;
   FM_CUDA_CHECK(c.gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
                         : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr));
+  if (c.balanced > 0) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), 1) << "schedule";
   FM_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<uint16_t> out = to_host<uint16_t>(d_out.get(), size_t(out_rows + kGuardRows) * size_t(out_cols));
 

@@ -719,6 +719,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     grid = grouped_schedule::balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
   }
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
+  sm90_grouped::note_balanced(p.flat != 0);
 
   constexpr int kSmem = smem_bytes<Cfg>();
   static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
