@@ -104,13 +104,16 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   const int64_t rows = p.num_tokens * p.slots_per_token();
   const int64_t groups = p.local_experts() + p.num_shared_experts;
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
+  const bool fp8_weights = p.quant.weight.format == WeightFormat::kFP8E4M3;
   const bool balanced_auto = bf16_weights && 4 * rows > groups && rows <= groups;
   r.balanced_gemm2 = pick("balanced_gemm2", o.balanced_gemm2, balanced_auto,
-                          !bf16_weights ? "auto: off for FP8 weights (not measured yet; kOn forces it)"
+                          fp8_weights ? "auto: off for FP8 weights (not measured yet; kOn forces it)"
+                          : !bf16_weights ? "auto: off (BF16 and FP8 weights only)"
                           : balanced_auto
                               ? "auto: requested (rows between a quarter of the experts and all of them); the kernel runs "
                                 "it where Swap-AB tiles are chained (short reductions) without split-K (measured)"
-                              : "auto: off (rows outside (experts / 4, experts]: the raster's grid fits; measured)");
+                              : "auto: off (rows outside (experts / 4, experts]: the raster's grid fits; measured)") &&
+                     (bf16_weights || fp8_weights);
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
   if (block_fp8)

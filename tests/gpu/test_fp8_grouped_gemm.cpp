@@ -742,7 +742,7 @@ TEST(Fp8GroupedGemm, BalancedSchedule) {
       }
       run_case(c, seed + uint64_t(idx++));
     }
-  // several token tiles per CTA, the grid past one wave: 8 experts, ~12000 rows, 2 weight tiles
+  // several token tiles per CTA, the grid past one wave: 8 experts, 15001 rows, 2 weight tiles
   Case m;
   m.name = "balanced8_many_segments";
   m.swap_tile = 8;
@@ -753,6 +753,19 @@ TEST(Fp8GroupedGemm, BalancedSchedule) {
   m.a_per_token = true;
   m.w_per_channel = true;
   run_case(m, seed + uint64_t(idx++));
+  // more experts than the scan's threads (2 per thread), hot and empty experts
+  Case g;
+  g.name = "balanced16_g300";
+  g.swap_tile = 16;
+  g.balanced = 1;
+  g.G = 300;
+  g.rows = 700;
+  g.N = 256;
+  g.K = 512;
+  g.a_per_token = true;
+  g.w_per_channel = true;
+  g.bias = true;
+  run_case(g, seed + uint64_t(idx++));
 }
 
 // 128x128 weight-block scales x 1x128 activation groups (DeepSeek), applied per K block at the
@@ -841,8 +854,17 @@ TEST(Fp8GroupedGemm, AllExpertsEmptyWritesNothing) {
     a.k = 128;
     a.activation = Activation::silu();
     a.max_rows = 256;
-    FM_CUDA_CHECK(gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
-                        : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr));
+    for (int balanced : {0, 1}) {  // (Swap-AB 8 for the balanced schedule: no items at all)
+      if (balanced) {
+        a.family = TileFamily::kSwapAB;
+        a.tokens_tile = 8;
+        a.balanced = 1;
+        a.k_splits = 1;
+      }
+      FM_CUDA_CHECK(gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
+                          : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr));
+      if (balanced) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), 1);
+    }
     FM_CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<uint16_t> out = to_host<uint16_t>(d_out.get(), 256 * 128);
     int64_t stray = 0;

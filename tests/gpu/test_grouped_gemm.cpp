@@ -450,7 +450,7 @@ std::vector<Case> all_cases() {
   // G beyond its bound (the grouped raster again); gated GEMM1 with short K; empty + hot experts.
   {
     Case c = mk("balanced_many_segments_8", TileFamily::kSwapAB, 8, 8, 64, 128);
-    c.counts = {0, 6000, 0, 0, 5000, 3001, 0, 1000};  // 1876 token tiles: 289 CTAs on an H200's 264 slots
+    c.counts = {0, 6000, 0, 0, 5000, 3001, 0, 1000};  // 1876 token tiles: ~290 CTAs on an H200's 264 slots
     c.balanced = 1;
     c.k_splits = 1;
     c.expect_flat1 = c.expect_flat2 = 1;

@@ -915,13 +915,15 @@ inline cudaError_t check_args(const GroupedGemmArgs& a, bool gemm2) {
 // The diagnostic timeline buffer of GEMM1 (gemm2 = false) or GEMM2 for a launch of `grid` CTAs
 // (set_grouped_gemm_trace; sm90_bf16_grouped_gemm_launch.cu), nullptr when off or too small.
 unsigned long long* grouped_gemm_trace(bool gemm2, int64_t grid);
-// Records which schedule the launch runs (last_grouped_gemm_balanced; sm90_bf16_grouped_gemm_launch.cu).
-void note_balanced(bool flat);
+// Records which schedule the launch runs (last_grouped_gemm_balanced; sm90_bf16_grouped_gemm_launch.cu):
+// 1 balanced, 0 raster, -1 not launched (set first, so that an early return leaves no stale value).
+void note_balanced(int flat);
 
 // Builds the tensor maps and parameters and launches one instance. `force_simple` is a test hook.
 template <class Cfg>
 cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bool force_simple = false,
                             int* n_sub_used = nullptr) {
+  note_balanced(-1);
   cudaError_t err = check_args(a, gemm2);
   if (err != cudaSuccess || a.max_rows == 0) return err;
 
@@ -1007,7 +1009,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
     grid = grouped_schedule::balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
   }
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
-  note_balanced(p.flat != 0);
+  note_balanced(p.flat != 0 ? 1 : 0);
   p.trace = grouped_gemm_trace(gemm2, grid);
 
   constexpr int kSmem = smem_bytes<Cfg>();

@@ -27,7 +27,7 @@ std::atomic<int64_t> g_trace_ctas{0};
 }  // namespace
 
 thread_local int g_last_balanced = -1;
-void note_balanced(bool flat) { g_last_balanced = flat ? 1 : 0; }
+void note_balanced(int flat) { g_last_balanced = flat; }
 
 unsigned long long* grouped_gemm_trace(bool gemm2, int64_t grid) {
   unsigned long long* b = g_trace.load(std::memory_order_relaxed);

@@ -628,6 +628,7 @@ WeightView make_weight_view(const GroupedGemmArgs& a, bool gemm2, bool simple) {
 // (check_fp8_grouped_gemm_args), max_rows > 0.
 template <class Cfg>
 cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_t stream) {
+  sm90_grouped::note_balanced(-1);
   const bool gated = !gemm2 && a.activation.gated();
   const int red = gemm2 ? a.n : a.k;        // reduction length
   const int out_cols = gemm2 ? a.k : a.n;
@@ -719,7 +720,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     grid = grouped_schedule::balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
   }
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
-  sm90_grouped::note_balanced(p.flat != 0);
+  sm90_grouped::note_balanced(p.flat != 0 ? 1 : 0);
 
   constexpr int kSmem = smem_bytes<Cfg>();
   static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
