@@ -100,15 +100,15 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                    "auto: swap-ab tiles filling under half of the CTA slots split K over a cluster");
   // The balanced GEMM2 schedule (Swap-AB; the kernels also require chained tiles:
   // kernels/gemm/grouped_schedule.cuh, use_balanced_schedule, same rows rule and the numbers).
-  // Auto for BF16 weights; FP8 weights (the FP8 kernel runs it too) only when forced, until measured.
+  // Auto for BF16 and FP8 weights alike (measured for both: sessions 16 and 17).
   const int64_t rows = p.num_tokens * p.slots_per_token();
   const int64_t groups = p.local_experts() + p.num_shared_experts;
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
   const bool fp8_weights = p.quant.weight.format == WeightFormat::kFP8E4M3;
-  const bool balanced_auto = bf16_weights && 4 * rows > groups && rows <= groups;
+  const bool balanced_fits = 4 * rows > groups && rows <= groups;
+  const bool balanced_auto = (bf16_weights || fp8_weights) && balanced_fits;
   r.balanced_gemm2 = pick("balanced_gemm2", o.balanced_gemm2, balanced_auto,
-                          fp8_weights ? "auto: off for FP8 weights (not measured yet; kOn forces it)"
-                          : !bf16_weights ? "auto: off (BF16 and FP8 weights only)"
+                          !(bf16_weights || fp8_weights) ? "auto: off (BF16 and FP8 weights only)"
                           : balanced_auto
                               ? "auto: requested (rows between a quarter of the experts and all of them); the kernel runs "
                                 "it where Swap-AB tiles are chained (short reductions) without split-K (measured)"
