@@ -74,12 +74,13 @@ struct ForwardOptions {
   // partial sums are added in a fixed order: the same bits every run, rounding may differ from
   // the unsplit sum. Auto: that heuristic; kOff never splits; kOn = auto (bench --splitk).
   Toggle split_k = Toggle::kAuto;
-  // BF16 Swap-AB GEMM2 where its weight tiles are chained (short reductions): a one-wave grid in
+  // BF16 and FP8 Swap-AB GEMM2 where its weight tiles are chained (short reductions): a one-wave grid in
   // which each CTA takes an equal contiguous range of the (active token tile, weight tile) items,
   // found on the device from the counts, instead of the raster over the row bound. Same results.
   // Auto: on when the rows (T x slots) number between a quarter of the local experts and all of
   // them (H200, session 16: 2.4-7.2 us faster at 16 tokens on every BF16 case it applies to, 1.6-2.7
-  // us slower at 1 token, 3-4 us slower at 64 on dsv3-tp8; bench --balanced).
+  // us slower at 1 token, 3-4 us slower at 64 on dsv3-tp8; FP8, session 17: 2-17 us faster at 16
+  // tokens; bench --balanced).
   Toggle balanced_gemm2 = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1

@@ -98,20 +98,22 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
     *why << "    (not applicable: quantised input or weights on the input)\n";
   r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
                    "auto: swap-ab tiles filling under half of the CTA slots split K over a cluster");
-  // The balanced GEMM2 schedule (BF16 Swap-AB; the kernel also requires chained tiles:
-  // kernels/gemm/sm90_bf16_grouped_gemm.cuh, use_balanced_schedule, same rows rule and the numbers).
+  // The balanced GEMM2 schedule (Swap-AB; the kernels also require chained tiles:
+  // kernels/gemm/grouped_schedule.cuh, use_balanced_schedule, same rows rule and the numbers).
+  // Auto for BF16 and FP8 weights alike (measured for both: sessions 16 and 17).
   const int64_t rows = p.num_tokens * p.slots_per_token();
   const int64_t groups = p.local_experts() + p.num_shared_experts;
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
-  const bool balanced_auto = bf16_weights && 4 * rows > groups && rows <= groups;
+  const bool fp8_weights = p.quant.weight.format == WeightFormat::kFP8E4M3;
+  const bool balanced_fits = 4 * rows > groups && rows <= groups;
+  const bool balanced_auto = (bf16_weights || fp8_weights) && balanced_fits;
   r.balanced_gemm2 = pick("balanced_gemm2", o.balanced_gemm2, balanced_auto,
-                          !bf16_weights ? "auto: off (BF16 weights only)"
+                          !(bf16_weights || fp8_weights) ? "auto: off (BF16 and FP8 weights only)"
                           : balanced_auto
                               ? "auto: requested (rows between a quarter of the experts and all of them); the kernel runs "
                                 "it where Swap-AB tiles are chained (short reductions) without split-K (measured)"
                               : "auto: off (rows outside (experts / 4, experts]: the raster's grid fits; measured)") &&
-                     bf16_weights;
-  if (why && o.balanced_gemm2 == Toggle::kOn && !bf16_weights) *why << "    (not applicable: BF16 weights only)\n";
+                     (bf16_weights || fp8_weights);
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
   if (block_fp8)
@@ -425,6 +427,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.w_scale = static_cast<const float*>(t.w2_scale);
     f.bias = g.bias;
     f.out = expert_out;
+    f.balanced = g.balanced;
   }
   e = fp8 ? kernels::launch_fp8_grouped_gemm2(f, stream) : kernels::launch_grouped_gemm2(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2: " << cudaGetErrorString(e));

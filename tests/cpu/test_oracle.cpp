@@ -153,7 +153,7 @@ fm::MoeProblem bf16(const char* name, int64_t t) {
 }
 }  // namespace
 
-// The balanced GEMM2 schedule: BF16, rows (T x slots) in (experts / 4, experts].
+// The balanced GEMM2 schedule: auto for BF16 and FP8 weights with rows (T x slots) in (experts / 4, experts].
 TEST(Oracle, BalancedGemm2AutoRule) {
   const fm::ForwardOptions o;
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 1), o).balanced_gemm2);   // 8 rows, 128 experts
@@ -170,8 +170,12 @@ TEST(Oracle, BalancedGemm2AutoRule) {
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 16), off).balanced_gemm2);
   fm::MoeProblem q = bf16("qwen235-tp8", 16);
   q.quant = fm::QuantScheme::fp8_per_channel();
-  EXPECT_FALSE(fm::resolve_options(q, on).balanced_gemm2);  // BF16 weights only, even forced
-  EXPECT_NE(fm::resolve_options(q, o).why.find("balanced_gemm2: off (auto: off (BF16 weights only)"), std::string::npos);
+  EXPECT_TRUE(fm::resolve_options(q, o).balanced_gemm2);  // FP8 weights: the same rule
+  EXPECT_FALSE(fm::resolve_options(q, off).balanced_gemm2);
+  q.num_tokens = q.max_tokens = 64;
+  EXPECT_FALSE(fm::resolve_options(q, o).balanced_gemm2);
+  EXPECT_TRUE(fm::resolve_options(q, on).balanced_gemm2);
+  EXPECT_NE(fm::resolve_options(q, o).why.find("balanced_gemm2: off (auto: off (rows outside"), std::string::npos);
 }
 
 // ForwardOptions::gather_rows' auto rule (moe.cpp resolve): on at decode from a logits router with

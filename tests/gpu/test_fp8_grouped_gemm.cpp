@@ -191,6 +191,7 @@ struct Case {
   bool early_weights = false;  // the producer's first ring of weight loads before the PDL wait
   int early_stages = -1;       // ... that many stages of it (-1 the whole ring, 0 only the plan lookup)
   bool staged = false;         // normal family: the staged epilogue (outputs through shared memory)
+  int balanced = 0;            // Swap-AB: the balanced schedule (0 the rule, 1 forced, -1 off)
 };
 
 std::string describe(const Case& c, const Layout& l) {
@@ -345,10 +346,13 @@ void run_case(const Case& c, uint64_t seed) {
   a.early_weights = c.early_weights;
   a.early_weight_stages = c.early_stages;
   a.staged_epilogue = c.staged;
+  a.balanced = c.balanced;
+  a.rows_hint = l.rows;
   a.a_scale_stride = a_stride;
   a.w_scale_ue8m0 = c.block && c.ue8m0;
   FM_CUDA_CHECK(c.gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
                         : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr));
+  if (c.balanced > 0) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), 1) << "schedule";
   FM_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<uint16_t> out = to_host<uint16_t>(d_out.get(), size_t(out_rows + kGuardRows) * size_t(out_cols));
 
@@ -696,6 +700,74 @@ TEST(Fp8GroupedGemm, SwapAbTiles) {
   }
 }
 
+// The balanced schedule (grouped_schedule.cuh) forced in the FP8 Swap-AB kernel: GEMM2 with
+// chained tiles (per-token / per-channel, per-tensor and 128x128 block scales), a gated GEMM1, early
+// weights, many experts with empty and hot ones, and a range of several token tiles per CTA.
+// (Session 16: written after the last GPU run of that session; first run next session.)
+TEST(Fp8GroupedGemm, BalancedSchedule) {
+  const uint64_t seed = fusedmoe::gputest::test_seed();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  int idx = 0;
+  for (int tile : {8, 16, 32})
+    for (int variant = 0; variant < 4; ++variant) {
+      Case c;
+      c.name = "balanced" + std::to_string(tile) + "_v" + std::to_string(variant);
+      c.swap_tile = tile;
+      c.balanced = 1;
+      c.G = 40;
+      c.rows = 5 * tile + 3;
+      c.sw_lo = 1e-3;
+      c.sw_hi = 1e1;
+      c.early_weights = variant != 1;
+      if (variant == 0) {  // GEMM2, per-token x per-channel, bias
+        c.N = 256;
+        c.K = 640;
+        c.a_per_token = true;
+        c.w_per_channel = true;
+        c.bias = true;
+      } else if (variant == 1) {  // GEMM2, per-tensor
+        c.N = 384;
+        c.K = 1024;
+      } else if (variant == 2) {  // GEMM2, 128x128 blocks, UE8M0
+        c.N = 256;
+        c.K = 1024;
+        c.block = true;
+        c.ue8m0 = true;
+      } else {  // GEMM1, gated, per-token
+        c.gemm2 = false;
+        c.N = 192;
+        c.K = 512;
+        c.a_per_token = true;
+        c.bias = true;
+      }
+      run_case(c, seed + uint64_t(idx++));
+    }
+  // several token tiles per CTA, the grid past one wave: 8 experts, 15001 rows, 2 weight tiles
+  Case m;
+  m.name = "balanced8_many_segments";
+  m.swap_tile = 8;
+  m.balanced = 1;
+  m.counts = {0, 6000, 0, 0, 5000, 3001, 0, 1000};
+  m.N = 128;
+  m.K = 128;
+  m.a_per_token = true;
+  m.w_per_channel = true;
+  run_case(m, seed + uint64_t(idx++));
+  // more experts than the scan's threads (2 per thread), hot and empty experts
+  Case g;
+  g.name = "balanced16_g300";
+  g.swap_tile = 16;
+  g.balanced = 1;
+  g.G = 300;
+  g.rows = 700;
+  g.N = 256;
+  g.K = 512;
+  g.a_per_token = true;
+  g.w_per_channel = true;
+  g.bias = true;
+  run_case(g, seed + uint64_t(idx++));
+}
+
 // 128x128 weight-block scales x 1x128 activation groups (DeepSeek), applied per K block at the
 // promotion: both families, GEMM1 gated / interleaved / plain and GEMM2, f32 and UE8M0 weight scales
 // from 1e-8 to 1e4, N and K multiples of 128 (the scheme's requirement), ragged counts.
@@ -782,8 +854,17 @@ TEST(Fp8GroupedGemm, AllExpertsEmptyWritesNothing) {
     a.k = 128;
     a.activation = Activation::silu();
     a.max_rows = 256;
-    FM_CUDA_CHECK(gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
-                        : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr));
+    for (int balanced : {0, 1}) {  // (Swap-AB 8 for the balanced schedule: no items at all)
+      if (balanced) {
+        a.family = TileFamily::kSwapAB;
+        a.tokens_tile = 8;
+        a.balanced = 1;
+        a.k_splits = 1;
+      }
+      FM_CUDA_CHECK(gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
+                          : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr));
+      if (balanced) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), 1);
+    }
     FM_CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<uint16_t> out = to_host<uint16_t>(d_out.get(), 256 * 128);
     int64_t stray = 0;

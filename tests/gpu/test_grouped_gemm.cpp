@@ -164,6 +164,7 @@ struct Case {
   bool staged = false;      // staged epilogue (normal family: outputs through shared memory)
   int k_splits = 0;         // Swap-AB split-K: 0 heuristic, 1 off, n forced
   int balanced = 0;         // the balanced schedule: 0 rule, 1 forced where it can run, -1 off
+  int expect_flat1 = -1, expect_flat2 = -1;  // >= 0: the schedule GEMM1 / GEMM2 must run (1 balanced)
 };
 
 std::string fam(const Case& c) {
@@ -227,6 +228,7 @@ void check_gemm1(const Case& c, const Layout& l, uint64_t seed) {
   a.out = d_h.get();
   int boxes = 0;
   FM_CUDA_CHECK(fusedmoe::kernels::launch_grouped_gemm_test(a, /*gemm2=*/false, c.simple_view, &boxes, nullptr));
+  if (c.expect_flat1 >= 0) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), c.expect_flat1) << "GEMM1 schedule";
   FM_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<uint16_t> h = to_host<uint16_t>(d_h.get(), size_t(l.max_rows + kGuardRows) * size_t(N));
 
@@ -301,6 +303,7 @@ void check_gemm2(const Case& c, const Layout& l, uint64_t seed) {
   a.out = d_y.get();
   int boxes = 0;
   FM_CUDA_CHECK(fusedmoe::kernels::launch_grouped_gemm_test(a, /*gemm2=*/true, c.simple_view, &boxes, nullptr));
+  if (c.expect_flat2 >= 0) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), c.expect_flat2) << "GEMM2 schedule";
   FM_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<uint16_t> y = to_host<uint16_t>(d_y.get(), size_t(l.rows + kGuardRows) * size_t(K));
 
@@ -447,28 +450,37 @@ std::vector<Case> all_cases() {
   // G beyond its bound (the grouped raster again); gated GEMM1 with short K; empty + hot experts.
   {
     Case c = mk("balanced_many_segments_8", TileFamily::kSwapAB, 8, 8, 64, 128);
-    c.counts = {0, 6000, 0, 0, 5000, 3001, 0, 1000};  // 1876 token tiles: 289 CTAs on an H200's 264 slots
+    c.counts = {0, 6000, 0, 0, 5000, 3001, 0, 1000};  // 1876 token tiles: ~290 CTAs on an H200's 264 slots
     c.balanced = 1;
+    c.k_splits = 1;
+    c.expect_flat1 = c.expect_flat2 = 1;
     v.push_back(c);
     Case g = mk("balanced_g300_16", TileFamily::kSwapAB, 16, 300, 192, 512);
     g.random_max = 12;
     g.hot = 77;
     g.balanced = 1;
+    g.k_splits = 1;
+    g.expect_flat1 = g.expect_flat2 = 1;
     v.push_back(g);
     Case r = mk("balanced_g1290_raster_32", TileFamily::kSwapAB, 32, 1290, 64, 192);
     r.random_max = 3;
     r.bias = false;
     r.balanced = 1;
+    r.expect_flat1 = r.expect_flat2 = 0;  // G above 8 x 160 threads: the raster
     v.push_back(r);
     Case a = mk("balanced_gated_8", TileFamily::kSwapAB, 8, 24, 360, 256);
     a.random_max = 30;
     a.hot = 200;
     a.balanced = 1;
+    a.k_splits = 1;
+    a.expect_flat1 = a.expect_flat2 = 1;
     v.push_back(a);
     Case q = mk("balanced_rule_qwen235_tp8_like_8", TileFamily::kSwapAB, 8, 128, 192, 4096);
     q.random_max = 1;  // ~50 rows on 128 experts (G / 4 < rows <= G): the rule takes the balanced GEMM2
     q.hot = 5;
     q.bias = false;
+    q.expect_flat1 = 0;  // (GEMM2 only)
+    q.expect_flat2 = 1;
     v.push_back(q);
   }
   // 5b. split-K over a cluster (Swap-AB): every token tile, ragged K (2880 = 45 K steps, 200 = 4

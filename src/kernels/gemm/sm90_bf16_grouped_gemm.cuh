@@ -61,6 +61,7 @@
 #include "kernels/common/launch.cuh"
 #include "kernels/common/pdl.cuh"
 #include "kernels/common/timer.cuh"
+#include "kernels/gemm/grouped_schedule.cuh"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 #include "kernels/registry.h"
 
@@ -120,13 +121,8 @@ struct Config {
   static constexpr int kStageElems = kSwapAB ? 8 : kConsumerWGs * 64 * kStageRowElems;
 };
 
-// One run of a CTA's work: weight tiles [wb, we) of the token tile at rows [local0, local0 + tile)
-// of expert e (count rows, unpadded offset off, padded offset poff). The grouped raster gives a CTA
-// one run; the balanced schedule (Params::flat) up to kMaxSegments.
-struct Segment {
-  int e, count, off, poff, local0, wb, we, pad_;
-};
-constexpr int kMaxSegments = 8;
+using grouped_schedule::kMaxSegments;
+using grouped_schedule::Segment;
 
 template <class Cfg>
 struct SharedStorage {
@@ -449,81 +445,24 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   if (prefetch) pdl_launch_dependents();
   else if (!p.early_weights) pdl_enter();
   // (L2 loads of the plan: with early_weights they run before griddepcontrol.wait, see Params)
-  if (!p.flat) {
-    const int pid = splitting ? int(blockIdx.x) / p.k_splits : int(blockIdx.x);
-    const int per_group = kGroupM * p.w_chunks;
-    const int group = pid / per_group;
-    const int first_m = group * kGroupM;
-    const int gm = min(p.m_tiles - first_m, kGroupM);
-    const int in_group = pid - group * per_group;
-    const int m_tile = first_m + in_group % gm;
-    const int w_chunk = in_group / gm;
-    const int row0 = m_tile * Cfg::kTokTile;
-    // the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1]: one pass, every load
-    // independent (a single memory round trip for G <= threads)
-#pragma unroll 2
-    for (int i = tid; i < p.num_groups; i += Cfg::kThreads) {
-      const int lo = __ldcg(p.padded_offsets + i);
-      const int hi = __ldcg(p.padded_offsets + i + 1);
-      const int cnt = __ldcg(p.counts + i);
-      const int off = (p.out_unpadded || p.gather_x != nullptr) ? __ldcg(p.offsets + i) : 0;
-      if (lo <= row0 && row0 < hi) {
-        const int local0 = row0 - lo;
-        const int wb = w_chunk * p.tiles_per_cta;
-        ss.seg[0] = Segment{i, cnt, off, lo, local0, wb, min(p.w_tiles, wb + p.tiles_per_cta), 0};
-        ss.nseg = local0 < cnt ? 1 : 0;  // 0: the token tile is entirely in the expert's padding
-      }
-    }
-  } else {
-    // Balanced schedule (Params::flat): active token tiles U_e = ceil(count_e / tile) of the
-    // experts, in expert order, by a block-wide exclusive scan (thread t holds experts
-    // [t * per, (t + 1) * per), per <= 8); items (j, w) j-major; this CTA takes
-    // [W * b / grid, W * (b + 1) / grid).
-    constexpr int kWarps = Cfg::kThreads / 32;
-    const int per = (p.num_groups + Cfg::kThreads - 1) / Cfg::kThreads;
-    const int e0 = min(p.num_groups, tid * per);
-    const int e1 = min(p.num_groups, e0 + per);
-    int tiles[8];
-    int mine = 0;
-#pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      tiles[q] = e0 + q < e1 ? (__ldcg(p.counts + e0 + q) + Cfg::kTokTile - 1) / Cfg::kTokTile : 0;
-      mine += tiles[q];
-    }
-    int incl = mine;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int v = __shfl_up_sync(0xffffffff, incl, d);
-      if (lane >= d) incl += v;
-    }
-    if (lane == 31) ss.scan[warp] = incl;
-    __syncthreads();
-    int before = 0, total = 0;
-#pragma unroll
-    for (int q = 0; q < kWarps; ++q) {
-      const int v = ss.scan[q];
-      before += q < warp ? v : 0;
-      total += v;
-    }
-    const int64_t items = int64_t(total) * p.w_tiles;
-    const int64_t i0 = items * blockIdx.x / gridDim.x, i1 = items * (blockIdx.x + 1) / gridDim.x;
-    const int64_t j0 = i0 / p.w_tiles, j1 = (i1 - 1) / p.w_tiles;  // (i1 > i0 below)
-    if (tid == 0) ss.nseg = i1 > i0 ? int(j1 - j0 + 1) : 0;
-    if (i1 > i0) {
-      int64_t first = before + incl - mine;  // this thread's first token tile
-#pragma unroll
-      for (int q = 0; q < 8; ++q) {
-        const int64_t lo = max(first, j0), hi = min(first + tiles[q] - 1, j1);
-        for (int64_t j = lo; j <= hi; ++j) {
-          const int ex = e0 + q;
-          const int off = (p.out_unpadded || p.gather_x != nullptr) ? __ldcg(p.offsets + ex) : 0;
-          const int wb = j == j0 ? int(i0 % p.w_tiles) : 0;
-          const int we = j == j1 ? int((i1 - 1) % p.w_tiles) + 1 : p.w_tiles;
-          ss.seg[j - j0] = Segment{ex, __ldcg(p.counts + ex), off, __ldcg(p.padded_offsets + ex),
-                                   int(j - first) * Cfg::kTokTile, wb, we, 0};
-        }
-        first += tiles[q];
-      }
+  {
+    grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups,
+                              p.out_unpadded != 0 || p.gather_x != nullptr, p.w_tiles, 0, 0, 0};
+    if (!p.flat) {
+      const int pid = splitting ? int(blockIdx.x) / p.k_splits : int(blockIdx.x);
+      const int per_group = kGroupM * p.w_chunks;
+      const int group = pid / per_group;
+      const int first_m = group * kGroupM;
+      const int gm = min(p.m_tiles - first_m, kGroupM);
+      const int in_group = pid - group * per_group;
+      const int m_tile = first_m + in_group % gm;
+      const int w_chunk = in_group / gm;
+      wk.row0 = m_tile * Cfg::kTokTile;
+      wk.wb = w_chunk * p.tiles_per_cta;
+      wk.we = min(p.w_tiles, wk.wb + p.tiles_per_cta);
+      grouped_schedule::raster_segment<Cfg::kThreads>(wk, ss.seg, &ss.nseg, tid);
+    } else {
+      grouped_schedule::balanced_segments<Cfg::kThreads, Cfg::kTokTile>(wk, ss.seg, &ss.nseg, ss.scan, tid);
     }
   }
   __syncthreads();
@@ -540,13 +479,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   if (nseg == 0) return;  // beyond padded_offsets[G], in an expert's padding, or no items
   // segment s of this CTA: as stored (one thread), or every field warp-uniform (whole warps)
   auto segment_1 = [&](int s) { return ss.seg[s]; };
-  auto segment = [&](int s) {
-    const Segment& g = ss.seg[s];
-    return Segment{__shfl_sync(0xffffffff, g.e, 0),      __shfl_sync(0xffffffff, g.count, 0),
-                   __shfl_sync(0xffffffff, g.off, 0),    __shfl_sync(0xffffffff, g.poff, 0),
-                   __shfl_sync(0xffffffff, g.local0, 0), __shfl_sync(0xffffffff, g.wb, 0),
-                   __shfl_sync(0xffffffff, g.we, 0),     0};
-  };
+  auto segment = [&](int s) { return grouped_schedule::uniform_segment(ss.seg[s]); };
   using Element = typename Cfg::Element;
   Tensor sAct = make_tensor(make_smem_ptr(ss.act.begin()), typename Cfg::SmemLayoutAct{});  // (T,BK,PIPE)
   Tensor sW = make_tensor(make_smem_ptr(ss.w.begin()), typename Cfg::SmemLayoutW{});        // (W,BK,PIPE)
@@ -958,38 +891,6 @@ inline int choose_tiles_per_cta(int forced, int k_splits, int w_tiles, int k_til
   return tpc;
 }
 
-// The balanced schedule's rule (Params::flat; GroupedGemmArgs::balanced = 0): GEMM2 where the
-// heuristic chains tiles (short reductions), Swap-AB without split-K or gathered rows, G <= 8 x
-// threads, when the rows (rows_hint, T x slots) number between a quarter of the experts and all of
-// them. There the active token tiles (about one per touched expert) times the weight chunks land a
-// little above a whole number of waves in a way the raster, sized from the row bound, cannot
-// foresee: qwen235-tp8 GEMM2 at 16 tokens ran 332 CTAs on 264 slots, the last 68 streaming alone
-// for ~14 us. Measured on the H200 (session 16, call 3, BF16 layer, same run, best of two), the
-// balanced schedule against the raster:
-//   - 16 tokens: 2.4-7.2 us faster on every case it applies to (dsv3-tp8 265 -> 258, qwen235-tp4
-//     219 -> 213, qwen235-tp8 123 -> 120, dsv4f-tp4 271 -> 267, qwen30-tp1 213 -> 211);
-//   - 1 token: 1.6-2.7 us slower (the raster is one exact wave there; the scan's round trips add);
-//   - 4 tokens: -1.3..+1.8 us; 64 tokens (dsv3-tp8, 2 rows per expert): 3.3-3.9 us slower;
-//   - GEMM1 (tile pairs at 1-2 waves, gathered rows after the front): 1-10 us slower (call 2);
-//   - with several token tiles per expert the j-major ranges read an expert's weights once per
-//     token tile at different times, where the raster's neighbours share them in L2 (dsv3-tp8 at
-//     256 tokens, tile 16: GEMM2 184 -> 221 us, call 2).
-// (GroupedGemmArgs::balanced and ForwardOptions::balanced_gemm2 force it either way; bench --balanced.)
-inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint) {
-  return tiles_per_cta > 1 && 4 * rows_hint > int64_t(groups) && rows_hint <= int64_t(groups);
-}
-
-// CTAs of a balanced launch: one per slot (one wave), fewer when there are fewer items, more when
-// a CTA's range could span more than kMaxSegments token tiles (a range of L consecutive items
-// touches at most 1 + ceil((L - 1) / w_tiles) token tiles; L <= (kMaxSegments - 2) * w_tiles + 1
-// keeps it to kMaxSegments - 1, one segment of margin). The bound holds while the active token
-// tiles stay within the row bound (max_rows, the launch's contract); the kernel does not check it.
-inline int64_t balanced_grid(int64_t items_bound, int w_tiles, int64_t slots) {
-  const int64_t per_cta_max = int64_t(kMaxSegments - 2) * w_tiles + 1;
-  const int64_t ctas = std::min(slots, items_bound);
-  return std::max(ctas, (items_bound + per_cta_max - 1) / per_cta_max);
-}
-
 // Shared argument checks of both GEMMs (family/tile checked by the caller).
 inline cudaError_t check_args(const GroupedGemmArgs& a, bool gemm2) {
   if (a.num_groups < 1 || a.num_groups > 65536) return cudaErrorInvalidValue;
@@ -1014,11 +915,15 @@ inline cudaError_t check_args(const GroupedGemmArgs& a, bool gemm2) {
 // The diagnostic timeline buffer of GEMM1 (gemm2 = false) or GEMM2 for a launch of `grid` CTAs
 // (set_grouped_gemm_trace; sm90_bf16_grouped_gemm_launch.cu), nullptr when off or too small.
 unsigned long long* grouped_gemm_trace(bool gemm2, int64_t grid);
+// Records which schedule the launch runs (last_grouped_gemm_balanced; sm90_bf16_grouped_gemm_launch.cu):
+// 1 balanced, 0 raster, -1 not launched (set first, so that an early return leaves no stale value).
+void note_balanced(int flat);
 
 // Builds the tensor maps and parameters and launches one instance. `force_simple` is a test hook.
 template <class Cfg>
 cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bool force_simple = false,
                             int* n_sub_used = nullptr) {
+  note_balanced(-1);
   cudaError_t err = check_args(a, gemm2);
   if (err != cudaSuccess || a.max_rows == 0) return err;
 
@@ -1099,11 +1004,12 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   const bool balanced_ok =
       Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads && a.gather_x == nullptr;
   if (balanced_ok && (a.balanced > 0 || (a.balanced == 0 && gemm2 && a.weight_tiles_per_cta == 0 &&
-                                         use_balanced_schedule(tpc, a.num_groups, a.rows_hint)))) {
+                                         grouped_schedule::use_balanced_schedule(tpc, a.num_groups, a.rows_hint)))) {
     p.flat = 1;
-    grid = balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
+    grid = grouped_schedule::balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
   }
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
+  note_balanced(p.flat != 0 ? 1 : 0);
   p.trace = grouped_gemm_trace(gemm2, grid);
 
   constexpr int kSmem = smem_bytes<Cfg>();

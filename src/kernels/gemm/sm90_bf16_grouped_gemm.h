@@ -130,4 +130,7 @@ cudaError_t launch_grouped_gemm_test(const GroupedGemmArgs& args, bool gemm2, bo
 // 0 where a CTA exited early), [6] SM id, [7] expert or -1 (no work). nullptr turns it off.
 constexpr int kGroupedGemmTraceSlots = 8;
 void set_grouped_gemm_trace(unsigned long long* buffer, int64_t ctas);
+// Test hook: 1 when the last grouped GEMM launch (BF16 or FP8) of this host thread ran the balanced
+// schedule, 0 when the raster, -1 before any launch.
+int last_grouped_gemm_balanced();
 }  // namespace fusedmoe::kernels

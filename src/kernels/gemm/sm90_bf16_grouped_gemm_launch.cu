@@ -26,6 +26,9 @@ std::atomic<unsigned long long*> g_trace{nullptr};
 std::atomic<int64_t> g_trace_ctas{0};
 }  // namespace
 
+thread_local int g_last_balanced = -1;
+void note_balanced(int flat) { g_last_balanced = flat; }
+
 unsigned long long* grouped_gemm_trace(bool gemm2, int64_t grid) {
   unsigned long long* b = g_trace.load(std::memory_order_relaxed);
   const int64_t cap = g_trace_ctas.load(std::memory_order_relaxed);
@@ -108,6 +111,8 @@ cudaError_t launch_grouped_gemm_test(const GroupedGemmArgs& args, bool gemm2, bo
                                      int* weight_boxes_per_chunk, cudaStream_t stream) {
   return launch(args, gemm2, stream, force_simple_weight_view, weight_boxes_per_chunk);
 }
+
+int last_grouped_gemm_balanced() { return sm90_grouped::g_last_balanced; }
 
 void set_grouped_gemm_trace(unsigned long long* buffer, int64_t ctas) {
   sm90_grouped::g_trace_ctas.store(buffer ? ctas : 0, std::memory_order_relaxed);

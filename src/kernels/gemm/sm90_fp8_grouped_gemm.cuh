@@ -112,7 +112,9 @@ struct SharedStorage {
   alignas(16) __nv_bfloat16 stage_out[Cfg::kStageElems];  // staged epilogue (normal family)
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
-  int info[4];  // expert, count, unpadded offset, padded offset of this CTA's token tile
+  grouped_schedule::Segment seg[grouped_schedule::kMaxSegments];  // the CTA's runs (grouped_schedule.cuh)
+  int nseg;
+  int scan[Cfg::kThreads / 32];  // balanced schedule: per-warp sums of active token tiles
   int tok_scale[Cfg::kTokTile];  // token-order block scales: token * a_scale_stride per tile row (-1: padding)
 };
 
@@ -173,6 +175,7 @@ struct Params {
   // us (H200 timeline, session 12).
   int early_stages;
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
+  int flat;             // the balanced schedule (BF16 kernel's Params::flat; not with token-order scales)
 };
 
 // A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
@@ -203,7 +206,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       Barrier::init(&ss.full[s], 1);
       Barrier::init(&ss.empty[s], Cfg::kConsumerWarps);
     }
-    ss.info[0] = -1;
+    ss.nseg = 0;
     cutlass::arch::fence_barrier_init();
   }
 
@@ -214,14 +217,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int pid = splitting ? int(blockIdx.x) / p.k_splits : int(blockIdx.x);
   const int kt_begin = splitting ? split * p.k_tiles_per_split : 0;
   const int kt_end = splitting ? min(p.k_tiles, kt_begin + p.k_tiles_per_split) : p.k_tiles;
-  const int per_group = kGroupM * p.w_chunks;
-  const int group = pid / per_group;
-  const int first_m = group * kGroupM;
-  const int gm = min(p.m_tiles - first_m, kGroupM);
-  const int in_group = pid - group * per_group;
-  const int m_tile = first_m + in_group % gm;
-  const int w_chunk = in_group / gm;
-  const int row0 = m_tile * Cfg::kTokTile;  // padded row of the tile's first token row
   __syncthreads();
 
   // kernels/common/pdl.cuh: the set-up above touched only shared memory; early_weights: the wait
@@ -229,45 +224,45 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const bool prefetch = p.early_weights && p.early_stages > 0;
   if (prefetch) pdl_launch_dependents();
   else if (!p.early_weights) pdl_enter();
-  // ---- which expert: the unique e with padded_offsets[e] <= row0 < padded_offsets[e+1] ----
-#pragma unroll 2
-  for (int i = tid; i < p.num_groups; i += Cfg::kThreads) {
-    const int lo = __ldcg(p.padded_offsets + i);  // (L2 loads: may run before the PDL wait)
-    const int hi = __ldcg(p.padded_offsets + i + 1);
-    const int cnt = __ldcg(p.counts + i);
-    const int off = (p.out_unpadded || p.a_scale_row_token != nullptr) ? __ldcg(p.offsets + i) : 0;
-    if (lo <= row0 && row0 < hi) {
-      ss.info[0] = i;
-      ss.info[1] = cnt;
-      ss.info[2] = off;
-      ss.info[3] = lo;
+  // (L2 loads of the plan: may run before the PDL wait, see the BF16 kernel's Params)
+  {
+    grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups,
+                              p.out_unpadded != 0 || p.a_scale_row_token != nullptr, p.w_tiles, 0, 0, 0};
+    if (!p.flat) {
+      const int per_group = kGroupM * p.w_chunks;
+      const int group = pid / per_group;
+      const int first_m = group * kGroupM;
+      const int gm = min(p.m_tiles - first_m, kGroupM);
+      const int in_group = pid - group * per_group;
+      const int m_tile = first_m + in_group % gm;
+      const int w_chunk = in_group / gm;
+      wk.row0 = m_tile * Cfg::kTokTile;  // padded row of the tile's first token row
+      wk.wb = w_chunk * p.tiles_per_cta;
+      wk.we = min(p.w_tiles, wk.wb + p.tiles_per_cta);
+      grouped_schedule::raster_segment<Cfg::kThreads>(wk, ss.seg, &ss.nseg, tid);
+    } else {
+      grouped_schedule::balanced_segments<Cfg::kThreads, Cfg::kTokTile>(wk, ss.seg, &ss.nseg, ss.scan, tid);
     }
   }
   __syncthreads();
   if (p.early_weights && !prefetch) pdl_enter();  // the plan was read ahead; the rest waits
   // (shfl: lets the compiler see block-uniform values, keeping the WGMMA path non-divergent)
-  const int e = __shfl_sync(0xffffffff, ss.info[0], 0);
-  if (e < 0) return;  // beyond padded_offsets[G]
-  const int local0 = row0 - __shfl_sync(0xffffffff, ss.info[3], 0);
-  const int count = __shfl_sync(0xffffffff, ss.info[1], 0);
-  if (local0 >= count) return;  // token tile entirely in the expert's padding
-  const int rows_valid = min(Cfg::kTokTile, count - local0);
-  const int64_t out_row0 =
-      int64_t(__shfl_sync(0xffffffff, p.out_unpadded ? ss.info[2] : ss.info[3], 0)) + local0;
-  // Token-order block scales (a_scale_row_token): where each tile row's scales start, token *
-  // a_scale_stride (32-bit: checked on the host; -1 for padding rows), from the grouped row
-  // offsets[e] + local0 + i (ss.info[2] holds offsets[e] then). In shared memory, not registers:
-  // the consumers read them once per K block. (row_token is the plan's, complete two launches back:
-  // readable before the PDL wait, as padded_offsets above.)
+  const int nseg = __shfl_sync(0xffffffff, ss.nseg, 0);
+  if (nseg == 0) return;  // beyond padded_offsets[G], in an expert's padding, or no items
+  // Token-order block scales (a_scale_row_token; raster only, one segment): where each tile row's
+  // scales start, token * a_scale_stride (32-bit: checked on the host; -1 for padding rows), from
+  // the grouped row offsets[e] + local0 + i. In shared memory, not registers: the consumers read
+  // them once per K block. (row_token is the plan's, complete two launches back: readable before
+  // the PDL wait, as padded_offsets above.)
   if (p.block_scales && p.a_scale_row_token != nullptr) {  // block-uniform
-    const int64_t grow0 = int64_t(__shfl_sync(0xffffffff, ss.info[2], 0)) + local0;
+    const grouped_schedule::Segment s0 = grouped_schedule::uniform_segment(ss.seg[0]);
+    const int rows_valid = min(Cfg::kTokTile, s0.count - s0.local0);
+    const int64_t grow0 = int64_t(s0.off) + s0.local0;
     const int stride = int(p.a_scale_stride);
     for (int i = tid; i < Cfg::kTokTile; i += Cfg::kThreads)
       ss.tok_scale[i] = i < rows_valid ? __ldcg(p.a_scale_row_token + grow0 + i) * stride : -1;
     __syncthreads();
   }
-  const int w_begin = w_chunk * p.tiles_per_cta;
-  const int w_end = min(p.w_tiles, w_begin + p.tiles_per_cta);
 
   using Element = typename Cfg::Element;
   Tensor sAct = make_tensor(make_smem_ptr(ss.act.begin()), typename Cfg::SmemLayoutAct{});  // (T,BK,PIPE)
@@ -282,7 +277,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       int stage = 0;
       uint32_t phase = 0;
       const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(p.n_sub) * p.sub_bytes;
-      auto load_weights = [&](int st, int w, int k0) {
+      auto load_weights = [&](int st, int e, int w, int k0) {
         Element* w_dst = ss.w.begin() + st * (Cfg::kWRows * Cfg::kTileK);
         for (int s = 0; s < p.n_sub; ++s) {
           const int h = s & 1;
@@ -296,16 +291,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       if (prefetch) {
         // the ring starts empty: the first tile's first stages take their weights now (the whole
         // stage's bytes expected), their activations once the predecessor is done
+        const grouped_schedule::Segment s0 = ss.seg[0];
         skip = min(p.early_stages, kt_end - kt_begin);
         for (int i = 0; i < skip; ++i) {
           Barrier::arrive_and_expect_tx(&ss.full[i], stage_bytes);
-          load_weights(i, w_begin, (kt_begin + i) * Cfg::kTileK);
+          load_weights(i, s0.e, s0.wb, (kt_begin + i) * Cfg::kTileK);
         }
         pdl_wait();
         for (int i = 0; i < skip; ++i)
-          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[i], kHintAct, act_dst(i), (kt_begin + i) * Cfg::kTileK, row0);
+          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[i], kHintAct, act_dst(i), (kt_begin + i) * Cfg::kTileK,
+                                 s0.poff + s0.local0);
       }
-      for (int w = w_begin; w < w_end; ++w) {
+      for (int si = 0; si < nseg; ++si) {
+       const grouped_schedule::Segment sg = ss.seg[si];  // (one thread)
+       const int row0 = sg.poff + sg.local0;            // padded row of the token tile
+       for (int w = sg.wb; w < sg.we; ++w) {
         for (int kt = kt_begin; kt < kt_end; ++kt) {
           if (skip > 0) {
             --skip;
@@ -318,9 +318,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           Barrier::wait(&ss.empty[stage], phase ^ 1u);
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
           SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst(stage), k0, row0);
-          load_weights(stage, w, k0);
+          load_weights(stage, sg.e, w, k0);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
+       }
       }
     }
     if constexpr (Cfg::kSwapAB) {
@@ -348,25 +349,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     static_assert(kKBlocks == Cfg::kMmasPerStage);
     static_assert(decltype(size(accum))::value == Cfg::kMmaM * Cfg::kMmaN / Cfg::kConsumerThreads);
 
-    const float* bias_e = p.bias ? p.bias + int64_t(e) * p.bias_stride : nullptr;
-    const float* sw_e = p.w_scale + int64_t(e) * p.w_scale_e_stride;
-    // the epilogue's "row" scales (block scales were applied in the main loop: 1)
-    auto sw_at = [&](int j) { return p.block_scales ? 1.f : __ldg(sw_e + j * p.w_scale_row_mul); };
-    auto sa_at = [&](int r) { return p.block_scales ? 1.f : __ldcg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul); };
-    // Normal: accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: token row +8*v1, column
-    // 2*(lane%4)+v0+8*j. A thread's two token rows are the same in every weight tile: their
-    // activation scales once. (Swap-AB reads its tokens' scales in the epilogue.)
-    float sa_row[2] = {0.f, 0.f};
-    if constexpr (!Cfg::kSwapAB) {
-      CUTE_UNROLL
-      for (int v1 = 0; v1 < 2; ++v1) {
-        const int r = get<0>(tCcC(2 * v1));
-        sa_row[v1] = r < rows_valid ? sa_at(r) : 0.f;
-      }
-    }
     __nv_bfloat16* out = p.out;
     const int64_t ld = p.out_cols;
-
     // Block scales: the token rows (normal) / token columns (Swap-AB) this thread's values belong
     // to, and the weight row blocks of its gate / up values (one each: N % 128 == 0, and a tile's
     // gate or up rows never straddle a 128-row block), see Params.
@@ -385,17 +369,40 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       else if constexpr (Cfg::kSwapAB) return ((i >> 1) & 1) != 0;
       else return get<1>(tCcC(i)) >= 64;
     };
-    // Swap-AB "row" scales of this thread's token columns, once per CTA (the tokens are the same
-    // in every weight tile; L2 loads, see kernels/common/pdl.cuh): value i's token is slot
-    // tok_slot(i).
-    float sa_col[Cfg::kSwapAB ? kTokVals : 1];
-    if constexpr (Cfg::kSwapAB) {
-      CUTE_UNROLL
-      for (int q = 0; q < kTokVals; ++q) sa_col[q] = tok_of(q) < rows_valid ? sa_at(tok_of(q)) : 0.f;
-    }
     int stage = 0;
     uint32_t phase = 0;
-    for (int w = w_begin; w < w_end; ++w) {
+    for (int si = 0; si < nseg; ++si) {
+     const grouped_schedule::Segment sg = grouped_schedule::uniform_segment(ss.seg[si]);
+     const int e = sg.e;
+     const int row0 = sg.poff + sg.local0;  // padded row of the token tile
+     const int rows_valid = min(Cfg::kTokTile, sg.count - sg.local0);
+     const int64_t out_row0 = int64_t(p.out_unpadded ? sg.off : sg.poff) + sg.local0;
+     const int w_begin = sg.wb, w_end = sg.we;
+     const float* bias_e = p.bias ? p.bias + int64_t(e) * p.bias_stride : nullptr;
+     const float* sw_e = p.w_scale + int64_t(e) * p.w_scale_e_stride;
+     // the epilogue's "row" scales (block scales were applied in the main loop: 1)
+     auto sw_at = [&](int j) { return p.block_scales ? 1.f : __ldg(sw_e + j * p.w_scale_row_mul); };
+     auto sa_at = [&](int r) { return p.block_scales ? 1.f : __ldcg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul); };
+     // Normal: accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: token row +8*v1, column
+     // 2*(lane%4)+v0+8*j. A thread's two token rows are the same in every weight tile of the token
+     // tile: their activation scales once per segment. (Swap-AB reads its tokens' scales below.)
+     float sa_row[2] = {0.f, 0.f};
+     if constexpr (!Cfg::kSwapAB) {
+       CUTE_UNROLL
+       for (int v1 = 0; v1 < 2; ++v1) {
+         const int r = get<0>(tCcC(2 * v1));
+         sa_row[v1] = r < rows_valid ? sa_at(r) : 0.f;
+       }
+     }
+     // Swap-AB "row" scales of this thread's token columns, once per segment (the tokens are the
+     // same in every weight tile; L2 loads, see kernels/common/pdl.cuh): value i's token is slot
+     // tok_slot(i).
+     float sa_col[Cfg::kSwapAB ? kTokVals : 1];
+     if constexpr (Cfg::kSwapAB) {
+       CUTE_UNROLL
+       for (int q = 0; q < kTokVals; ++q) sa_col[q] = tok_of(q) < rows_valid ? sa_at(tok_of(q)) : 0.f;
+     }
+     for (int w = w_begin; w < w_end; ++w) {
       CUTE_UNROLL
       for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
       // weight row blocks of this tile's gate (or only) rows and up rows
@@ -540,6 +547,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         sm90_grouped::normal_epilogue<kGated, Cfg::kStageRowElems>(p, accum, tCcC, tid, w, bias_e, rows_valid, out_row0,
                                                                    ss.stage_out);
       }
+     }
     }
   }
 #else
@@ -620,6 +628,7 @@ WeightView make_weight_view(const GroupedGemmArgs& a, bool gemm2, bool simple) {
 // (check_fp8_grouped_gemm_args), max_rows > 0.
 template <class Cfg>
 cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_t stream) {
+  sm90_grouped::note_balanced(-1);
   const bool gated = !gemm2 && a.activation.gated();
   const int red = gemm2 ? a.n : a.k;        // reduction length
   const int out_cols = gemm2 ? a.k : a.n;
@@ -701,8 +710,17 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.early_weights = a.early_weights ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
-  const int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
+  int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
+  // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
+  const bool balanced_ok = Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads &&
+                           a.a_scale_row_token == nullptr;
+  if (balanced_ok && (a.balanced > 0 || (a.balanced == 0 && gemm2 && a.weight_tiles_per_cta == 0 &&
+                                         grouped_schedule::use_balanced_schedule(tpc, a.num_groups, a.rows_hint)))) {
+    p.flat = 1;
+    grid = grouped_schedule::balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
+  }
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
+  sm90_grouped::note_balanced(p.flat != 0 ? 1 : 0);
 
   constexpr int kSmem = smem_bytes<Cfg>();
   static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]

@@ -56,6 +56,7 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
   // offsets[e] + i) takes token t = a_scale_row_token[offsets[e] + i]'s scales,
   //   sa(r, kb) = a_scale[t * a_scale_stride + kb]   (a_scale_stride >= ceil(K/128); needs offsets).
   const int32_t* a_scale_row_token = nullptr;
+  // (GroupedGemmArgs::balanced / rows_hint: the balanced schedule, not with a_scale_row_token)
 };
 
 // Host-only argument checks (no CUDA call): cudaErrorInvalidValue for N or K not a positive
