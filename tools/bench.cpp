@@ -737,6 +737,7 @@ int cmd_bench(int argc, char** argv) {
   bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences)
   bool precomputed = false;       // --precomputed: layer suite, also from precomputed top-k (no router)
   std::vector<int> ksplits, tpcs;  // --ksplits / --tpc: layer suite, also each case with these forced
+  std::vector<int> ksplits1;       // --ksplits1: ... with GEMM1's split-K forced (GEMM2 as the oracle says)
   std::vector<int> earlies;        // --early: layer suite, also each case with GEMM1's early weight stages forced
   bool trace = false;             // --trace: layer suite, the BF16 GEMMs' per-CTA timeline
   std::string trace_path;         // --trace-csv F: ... and its CTAs as CSV
@@ -760,10 +761,10 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--trace") trace = true;
     else if (a == "--cold-inputs") cold_inputs = true;
     else if (a == "--trace-csv" && i + 1 < argc) trace = true, trace_path = argv[++i];
-    else if ((a == "--ksplits" || a == "--tpc" || a == "--early") && i + 1 < argc) {
+    else if ((a == "--ksplits" || a == "--ksplits1" || a == "--tpc" || a == "--early") && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');)
-        (a == "--tpc" ? tpcs : a == "--early" ? earlies : ksplits).push_back(std::atoi(x.c_str()));
+        (a == "--tpc" ? tpcs : a == "--early" ? earlies : a == "--ksplits1" ? ksplits1 : ksplits).push_back(std::atoi(x.c_str()));
     }
     else if (a == "--cases" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
@@ -775,7 +776,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--ksplits 1,2] [--tpc 1,2] [--early 0,4] [--cutlass] [--stages] [--precomputed] [--cold-inputs] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--early 0,4] [--cutlass] [--stages] [--precomputed] [--cold-inputs] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -848,6 +849,12 @@ int cmd_bench(int argc, char** argv) {
       TileVariant v;
       v.label = "k-splits " + std::to_string(k);
       v.options.k_splits = k;
+      variants.push_back(v);
+    }
+    for (int k : ksplits1) {  // GEMM1's split-K forced (ForwardOptions::gemm1_k_splits)
+      TileVariant v;
+      v.label = "gemm1 k-splits " + std::to_string(k);
+      v.options.gemm1_k_splits = k;
       variants.push_back(v);
     }
     for (int k : tpcs) {  // Swap-AB weight tiles per CTA forced

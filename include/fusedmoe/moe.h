@@ -88,6 +88,9 @@ struct ForwardOptions {
   // 64-wide K steps); weight_tiles_per_cta n >= 1 runs n consecutive weight tiles per CTA (ignored
   // when splitting). For tuning tables and bench sweeps (bench --ksplits, --tpc).
   int k_splits = 0;
+  // GEMM1 only: n >= 1 splits GEMM1's weight tiles as k_splits would (0 = as k_splits). At decode
+  // GEMM1's whole 64-K-step tiles end in a tail; finer split tiles shorten it (bench --ksplits1).
+  int gemm1_k_splits = 0;
   int weight_tiles_per_cta = 0;
   // Tuning override under overlap_launches (grouped backend, permuted rows): how many weight stages
   // GEMM1 streams before the permute has finished, and the FP8 GEMM2 before H's quantise has (-1 =

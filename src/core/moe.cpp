@@ -293,6 +293,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   FM_TRY(detail::check_call(p, t, workspace, workspace_bytes));
   FM_REQUIRE(options.k_splits >= 0 && options.k_splits <= 8, kInvalidArgument,
              "ForwardOptions::k_splits " << options.k_splits << " outside [0, 8]");
+  FM_REQUIRE(options.gemm1_k_splits >= 0 && options.gemm1_k_splits <= 8, kInvalidArgument,
+             "ForwardOptions::gemm1_k_splits " << options.gemm1_k_splits << " outside [0, 8]");
   FM_REQUIRE(options.weight_tiles_per_cta >= 0, kInvalidArgument,
              "ForwardOptions::weight_tiles_per_cta " << options.weight_tiles_per_cta << " is negative");
   FM_REQUIRE(options.early_weight_stages >= -1, kInvalidArgument,
@@ -354,7 +356,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.family = d.family;
   g.tokens_tile = d.tokens_tile;
   g.staged_epilogue = ro.staged_epilogue;
-  g.k_splits = options.k_splits > 0 ? options.k_splits : ro.split_k ? 0 : 1;  // (a forced value wins)
+  const int gemm2_k_splits = options.k_splits > 0 ? options.k_splits : ro.split_k ? 0 : 1;  // (a forced value wins)
+  g.k_splits = options.gemm1_k_splits > 0 ? options.gemm1_k_splits : gemm2_k_splits;
   g.weight_tiles_per_cta = options.weight_tiles_per_cta;
   g.rows_hint = p.num_tokens * p.slots_per_token();  // (the bound with a device-side token count)
   // the plan was written two launches before GEMM1 (a permute in between) and before GEMM2
@@ -404,6 +407,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.row_token = nullptr;
   g.early_weights = true;
   g.early_weight_stages = -1;  // (BF16: GEMM1 is the predecessor, itself streaming weights)
+  g.k_splits = gemm2_k_splits;
   g.a = inter;
   g.w = t.w2;
   g.bias = p.has_expert_bias ? t.b2 : nullptr;
@@ -428,6 +432,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.bias = g.bias;
     f.out = expert_out;
     f.balanced = g.balanced;
+    f.k_splits = g.k_splits;
   }
   e = fp8 ? kernels::launch_fp8_grouped_gemm2(f, stream) : kernels::launch_grouped_gemm2(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2: " << cudaGetErrorString(e));

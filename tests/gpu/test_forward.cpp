@@ -297,6 +297,30 @@ TEST(Forward, SwapAbTiles) {
   for (int tile : {8, 16, 32, 64}) check_forward(p, 40, tiles(fm::TileFamily::kSwapAB, tile), "E32 k8 N256 K1024");
 }
 
+// ForwardOptions::gemm1_k_splits: GEMM1's tiles split over clusters, GEMM2 as the oracle says
+// (or forced apart through k_splits), BF16 and FP8, gathered rows and permuted, gated and not,
+// K = 1024 (16 steps: every split count divides or leaves a ragged last range).
+TEST(Forward, Gemm1SplitKOnly) {
+  const fm::MoeProblem p = small_problem(32, 8, 256, 1024);
+  for (int splits : {2, 3, 5, 8}) {
+    fm::ForwardOptions o = tiles(fm::TileFamily::kSwapAB, splits == 3 ? 16 : 8);
+    o.gemm1_k_splits = splits;
+    for (int64_t t : {1, 16, 40}) check_forward(p, t, o, "E32 k8 N256 K1024 gemm1 splits " + std::to_string(splits));
+    o.gather_rows = fm::Toggle::kOn;
+    check_forward(p, 16, o, "gathered, gemm1 splits " + std::to_string(splits));
+    o.gather_rows = fm::Toggle::kOff;
+    o.k_splits = 2;  // GEMM2 split too, apart
+    check_forward(p, 9, o, "gemm1 splits " + std::to_string(splits) + ", gemm2 splits 2");
+  }
+  fm::MoeProblem q = small_problem(16, 4, 192, 512, fm::Activation::squared_relu());  // (not gated)
+  fm::ForwardOptions o = tiles(fm::TileFamily::kSwapAB, 8);
+  o.gemm1_k_splits = 4;
+  check_forward(q, 7, o, "E16 k4 N192 K512 squared-relu gemm1 splits 4");
+  q.quant = fm::QuantScheme::fp8_per_channel();
+  check_forward(q, 7, o, "fp8 per-channel gemm1 splits 4");
+  check_forward(q, 64, o, "fp8 per-channel gemm1 splits 4");
+}
+
 TEST(Forward, EveryActivation) {
   for (fm::Activation a : {fm::Activation::silu(), fm::Activation::gelu(), fm::Activation{fm::ActivationKind::kGeluTanhGated},
                            fm::Activation::clamped_swiglu(1.5f), fm::Activation::swiglu_oai(1.702f, 1.0f, true),
