@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 
 
 namespace fusedmoe::kernels::grouped_schedule {
@@ -149,27 +148,6 @@ inline int64_t balanced_grid(int64_t items_bound, int w_tiles, int64_t slots) {
 // (GroupedGemmArgs::balanced and ForwardOptions::balanced_gemm2 force it either way; bench --balanced.)
 inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint) {
   return tiles_per_cta > 1 && 4 * rows_hint > int64_t(groups) && rows_hint <= int64_t(groups);
-}
-
-// EXPERIMENT (session 17): weight K steps issued in groups of n (the producer waits until n ring
-// stages are free, then issues their loads back to back), so that the n consecutive 128-byte
-// pieces of each weight row reach the memory together. FUSEDMOE_GEMM_KGROUP=n, default 1.
-inline int k_group_from_env(int stages) {
-  static const int v = [] {
-    const char* e = std::getenv("FUSEDMOE_GEMM_KGROUP");
-    return e != nullptr ? std::atoi(e) : 1;
-  }();
-  return std::max(1, std::min(v, stages - 1));
-}
-
-// Producer side of a K-step group: before issuing the first step of a group of n, wait until the
-// ring slot of its last step is free (the consumers release slots in order).
-template <class Barrier, int kStages>
-__device__ __forceinline__ void wait_group_free(uint64_t* empty, int stage, uint32_t phase, int n) {
-  int st = stage + n - 1;
-  uint32_t ph = phase;
-  if (st >= kStages) { st -= kStages; ph ^= 1u; }
-  Barrier::wait(&empty[st], ph ^ 1u);
 }
 
 }  // namespace fusedmoe::kernels::grouped_schedule

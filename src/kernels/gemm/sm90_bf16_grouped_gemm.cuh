@@ -167,7 +167,6 @@ struct Params {
   // sizes the grid so). Active token tiles come from the counts (a block-wide scan in every CTA),
   // so the grid is one wave whatever the routing and no CTA slot runs a tail alone. 0: the grouped
   // raster over (token tile bound, weight chunk), inactive CTAs exit.
-  int k_group;  // weight K steps issued together (grouped_schedule::k_group_from_env)
   int flat;
   // weight TMA: n_sub boxes per K step (sub s: q = s >> 1, h = s & 1), each sub_rows smem rows;
   // coordinate d (1..3) = w * mw[d-1] + q * mq[d-1] + h * mh[d-1]; dim 0 = K, dim 4 = expert.
@@ -604,8 +603,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           }
           // K beyond the reduction length (ragged last step) is zero-filled by TMA in both operands.
           const int k0 = kt * Cfg::kTileK;
-          if (p.k_group > 1 && (kt - kt_begin) % p.k_group == 0)
-            grouped_schedule::wait_group_free<Barrier, kStages>(ss.empty, stage, phase, min(p.k_group, kt_end - kt));
           Barrier::wait(&ss.empty[stage], phase ^ 1u);
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
           // stage bases by plain arithmetic: every stage starts on a 1024-byte swizzle-pattern
@@ -1012,7 +1009,6 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
     grid = grouped_schedule::balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
   }
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
-  p.k_group = grouped_schedule::k_group_from_env(Cfg::kStages);
   note_balanced(p.flat != 0 ? 1 : 0);
   p.trace = grouped_gemm_trace(gemm2, grid);
 

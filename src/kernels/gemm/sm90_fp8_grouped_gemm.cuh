@@ -175,7 +175,6 @@ struct Params {
   // us (H200 timeline, session 12).
   int early_stages;
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
-  int k_group;  // weight K steps issued together (grouped_schedule::k_group_from_env)
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; not with token-order scales)
 };
 
@@ -316,8 +315,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           // K beyond the reduction length (ragged last step) is zero-filled by TMA in both
           // operands (e4m3 0x00 = +0), so it adds nothing to P.
           const int k0 = kt * Cfg::kTileK;
-          if (p.k_group > 1 && (kt - kt_begin) % p.k_group == 0)
-            grouped_schedule::wait_group_free<Barrier, kStages>(ss.empty, stage, phase, min(p.k_group, kt_end - kt));
           Barrier::wait(&ss.empty[stage], phase ^ 1u);
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
           SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst(stage), k0, row0);
@@ -723,7 +720,6 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     grid = grouped_schedule::balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
   }
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
-  p.k_group = grouped_schedule::k_group_from_env(Cfg::kStages);
   sm90_grouped::note_balanced(p.flat != 0 ? 1 : 0);
 
   constexpr int kSmem = smem_bytes<Cfg>();
