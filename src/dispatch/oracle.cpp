@@ -101,15 +101,24 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
     if (reasons) why << "forced swap-ab";
   } else {
 #if defined(FUSEDMOE_WITH_CUDA)
-    const kernels::TokensTileChoice c = kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts);
+    // (the middle band of 16-32 expected rows: Swap-AB 64 for BF16, 32 for row-scaled FP8, normal
+    // tiles for FP8 128x128 blocks; kernels/gemm/sm90_bf16_grouped_gemm.h says what was measured)
+    const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
+    const int wide = !fp8 ? 64 : p.quant.weight.granularity == ScaleGranularity::kBlock ? 0 : 32;
+    const kernels::TokensTileChoice c =
+        kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide);
     d->family = c.family;
     d->tokens_tile = c.tokens_tile;
 #endif
-    const double per_expert = static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts;
+    const double per_expert = static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts;
     if (reasons)
-      why << "expected rows per expert T*k/E = " << per_expert
-        << (d->family == TileFamily::kSwapAB ? " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N)"
-                                             : " > 16: normal (tokens fill WGMMA's M)");
+      why << "expected rows per expert T*slots/E = " << per_expert
+        << (d->family == TileFamily::kSwapAB
+                ? (per_expert <= 16 ? " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N)"
+                                    : " in (16, 32]: swap-ab, the widest token tile (measured faster than normal "
+                                      "tiles there)")
+                : per_expert <= 32 ? " in (16, 32] with fp8 128x128 blocks: normal (tokens fill WGMMA's M; measured)"
+                                   : " > 32: normal (tokens fill WGMMA's M)");
   }
   if (reasons) d->tile_reason = why.str();
 }

@@ -695,6 +695,14 @@ TEST(GroupedGemmArgs, NamesAndHeuristic) {
   c = fusedmoe::kernels::choose_tokens_tile(4096, 8, 256);  // 128 per expert
   EXPECT_EQ(c.family, TileFamily::kNormal);
   EXPECT_EQ(c.tokens_tile, 128);
+  // 16-32 per expert: the widest Swap-AB tile of the weight format, or normal (0)
+  for (const int wide : {64, 32, 0}) {
+    c = fusedmoe::kernels::choose_tokens_tile(1024, 8, 256, wide);  // 32 per expert
+    EXPECT_EQ(c.family, wide > 0 ? TileFamily::kSwapAB : TileFamily::kNormal);
+    EXPECT_EQ(c.tokens_tile, wide > 0 ? wide : 128);
+    c = fusedmoe::kernels::choose_tokens_tile(1032, 8, 256, wide);  // 32.25 per expert
+    EXPECT_EQ(c.family, TileFamily::kNormal);
+  }
 }
 
 // ---------------------------------------------------------------- timings (informational)

@@ -90,10 +90,19 @@ struct TokensTileChoice {
   int tokens_tile = 128;
 };
 
-// Heuristic: Swap-AB when the expected rows per expert (T * k / E) is at most 16, with the token
-// tile the smallest of {8, 16, 32} holding twice the expected rows (an expert whose rows overflow
-// the tile streams its weights twice); otherwise the normal family (tile 128).
-TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_experts);
+// Heuristic on the expected rows per expert e = T * k / E:
+//   - e <= 16: Swap-AB, the token tile the smallest of {8, 16, 32} holding twice the expected rows
+//     (an expert whose rows overflow the tile streams its weights twice);
+//   - 16 < e <= 32: Swap-AB with tile `wide_swap_tile` (64 for BF16 weights, 32 for FP8 with
+//     per-channel / per-tensor scales), or the normal family when it is 0 (FP8 128x128 blocks);
+//   - e > 32: the normal family (tile 128).
+// The middle band, measured on the H200 (session 17, call 4, bench --suite crossover, whole layer,
+// grouped backend): BF16 Swap-AB 64 vs normal 128 at e = 18-32: mixtral-tp2 128 tokens 391.8 vs
+// 435.5 us, dsv3-tp8 512 684.1 vs 761.6, dsv3-ep8 512 601.9 vs 655.0, qwen235-tp8 / qwen235-tp4 /
+// qwen30-tp1 512 270.3 / 421.9 / 400.5 vs 295.1 / 468.2 / 454.8; at e = 64 normal wins (mixtral-tp2
+// 256: 439.4 vs 502.7). FP8: qwen235-tp8-fp8c 512 Swap-AB 32 231.2 vs normal 392.8 us; with 128x128
+// blocks normal wins (dsv3-tp8-fp8b 512 567.9 vs 631.5, qwen235-tp4-fp8b 512 356.8 vs 441.1).
+TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_experts, int wide_swap_tile = 64);
 
 // Upper bound of padded_offsets[G] for `rows` grouped rows over `groups` experts padded to `tile`.
 inline int64_t grouped_gemm_max_padded_rows(int64_t rows, int groups, int tile) {

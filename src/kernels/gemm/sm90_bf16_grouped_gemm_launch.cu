@@ -90,10 +90,11 @@ cudaError_t launch(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bo
 
 }  // namespace
 
-TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_experts) {
+TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_experts, int wide_swap_tile) {
   if (num_tokens <= 0 || top_k <= 0 || num_experts <= 0) return {TileFamily::kSwapAB, 8};
   const double expected = double(num_tokens) * double(top_k) / double(num_experts);
-  if (expected > 16.0) return {TileFamily::kNormal, 128};
+  if (expected > 32.0 || (expected > 16.0 && wide_swap_tile <= 0)) return {TileFamily::kNormal, 128};
+  if (expected > 16.0) return {TileFamily::kSwapAB, wide_swap_tile};
   int tile = 8;
   while (tile < 32 && double(tile) < 2.0 * expected) tile *= 2;
   return {TileFamily::kSwapAB, tile};
