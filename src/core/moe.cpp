@@ -375,6 +375,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.w = t.w1;
   g.bias = p.has_expert_bias ? t.b1 : nullptr;
   g.out = inter;
+  // GEMM2's dynamic balanced schedule takes its work from this counter; GEMM1 zeroes it after its
+  // wait (so after the previous call's GEMM2 is done with it) and GEMM2 reads it after its own.
+  int* gemm_queue = reinterpret_cast<int*>(base + w.gemm_queue.offset);
+  g.zero_queue = gemm_queue;
   // FP8 (W8A8 e4m3, normal tiles; the oracle allowed per-tensor/per-channel weights with per-token
   // or static per-tensor activations): x was quantised on the permute; GEMM1 writes bf16 H; H is
   // quantised in the same scheme over its padded rows (the per-token scale of padded row r at r, as
@@ -414,6 +418,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.out = expert_out;
   // balanced schedule: forced, the kernel's rule (chained tiles + rows_hint), or off
   g.balanced = options.balanced_gemm2 == Toggle::kOn ? 1 : ro.balanced_gemm2 ? 0 : -1;
+  g.zero_queue = nullptr;
+  g.queue = gemm_queue;  // (BF16: the balanced schedule runs dynamic; FP8: static ranges)
+  if (std::getenv("FUSEDMOE_EXPERIMENT_STATIC_BALANCED") != nullptr) g.queue = nullptr;  // EXPERIMENT (session 17)
   if (fp8) {
     void* inter_q = base + w.inter_q.offset;
     float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);

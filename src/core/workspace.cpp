@@ -65,6 +65,7 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   w.expert_out =
       b.take(std::max(rows * kdim, cutlass_path ? rows_pad_cutlass * r1 : size_t(0)) * dtype_bytes(p.act_dtype));
   w.error_flag = b.take(16);
+  w.gemm_queue = b.take(16);
 #if defined(FUSEDMOE_WITH_CUDA)
   // The plan's scratch also holds the fused front's per-block masks (never both in one call).
   w.plan_scratch = b.take(std::max(kernels::plan_scratch_bytes(p.max_tokens, p.top_k(), static_cast<int>(groups)),

@@ -40,6 +40,7 @@ struct WorkspaceLayout {
   Region expert_out;     // act_dtype [R, K] GEMM2 output before the combine; BF16 weights: also
                          // GEMM1's pre-activation rows [R_pad, R1] on the CUTLASS path (sized for both)
   Region error_flag;     // i32 [4]       device-side input errors (ids out of range, token count)
+  Region gemm_queue;     // i32 [4]       the dynamic balanced GEMM2's work counter (GEMM1 zeroes it)
   Region plan_scratch;   // kernels::plan_scratch_bytes
   Region quant_scratch;  // kernels::permute_quant_scratch_bytes
   Region cutlass_scratch;  // the CUTLASS path, one half per GEMM: BF16 weights kernels::cutlass_grouped_scratch_bytes,

@@ -16,6 +16,7 @@
 #include "fusedmoe/fusedmoe.h"
 #include "fusedmoe/reference.h"
 #include "gpu_test_util.h"
+#include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 #include "testing/layer_data.h"
 
 namespace fm = fusedmoe;
@@ -395,6 +396,64 @@ TEST(Forward, GraphReplayMatchesDirectCall) {
       for (int r = 0; r < 3; ++r) FM_CUDA_CHECK(cudaGraphLaunch(cap.exec, s));
       FM_CUDA_CHECK(cudaStreamSynchronize(s));
       EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), direct) << "T=" << t << ": graph replay differs from the direct call";
+    }
+    cudaStreamDestroy(s);
+  }
+}
+
+// The balanced GEMM2 schedule in its dynamic form (BF16, GroupedGemmArgs::queue): CTAs take
+// further chunks of the work from a counter in the workspace, which GEMM1 zeroes after its wait.
+// Against the reference at the rule's sizes; then the same bits as the raster, call after call with
+// the workspace (and so the counter) poisoned in between, and in graph replay.
+TEST(Forward, BalancedGemm2Dynamic) {
+  fm::MoeProblem p = small_problem(64, 4, 192, 512);
+  fm::ForwardOptions on;
+  on.balanced_gemm2 = fm::Toggle::kOn;
+  for (int64_t t : {5, 12, 16}) {  // 20, 48, 64 rows on 64 experts
+    check_forward(p, t, {}, "E64 k4 N192 K512 auto");
+    check_forward(p, t, on, "E64 k4 N192 K512 balanced forced");
+    EXPECT_EQ(fm::kernels::last_grouped_gemm_balanced(), 2) << "GEMM2 ran the dynamic schedule";
+  }
+  fm::ForwardOptions many = on;  // ~24 token tiles per expert: item runs of one weight tile, ~1 item per chunk
+  many.tiles = fm::TileFamily::kSwapAB;
+  many.tokens_tile = 32;
+  check_forward(small_problem(8, 2, 192, 512), 3000, many, "E8 k2 N192 K512 swap-ab 32 balanced forced");
+  EXPECT_EQ(fm::kernels::last_grouped_gemm_balanced(), 2);
+  for (const int64_t t : {40, 300}) {
+    p.num_tokens = p.max_tokens = t;
+    SCOPED_TRACE("T=" + std::to_string(t));
+    Layer L;
+    upload(p, fm::gputest::test_seed(), fm::testing::Skew::kZipf, &L);
+    if (::testing::Test::HasFatalFailure()) return;
+    cudaStream_t s;
+    FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const size_t n = static_cast<size_t>(t) * p.hidden;
+    fm::ForwardOptions off;
+    off.balanced_gemm2 = fm::Toggle::kOff;
+    off.backend = fm::Backend::kGrouped;
+    on.backend = fm::Backend::kGrouped;
+    ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, off).ok());
+    FM_CUDA_CHECK(cudaStreamSynchronize(s));
+    const auto raster = to_host<uint16_t>(L.out.get(), n);
+    for (int r = 0; r < 3; ++r) {
+      L.out.poison();
+      L.ws.poison();
+      ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s, on).ok());
+      EXPECT_EQ(fm::kernels::last_grouped_gemm_balanced(), 2);
+      FM_CUDA_CHECK(cudaStreamSynchronize(s));
+      EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), raster) << "call " << r << ": dynamic differs from the raster";
+    }
+    L.out.poison();
+    L.ws.poison();
+    {
+      const CapturedForward cap(p, L, s, on);
+      ASSERT_NE(cap.exec, nullptr);
+      for (int r = 0; r < 3; ++r) {
+        FM_CUDA_CHECK(cudaGraphLaunch(cap.exec, s));
+        FM_CUDA_CHECK(cudaStreamSynchronize(s));
+        EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), raster) << "graph replay " << r << " differs from the raster";
+        L.out.poison();
+      }
     }
     cudaStreamDestroy(s);
   }

@@ -164,7 +164,8 @@ struct Case {
   bool staged = false;      // staged epilogue (normal family: outputs through shared memory)
   int k_splits = 0;         // Swap-AB split-K: 0 heuristic, 1 off, n forced
   int balanced = 0;         // the balanced schedule: 0 rule, 1 forced where it can run, -1 off
-  int expect_flat1 = -1, expect_flat2 = -1;  // >= 0: the schedule GEMM1 / GEMM2 must run (1 balanced)
+  int expect_flat1 = -1, expect_flat2 = -1;  // >= 0: the schedule GEMM1 / GEMM2 must run (1 balanced, 2 dynamic)
+  bool dyn = false;         // a zeroed work counter (GroupedGemmArgs::queue): the balanced schedule runs dynamic
 };
 
 std::string fam(const Case& c) {
@@ -226,6 +227,11 @@ void check_gemm1(const Case& c, const Layout& l, uint64_t seed) {
   a.w = d_w.get();
   a.bias = c.bias ? d_b.as<float>() : nullptr;
   a.out = d_h.get();
+  DeviceBuffer d_q(16);
+  if (c.dyn) {
+    FM_CUDA_CHECK(cudaMemset(d_q.get(), 0, 16));
+    a.queue = d_q.as<int>();
+  }
   int boxes = 0;
   FM_CUDA_CHECK(fusedmoe::kernels::launch_grouped_gemm_test(a, /*gemm2=*/false, c.simple_view, &boxes, nullptr));
   if (c.expect_flat1 >= 0) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), c.expect_flat1) << "GEMM1 schedule";
@@ -301,6 +307,11 @@ void check_gemm2(const Case& c, const Layout& l, uint64_t seed) {
   a.w = d_w.get();
   a.bias = c.bias ? d_b.as<float>() : nullptr;
   a.out = d_y.get();
+  DeviceBuffer d_q(16);
+  if (c.dyn) {
+    FM_CUDA_CHECK(cudaMemset(d_q.get(), 0, 16));
+    a.queue = d_q.as<int>();
+  }
   int boxes = 0;
   FM_CUDA_CHECK(fusedmoe::kernels::launch_grouped_gemm_test(a, /*gemm2=*/true, c.simple_view, &boxes, nullptr));
   if (c.expect_flat2 >= 0) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), c.expect_flat2) << "GEMM2 schedule";
@@ -482,6 +493,15 @@ std::vector<Case> all_cases() {
     q.expect_flat1 = 0;  // (GEMM2 only)
     q.expect_flat2 = 1;
     v.push_back(q);
+    // the same cases with a work counter: the dynamic schedule (chunks taken as CTAs finish), and
+    // the raster where the balanced schedule cannot run (the counter is then ignored)
+    for (Case d : {c, g, r, a, q}) {
+      d.name = "dyn_" + d.name;
+      d.dyn = true;
+      if (d.expect_flat1 == 1) d.expect_flat1 = 2;
+      if (d.expect_flat2 == 1) d.expect_flat2 = 2;
+      v.push_back(d);
+    }
   }
   // 5b. split-K over a cluster (Swap-AB): every token tile, ragged K (2880 = 45 K steps, 200 = 4
   // steps with 8 asked: capped), gated / interleaved / plain, with and without bias; GEMM2's

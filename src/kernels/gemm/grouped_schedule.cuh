@@ -50,29 +50,30 @@ __device__ __forceinline__ void raster_segment(const Work& w, Segment* seg, int*
   }
 }
 
-// The balanced ranges: active token tiles U_e = ceil(count_e / kTokTile) in expert order by a
-// block-wide exclusive scan (thread t holds experts [t * per, (t + 1) * per), per <= 8: the host
-// checks G <= 8 * kThreads); items (j, w) j-major; this CTA takes [W * b / grid, W * (b + 1) / grid)
-// as up to kMaxSegments segments (the host sizes the grid so; a range past that bound, possible
-// only when the active tiles exceed the launch's row bound, is cut there). One pass of plan loads
-// (counts, padded offsets and, if needed, offsets of the thread's experts together), one barrier
-// inside. The caller zeroes *nseg before and synchronises after.
+// Active token tiles U_e = ceil(count_e / kTokTile) in expert order by a block-wide exclusive scan:
+// thread t holds experts [e0, e1) = [t * per, (t + 1) * per), per <= 8 (the host checks G <= 8 *
+// kThreads), with their counts, padded offsets and (if needed) offsets loaded in one pass; `first`
+// is the thread's first token tile, `total` the sum over all experts. One barrier inside.
+struct TileScan {
+  int cnt[8], poff[8], off[8];
+  int e0, e1, first, total;
+};
 template <int kThreads, int kTokTile>
-__device__ __forceinline__ void balanced_segments(const Work& w, Segment* seg, int* nseg, int* scan, int tid) {
+__device__ __forceinline__ TileScan scan_active_tiles(const Work& w, int* scan, int tid) {
   constexpr int kWarps = kThreads / 32;
   const int lane = tid % 32, warp = tid / 32;
   const int per = (w.num_groups + kThreads - 1) / kThreads;
-  const int e0 = min(w.num_groups, tid * per);
-  const int e1 = min(w.num_groups, e0 + per);
-  int cnt[8], poff[8], off[8];
+  TileScan t;
+  t.e0 = min(w.num_groups, tid * per);
+  t.e1 = min(w.num_groups, t.e0 + per);
   int mine = 0;
 #pragma unroll
   for (int q = 0; q < 8; ++q) {
-    const bool in = e0 + q < e1;
-    cnt[q] = in ? __ldcg(w.counts + e0 + q) : 0;
-    poff[q] = in ? __ldcg(w.padded_offsets + e0 + q) : 0;
-    off[q] = in && w.need_off ? __ldcg(w.offsets + e0 + q) : 0;
-    mine += (cnt[q] + kTokTile - 1) / kTokTile;
+    const bool in = t.e0 + q < t.e1;
+    t.cnt[q] = in ? __ldcg(w.counts + t.e0 + q) : 0;
+    t.poff[q] = in ? __ldcg(w.padded_offsets + t.e0 + q) : 0;
+    t.off[q] = in && w.need_off ? __ldcg(w.offsets + t.e0 + q) : 0;
+    mine += (t.cnt[q] + kTokTile - 1) / kTokTile;
   }
   int incl = mine;
 #pragma unroll
@@ -89,25 +90,107 @@ __device__ __forceinline__ void balanced_segments(const Work& w, Segment* seg, i
     before += q < warp ? v : 0;
     total += v;
   }
-  const int64_t items = int64_t(total) * w.w_tiles;
+  t.first = before + incl - mine;
+  t.total = total;
+  return t;
+}
+
+// The balanced ranges: items (j, w) over the active token tiles j-major; this CTA takes
+// [W * b / grid, W * (b + 1) / grid) as up to kMaxSegments segments (the host sizes the grid so; a
+// range past that bound, possible only when the active tiles exceed the launch's row bound, is cut
+// there). One barrier inside (the scan). The caller zeroes *nseg before and synchronises after.
+template <int kThreads, int kTokTile>
+__device__ __forceinline__ void balanced_segments(const Work& w, Segment* seg, int* nseg, int* scan, int tid) {
+  const TileScan t = scan_active_tiles<kThreads, kTokTile>(w, scan, tid);
+  const int64_t items = int64_t(t.total) * w.w_tiles;
   const int64_t i0 = items * blockIdx.x / gridDim.x, i1 = items * (blockIdx.x + 1) / gridDim.x;
   if (i1 <= i0) return;  // (*nseg stays 0)
   const int64_t j0 = i0 / w.w_tiles;
   const int64_t j1 = min((i1 - 1) / w.w_tiles, j0 + kMaxSegments - 1);
   if (tid == 0) *nseg = int(j1 - j0 + 1);
-  int64_t first = before + incl - mine;  // this thread's first token tile
+  int64_t first = t.first;  // this thread's first token tile
 #pragma unroll
   for (int q = 0; q < 8; ++q) {
-    const int tiles = (cnt[q] + kTokTile - 1) / kTokTile;
+    const int tiles = (t.cnt[q] + kTokTile - 1) / kTokTile;
     const int64_t lo = max(first, j0), hi = min(first + tiles - 1, j1);
     for (int64_t j = lo; j <= hi; ++j) {
       const int wb = j == j0 ? int(i0 % w.w_tiles) : 0;
       const int we = j == (i1 - 1) / w.w_tiles ? int((i1 - 1) % w.w_tiles) + 1 : w.w_tiles;
-      seg[j - j0] = Segment{e0 + q, cnt[q], off[q], poff[q], int(j - first) * kTokTile, wb, we, 0};
+      seg[j - j0] = Segment{t.e0 + q, t.cnt[q], t.off[q], t.poff[q], int(j - first) * kTokTile, wb, we, 0};
     }
     first += tiles;
   }
 }
+
+// ---- The dynamic balanced schedule (Params::queue) ----
+// Items (expert e, weight tile w, token tile j), expert-major, then w, then j (a weight tile's token
+// tiles run back to back in one CTA: the repeats of its weights come from L2). The items are cut
+// into chunks of L; CTA b runs chunk b first (known before griddepcontrol.wait, so its first
+// weights can stream early), then chunks grid + atomicAdd(queue, 1) until none is left: CTAs that
+// entered late or run slowly take fewer. The producer thread turns items into segments (maximal
+// runs of consecutive weight tiles of one token tile) and hands them to the consumers through a
+// ring of kDynQueue entries: it writes entry n after waiting for the ring slot of the segment's
+// first stage and before arriving on that stage's full barrier, and the consumers read it after
+// waiting on that barrier. Entry n is overwritten by entry n + kDynQueue, written after the slot of
+// a stage >= kDynQueue stages later was released, hence after the consumers read entry n
+// (kDynQueue >= kStages). An entry with e = -1 ends the list. The queue word is zeroed by the
+// kernel before (GroupedGemmArgs::zero_queue) after its own wait, so no reset between calls or
+// graph replays is needed.
+constexpr int kDynQueue = 16;
+constexpr int kDynChunksPerCta = 8;  // about this many chunks per CTA: L = ceil(items / (8 x grid))
+
+// first_tile[e] = U_0 + ... + U_{e-1} for e <= G (first_tile[G] = the total). One barrier inside;
+// the caller synchronises after.
+template <int kThreads, int kTokTile>
+__device__ __forceinline__ void dynamic_table(const Work& w, int* first_tile, int* scan, int tid) {
+  const TileScan t = scan_active_tiles<kThreads, kTokTile>(w, scan, tid);
+  int first = t.first;
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    if (t.e0 + q < t.e1) first_tile[t.e0 + q] = first;
+    first += (t.cnt[q] + kTokTile - 1) / kTokTile;
+  }
+  if (tid == 0) first_tile[w.num_groups] = t.total;
+}
+
+// The producer's walk over the dynamic items (one thread).
+struct DynWalk {
+  const int* first_tile;  // shared memory, dynamic_table
+  const Work* w;
+  int e = 0, e_loaded = -1;
+  int cnt = 0, off = 0, poff = 0;
+
+  // The expert holding item i: the last e < G with first_tile[e] * w_tiles <= i (an empty expert
+  // shares its value with the next one, so the last is the non-empty one). Binary search.
+  __device__ __forceinline__ void seek(int64_t i) {
+    int lo = 0, hi = w->num_groups - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (int64_t(first_tile[mid]) * w->w_tiles <= i) lo = mid;
+      else hi = mid - 1;
+    }
+    e = lo;
+  }
+  // The segment starting at item i (< i1, items in increasing order since the last seek): the
+  // weight tiles of one token tile that follow in [i, i1). Returns the item after it.
+  template <int kTokTile>
+  __device__ __forceinline__ int64_t next(int64_t i, int64_t i1, Segment* s) {
+    while (int64_t(first_tile[e + 1]) * w->w_tiles <= i) ++e;
+    if (e != e_loaded) {
+      cnt = __ldcg(w->counts + e);
+      poff = __ldcg(w->padded_offsets + e);
+      off = w->need_off ? __ldcg(w->offsets + e) : 0;
+      e_loaded = e;
+    }
+    const int f = first_tile[e], u = first_tile[e + 1] - f;
+    const int64_t r = i - int64_t(f) * w->w_tiles;
+    const int wt = int(r / u), j = int(r % u);
+    int we = wt + 1;
+    if (u == 1) we = wt + int(min(i1, int64_t(f + 1) * w->w_tiles) - i);
+    *s = Segment{e, cnt, off, poff, j * kTokTile, wt, we, 0};
+    return i + (we - wt);
+  }
+};
 
 // A segment read by a whole warp, every field warp-uniform (lets the compiler see block-uniform
 // values, keeping the WGMMA path non-divergent). A single thread reads the Segment as stored.
@@ -129,6 +212,10 @@ inline int64_t balanced_grid(int64_t items_bound, int w_tiles, int64_t slots) {
   const int64_t ctas = std::min(slots, items_bound);
   return std::max(ctas, (items_bound + per_cta_max - 1) / per_cta_max);
 }
+
+// Host: the CTAs of a dynamic balanced launch: one wave (no segment bound: the producer walks
+// any number of items).
+inline int64_t dynamic_grid(int64_t items_bound, int64_t slots) { return std::max<int64_t>(1, std::min(slots, items_bound)); }
 
 // Host: the balanced schedule's rule (GroupedGemmArgs::balanced = 0, and the FP8 twin): GEMM2
 // where the heuristic chains tiles (short reductions), Swap-AB without split-K, G <= 8 x threads,

@@ -135,11 +135,20 @@ struct SharedStorage {
   Segment seg[kMaxSegments];      // the CTA's (token tile, weight tiles) runs, in order
   int nseg;
   int scan[Cfg::kThreads / 32];   // balanced schedule: per-warp sums of active token tiles
+  // dynamic balanced schedule (Params::queue): the producer's segments (a ring) and the table of
+  // active token tiles before each expert (grouped_schedule.cuh)
+  Segment seg_q[grouped_schedule::kDynQueue];
+  int first_tile[8 * Cfg::kThreads + 1];
 };
 
 template <class Cfg>
 constexpr int smem_bytes() {
   return int(sizeof(SharedStorage<Cfg>)) + 1024;
+}
+// (two Swap-AB CTAs per SM: 228 KB of shared memory less 1 KB reserved per CTA)
+template <class Cfg>
+constexpr bool smem_fits() {
+  return Cfg::kMinBlocks == 2 ? smem_bytes<Cfg>() <= 113 * 1024 : smem_bytes<Cfg>() <= 227 * 1024;
 }
 
 // Kernel arguments besides the two tensor maps.
@@ -168,6 +177,11 @@ struct Params {
   // so the grid is one wave whatever the routing and no CTA slot runs a tail alone. 0: the grouped
   // raster over (token tile bound, weight chunk), inactive CTAs exit.
   int flat;
+  // With flat: the dynamic balanced schedule (grouped_schedule.cuh, "The dynamic balanced
+  // schedule"): the work counter, zero when the grid starts (null: the static ranges).
+  int* queue;
+  // Zeroed by thread 0 of CTA 0 after griddepcontrol.wait (GroupedGemmArgs::zero_queue), or null.
+  int* zero_queue;
   // weight TMA: n_sub boxes per K step (sub s: q = s >> 1, h = s & 1), each sub_rows smem rows;
   // coordinate d (1..3) = w * mw[d-1] + q * mq[d-1] + h * mh[d-1]; dim 0 = K, dim 4 = expert.
   int n_sub, sub_rows;
@@ -448,7 +462,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   {
     grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups,
                               p.out_unpadded != 0 || p.gather_x != nullptr, p.w_tiles, 0, 0, 0};
-    if (!p.flat) {
+    if (p.queue != nullptr) {
+      grouped_schedule::dynamic_table<Cfg::kThreads, Cfg::kTokTile>(wk, ss.first_tile, ss.scan, tid);
+    } else if (!p.flat) {
       const int pid = splitting ? int(blockIdx.x) / p.k_splits : int(blockIdx.x);
       const int per_group = kGroupM * p.w_chunks;
       const int group = pid / per_group;
@@ -467,14 +483,24 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   }
   __syncthreads();
   if (p.early_weights && !prefetch) pdl_enter();  // the plan was read ahead; the rest waits
+  if (p.zero_queue != nullptr && blockIdx.x == 0 && tid == 0) {
+    pdl_wait();  // (the previous call's GEMM2 has finished with it)
+    *p.zero_queue = 0;
+  }
+  // dynamic schedule: the chunks of L items (grouped_schedule.cuh); CTA b starts with chunk b
+  const bool dyn = p.queue != nullptr;
+  const int64_t dyn_items = dyn ? int64_t(ss.first_tile[p.num_groups]) * p.w_tiles : 0;
+  const int64_t dyn_per = int64_t(gridDim.x) * grouped_schedule::kDynChunksPerCta;
+  const int64_t dyn_len = dyn ? max(int64_t(1), (dyn_items + dyn_per - 1) / dyn_per) : 1;
+  const int64_t dyn_chunks = (dyn_items + dyn_len - 1) / dyn_len;
   // (shfl: lets the compiler see block-uniform values, keeping the WGMMA path non-divergent)
-  const int nseg = __shfl_sync(0xffffffff, ss.nseg, 0);
+  const int nseg = dyn ? (int64_t(blockIdx.x) < dyn_chunks ? 1 : 0) : __shfl_sync(0xffffffff, ss.nseg, 0);
   if (p.trace != nullptr && tid == 0) {
     gemm_stamp(p.trace, 1);
     uint32_t smid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
     gemm_trace_value(p.trace, 6, smid);
-    gemm_trace_value(p.trace, 7, nseg > 0 ? ss.seg[0].e : -1);
+    gemm_trace_value(p.trace, 7, nseg > 0 && !dyn ? ss.seg[0].e : -1);
   }
   if (nseg == 0) return;  // beyond padded_offsets[G], in an expert's padding, or no items
   // segment s of this CTA: as stored (one thread), or every field warp-uniform (whole warps)
@@ -568,10 +594,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       int stage = 0;
       uint32_t phase = 0;
       int skip = 0;  // leading (tile, K step) iterations already issued before the wait
+      // dynamic schedule: the walk over this CTA's chunks (first: chunk blockIdx.x) and the queue
+      grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups, p.out_unpadded != 0, p.w_tiles,
+                                0, 0, 0};
+      grouped_schedule::DynWalk walk{ss.first_tile, &wk};
+      int64_t di = int64_t(blockIdx.x) * dyn_len, di1 = min(dyn_items, di + dyn_len);
+      Segment cur{};
+      int qn = 0;  // segments handed to the consumers
+      if (dyn) {
+        walk.seek(di);
+        di = walk.next<Cfg::kTokTile>(di, di1, &cur);
+      }
       if (prefetch) {
         // the ring starts empty: its first stages take the first tile's weights now, with the whole
         // stage's bytes expected; their activation halves follow once the predecessor is done
-        const Segment s0 = segment_1(0);
+        const Segment s0 = dyn ? cur : segment_1(0);
+        if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
         uint32_t sub_mask = 0;
         const int valid_subs = weight_subs(s0.wb, &sub_mask);
         const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(valid_subs) * p.sub_bytes;
@@ -588,9 +626,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       } else {
         gemm_stamp(p.trace, 2);
       }
-      for (int si = 0; si < nseg; ++si) {
-       const Segment sg = segment_1(si);
+      // Every stage of segment sg; with `queued`, its queue entry goes out with its first stage.
+      auto issue = [&](const Segment& sg, bool queued) {
        const int row0 = sg.poff + sg.local0;  // padded row of the token tile
+       bool first = true;
        for (int w = sg.wb; w < sg.we; ++w) {
         uint32_t sub_mask = 0;
         const int valid_subs = weight_subs(w, &sub_mask);
@@ -598,12 +637,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         for (int kt = kt_begin; kt < kt_end; ++kt) {
           if (skip > 0) {
             --skip;
+            first = false;
             if (++stage == kStages) { stage = 0; phase ^= 1u; }
             continue;
           }
           // K beyond the reduction length (ragged last step) is zero-filled by TMA in both operands.
           const int k0 = kt * Cfg::kTileK;
           Barrier::wait(&ss.empty[stage], phase ^ 1u);
+          if (queued && first) ss.seg_q[qn % grouped_schedule::kDynQueue] = sg;
+          first = false;
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
           // stage bases by plain arithmetic: every stage starts on a 1024-byte swizzle-pattern
           // boundary (calling the swizzled layout as a function would XOR element offsets)
@@ -613,6 +655,30 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
        }
+       if (queued) ++qn;
+      };
+      if (!dyn) {
+        for (int si = 0; si < nseg; ++si) issue(segment_1(si), false);
+      } else {
+        // (after griddepcontrol.wait: the kernel before zeroed the counter after its own wait)
+        int64_t next = int64_t(gridDim.x) + atomicAdd(p.queue, 1);
+        for (;;) {
+          issue(cur, true);
+          if (di < di1) {
+            di = walk.next<Cfg::kTokTile>(di, di1, &cur);
+            continue;
+          }
+          if (next >= dyn_chunks) break;
+          di = next * dyn_len;
+          di1 = min(dyn_items, di + dyn_len);
+          next = int64_t(gridDim.x) + atomicAdd(p.queue, 1);
+          walk.seek(di);
+          di = walk.next<Cfg::kTokTile>(di, di1, &cur);
+        }
+        // the end: an entry with e = -1 behind a plain arrival on the next stage
+        Barrier::wait(&ss.empty[stage], phase ^ 1u);
+        ss.seg_q[qn % grouped_schedule::kDynQueue] = Segment{-1, 0, 0, 0, 0, 0, 0, 0};
+        Barrier::arrive(&ss.full[stage]);
       }
     }
     if constexpr (Cfg::kSwapAB) {
@@ -643,8 +709,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
     int stage = 0;
     uint32_t phase = 0;
-    for (int si = 0; si < nseg; ++si) {
-     const Segment sg = segment(si);
+    for (int si = 0;; ++si) {
+     Segment sg;
+     if (dyn) {
+       // the producer's next segment, written before its first stage's full barrier completed
+       Barrier::wait(&ss.full[stage], phase);
+       sg = grouped_schedule::uniform_segment(ss.seg_q[si % grouped_schedule::kDynQueue]);
+       if (sg.e < 0) {
+         if (tid == 0) gemm_stamp(p.trace, 4);
+         break;
+       }
+     } else {
+       if (si >= nseg) break;
+       sg = segment(si);
+     }
      const float* bias_e = p.bias ? p.bias + int64_t(sg.e) * p.bias_stride : nullptr;
      const int rows_valid = min(Cfg::kTokTile, sg.count - sg.local0);
      const int64_t out_row0 = int64_t(p.out_unpadded ? sg.off : sg.poff) + sg.local0;
@@ -673,7 +751,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
       warpgroup_wait<0>();
       warpgroup_fence_operand(accum);
-      if (si == nseg - 1 && w == w_end - 1 && tid == 0) gemm_stamp(p.trace, 4);
+      if (!dyn && si == nseg - 1 && w == w_end - 1 && tid == 0) gemm_stamp(p.trace, 4);
       // the ring continues into the next weight tile: release the last slot too
       if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[prev_stage]);
 
@@ -916,7 +994,8 @@ inline cudaError_t check_args(const GroupedGemmArgs& a, bool gemm2) {
 // (set_grouped_gemm_trace; sm90_bf16_grouped_gemm_launch.cu), nullptr when off or too small.
 unsigned long long* grouped_gemm_trace(bool gemm2, int64_t grid);
 // Records which schedule the launch runs (last_grouped_gemm_balanced; sm90_bf16_grouped_gemm_launch.cu):
-// 1 balanced, 0 raster, -1 not launched (set first, so that an early return leaves no stale value).
+// 2 dynamic balanced, 1 balanced, 0 raster, -1 not launched (set first, so that an early return leaves
+// no stale value).
 void note_balanced(int flat);
 
 // Builds the tensor maps and parameters and launches one instance. `force_simple` is a test hook.
@@ -1007,12 +1086,18 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
                                          grouped_schedule::use_balanced_schedule(tpc, a.num_groups, a.rows_hint)))) {
     p.flat = 1;
     grid = grouped_schedule::balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
+    if (a.queue != nullptr) {
+      p.queue = a.queue;
+      grid = grouped_schedule::dynamic_grid(m_tiles * int64_t(p.w_tiles), slots);
+    }
   }
+  p.zero_queue = a.zero_queue;
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
-  note_balanced(p.flat != 0 ? 1 : 0);
+  note_balanced(p.queue != nullptr ? 2 : p.flat != 0 ? 1 : 0);
   p.trace = grouped_gemm_trace(gemm2, grid);
 
   constexpr int kSmem = smem_bytes<Cfg>();
+  static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
   static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
   auto launch = [&](auto kernel) -> cudaError_t {
     const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[gated ? 1 : 0]);

@@ -60,6 +60,14 @@ struct GroupedGemmArgs {
   // > 0 = wherever it can run (Swap-AB without split-K or gathered rows, G <= 8 x the CTA's threads;
   // tests), < 0 = off.
   int balanced = 0;
+  // BF16 kernels: with the balanced schedule, a zeroed int in device memory makes it dynamic (CTAs
+  // take further chunks of the items from this counter as they finish: grouped_schedule.cuh). It
+  // must be zero when the grid starts: the launch before this one (same stream, under PDL too)
+  // zeroes it through zero_queue. Null: the static ranges. (FP8 kernels: ignored.)
+  int* queue = nullptr;
+  // Zeroed by this launch after griddepcontrol.wait (so after every earlier kernel of the stream is
+  // done with it), for the next launch's `queue`. Null: nothing.
+  int* zero_queue = nullptr;
   // Swap-AB only: split each weight tile's reduction over a cluster of k_splits CTAs whose partial
   // sums rank 0 adds in a fixed order (same bits every run; rounding differs from unsplit).
   // 0 = heuristic (when the tiles fill under half of the GPU's CTA slots: decode), 1 or negative =
@@ -139,7 +147,8 @@ cudaError_t launch_grouped_gemm_test(const GroupedGemmArgs& args, bool gemm2, bo
 // 0 where a CTA exited early), [6] SM id, [7] expert or -1 (no work). nullptr turns it off.
 constexpr int kGroupedGemmTraceSlots = 8;
 void set_grouped_gemm_trace(unsigned long long* buffer, int64_t ctas);
-// Test hook: 1 when the last grouped GEMM launch (BF16 or FP8) of this host thread ran the balanced
+// Test hook: 2 when the last grouped GEMM launch (BF16 or FP8) of this host thread ran the dynamic
+// balanced schedule (GroupedGemmArgs::queue), 1 when it ran the balanced
 // schedule, 0 when the raster, -1 before any launch.
 int last_grouped_gemm_balanced();
 }  // namespace fusedmoe::kernels
