@@ -34,6 +34,8 @@ namespace {
 // Up to this many tokens, quantised activations go through the separate dispatch kernels (see
 // the fuse_front rule in resolve()).
 constexpr int64_t kFrontSeparateQuantMaxTokens = 64;
+// The dynamic balanced GEMM2 (BF16), measured up to this many tokens (session 17, call 5).
+constexpr int64_t kBalancedMaxTokens = 256;
 
 // The switches as forward() resolves them; the reasons only when `why` is given (explain(): the
 // hot path builds no strings).
@@ -98,20 +100,28 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
     *why << "    (not applicable: quantised input or weights on the input)\n";
   r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
                    "auto: swap-ab tiles filling under half of the CTA slots split K over a cluster");
-  // The balanced GEMM2 schedule (Swap-AB; the kernels also require chained tiles:
-  // kernels/gemm/grouped_schedule.cuh, use_balanced_schedule, same rows rule and the numbers).
-  // Auto for BF16 and FP8 weights alike (measured for both: sessions 16 and 17).
+  // The balanced GEMM2 schedule (Swap-AB, kernels/gemm/grouped_schedule.cuh). BF16 kernels run it
+  // dynamic (CTAs take chunks of the work from a counter as they finish): on from a quarter as
+  // many rows (T x slots) as experts up to 256 tokens, where it runs (Swap-AB without split-K).
+  // FP8 kernels run static ranges: the kernel's rule (chained tiles, rows in (experts / 4,
+  // experts]). Measured on the H200, sessions 16-17 (numbers in grouped_schedule.cuh).
   const int64_t rows = p.num_tokens * p.slots_per_token();
   const int64_t groups = p.local_experts() + p.num_shared_experts;
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
   const bool fp8_weights = p.quant.weight.format == WeightFormat::kFP8E4M3;
-  const bool balanced_fits = 4 * rows > groups && rows <= groups;
-  const bool balanced_auto = (bf16_weights || fp8_weights) && balanced_fits;
+  const bool balanced_auto = bf16_weights   ? 4 * rows > groups && p.num_tokens <= kBalancedMaxTokens
+                             : fp8_weights ? 4 * rows > groups && rows <= groups
+                                           : false;
   r.balanced_gemm2 = pick("balanced_gemm2", o.balanced_gemm2, balanced_auto,
                           !(bf16_weights || fp8_weights) ? "auto: off (BF16 and FP8 weights only)"
+                          : bf16_weights
+                              ? (balanced_auto ? "auto: on, dynamic (rows above a quarter of the experts, <= 256 tokens); "
+                                                 "runs where GEMM2 has Swap-AB tiles without split-K (measured)"
+                                               : "auto: off (rows up to a quarter of the experts, or > 256 tokens; measured)")
                           : balanced_auto
-                              ? "auto: requested (rows between a quarter of the experts and all of them); the kernel runs "
-                                "it where Swap-AB tiles are chained (short reductions) without split-K (measured)"
+                              ? "auto: requested, static ranges (rows between a quarter of the experts and all of them); "
+                                "the kernel runs it where Swap-AB tiles are chained (short reductions) without split-K "
+                                "(measured)"
                               : "auto: off (rows outside (experts / 4, experts]: the raster's grid fits; measured)") &&
                      (bf16_weights || fp8_weights);
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
@@ -416,10 +426,11 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.w = t.w2;
   g.bias = p.has_expert_bias ? t.b2 : nullptr;
   g.out = expert_out;
-  // balanced schedule: forced, the kernel's rule (chained tiles + rows_hint), or off
-  g.balanced = options.balanced_gemm2 == Toggle::kOn ? 1 : ro.balanced_gemm2 ? 0 : -1;
+  // balanced schedule: forced or the oracle's rule (BF16: wherever it runs), the kernel's rule
+  // (FP8: chained tiles + rows_hint), or off; dynamic (the counter) wherever it runs
+  g.balanced = options.balanced_gemm2 == Toggle::kOn ? 1 : !ro.balanced_gemm2 ? -1 : fp8 ? 0 : 1;
   g.zero_queue = nullptr;
-  g.queue = gemm_queue;  // (BF16: the balanced schedule runs dynamic; FP8: static ranges)
+  g.queue = gemm_queue;
   if (std::getenv("FUSEDMOE_EXPERIMENT_STATIC_BALANCED") != nullptr) g.queue = nullptr;  // EXPERIMENT (session 17)
   if (fp8) {
     void* inter_q = base + w.inter_q.offset;
@@ -440,6 +451,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.out = expert_out;
     f.balanced = g.balanced;
     f.k_splits = g.k_splits;
+    f.queue = g.queue;
+    f.zero_queue = nullptr;
   }
   e = fp8 ? kernels::launch_fp8_grouped_gemm2(f, stream) : kernels::launch_grouped_gemm2(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2: " << cudaGetErrorString(e));

@@ -153,24 +153,29 @@ fm::MoeProblem bf16(const char* name, int64_t t) {
 }
 }  // namespace
 
-// The balanced GEMM2 schedule: auto for BF16 and FP8 weights with rows (T x slots) in (experts / 4, experts].
+// The balanced GEMM2 schedule. BF16 (dynamic): rows (T x slots) above a quarter of the experts, up
+// to 256 tokens. FP8 (static ranges): rows in (experts / 4, experts].
 TEST(Oracle, BalancedGemm2AutoRule) {
   const fm::ForwardOptions o;
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 1), o).balanced_gemm2);   // 8 rows, 128 experts
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 4), o).balanced_gemm2);   // 32 = E / 4
+  EXPECT_TRUE(fm::resolve_options(bf16("qwen235-tp8", 5), o).balanced_gemm2);    // 40
   EXPECT_TRUE(fm::resolve_options(bf16("qwen235-tp8", 16), o).balanced_gemm2);   // 128
-  EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 17), o).balanced_gemm2);  // 136 > E
-  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 16), o).balanced_gemm2);      // 128 rows, 256 experts
-  EXPECT_FALSE(fm::resolve_options(bf16("dsv3-tp8", 64), o).balanced_gemm2);
+  EXPECT_TRUE(fm::resolve_options(bf16("qwen235-tp8", 17), o).balanced_gemm2);   // 136 > E: still (dynamic)
+  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 64), o).balanced_gemm2);
+  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 256), o).balanced_gemm2);
+  EXPECT_FALSE(fm::resolve_options(bf16("dsv3-tp8", 257), o).balanced_gemm2);   // past the measured range
+  EXPECT_NE(fm::resolve_options(bf16("dsv3-tp8", 64), o).why.find("balanced_gemm2: on (auto: on, dynamic"),
+            std::string::npos);
   fm::ForwardOptions on;
   on.balanced_gemm2 = fm::Toggle::kOn;
-  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 64), on).balanced_gemm2);
+  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 1024), on).balanced_gemm2);
   fm::ForwardOptions off;
   off.balanced_gemm2 = fm::Toggle::kOff;
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 16), off).balanced_gemm2);
   fm::MoeProblem q = bf16("qwen235-tp8", 16);
   q.quant = fm::QuantScheme::fp8_per_channel();
-  EXPECT_TRUE(fm::resolve_options(q, o).balanced_gemm2);  // FP8 weights: the same rule
+  EXPECT_TRUE(fm::resolve_options(q, o).balanced_gemm2);  // FP8 weights: rows in (E / 4, E]
   EXPECT_FALSE(fm::resolve_options(q, off).balanced_gemm2);
   q.num_tokens = q.max_tokens = 64;
   EXPECT_FALSE(fm::resolve_options(q, o).balanced_gemm2);

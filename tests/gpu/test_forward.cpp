@@ -401,7 +401,7 @@ TEST(Forward, GraphReplayMatchesDirectCall) {
   }
 }
 
-// The balanced GEMM2 schedule in its dynamic form (BF16, GroupedGemmArgs::queue): CTAs take
+// The balanced GEMM2 schedule in its dynamic form (BF16 and FP8, GroupedGemmArgs::queue): CTAs take
 // further chunks of the work from a counter in the workspace, which GEMM1 zeroes after its wait.
 // Against the reference at the rule's sizes; then the same bits as the raster, call after call with
 // the workspace (and so the counter) poisoned in between, and in graph replay.
@@ -419,9 +419,21 @@ TEST(Forward, BalancedGemm2Dynamic) {
   many.tokens_tile = 32;
   check_forward(small_problem(8, 2, 192, 512), 3000, many, "E8 k2 N192 K512 swap-ab 32 balanced forced");
   EXPECT_EQ(fm::kernels::last_grouped_gemm_balanced(), 2);
+  fm::MoeProblem f8c = small_problem(64, 4, 192, 512);
+  f8c.quant = fm::QuantScheme::fp8_per_channel();
+  fm::MoeProblem f8b = small_problem(64, 4, 256, 512);
+  f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  for (const fm::MoeProblem& f8 : {f8c, f8b}) {  // the FP8 kernel's dynamic form against the reference
+    check_forward(f8, 12, on, "fp8 balanced forced");
+    EXPECT_EQ(fm::kernels::last_grouped_gemm_balanced(), 2);
+  }
+  const fm::MoeProblem base = p;
+  for (const int variant : {0, 1, 2})
   for (const int64_t t : {40, 300}) {
+    if (variant == 2 && t > 64) continue;  // (FP8 blocks take normal tiles there: no balanced schedule)
+    p = variant == 0 ? base : variant == 1 ? f8c : f8b;
     p.num_tokens = p.max_tokens = t;
-    SCOPED_TRACE("T=" + std::to_string(t));
+    SCOPED_TRACE("T=" + std::to_string(t) + " variant " + std::to_string(variant));
     Layer L;
     upload(p, fm::gputest::test_seed(), fm::testing::Skew::kZipf, &L);
     if (::testing::Test::HasFatalFailure()) return;

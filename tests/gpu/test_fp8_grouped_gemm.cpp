@@ -192,6 +192,7 @@ struct Case {
   int early_stages = -1;       // ... that many stages of it (-1 the whole ring, 0 only the plan lookup)
   bool staged = false;         // normal family: the staged epilogue (outputs through shared memory)
   int balanced = 0;            // Swap-AB: the balanced schedule (0 the rule, 1 forced, -1 off)
+  bool dyn = false;            // with it, a zeroed work counter: the dynamic form (GroupedGemmArgs::queue)
 };
 
 std::string describe(const Case& c, const Layout& l) {
@@ -350,9 +351,14 @@ void run_case(const Case& c, uint64_t seed) {
   a.rows_hint = l.rows;
   a.a_scale_stride = a_stride;
   a.w_scale_ue8m0 = c.block && c.ue8m0;
+  DeviceBuffer d_q(16);
+  if (c.dyn) {
+    FM_CUDA_CHECK(cudaMemset(d_q.get(), 0, 16));
+    a.queue = d_q.as<int>();
+  }
   FM_CUDA_CHECK(c.gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
                         : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr));
-  if (c.balanced > 0) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), 1) << "schedule";
+  if (c.balanced > 0) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), c.dyn ? 2 : 1) << "schedule";
   FM_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<uint16_t> out = to_host<uint16_t>(d_out.get(), size_t(out_rows + kGuardRows) * size_t(out_cols));
 
@@ -741,6 +747,9 @@ TEST(Fp8GroupedGemm, BalancedSchedule) {
         c.bias = true;
       }
       run_case(c, seed + uint64_t(idx++));
+      c.name = "dyn_" + c.name;  // the dynamic form: chunks from a work counter
+      c.dyn = true;
+      run_case(c, seed + uint64_t(idx++));
     }
   // several token tiles per CTA, the grid past one wave: 8 experts, 15001 rows, 2 weight tiles
   Case m;
@@ -752,6 +761,9 @@ TEST(Fp8GroupedGemm, BalancedSchedule) {
   m.K = 128;
   m.a_per_token = true;
   m.w_per_channel = true;
+  run_case(m, seed + uint64_t(idx++));
+  m.name = "dyn_" + m.name;
+  m.dyn = true;
   run_case(m, seed + uint64_t(idx++));
   // more experts than the scan's threads (2 per thread), hot and empty experts
   Case g;
@@ -765,6 +777,9 @@ TEST(Fp8GroupedGemm, BalancedSchedule) {
   g.a_per_token = true;
   g.w_per_channel = true;
   g.bias = true;
+  run_case(g, seed + uint64_t(idx++));
+  g.name = "dyn_" + g.name;
+  g.dyn = true;
   run_case(g, seed + uint64_t(idx++));
 }
 
@@ -854,16 +869,19 @@ TEST(Fp8GroupedGemm, AllExpertsEmptyWritesNothing) {
     a.k = 128;
     a.activation = Activation::silu();
     a.max_rows = 256;
-    for (int balanced : {0, 1}) {  // (Swap-AB 8 for the balanced schedule: no items at all)
+    DeviceBuffer d_q(16);
+    FM_CUDA_CHECK(cudaMemset(d_q.get(), 0, 16));
+    for (int balanced : {0, 1, 2}) {  // (Swap-AB 8 for the balanced schedule: no items at all; 2: dynamic)
       if (balanced) {
         a.family = TileFamily::kSwapAB;
         a.tokens_tile = 8;
         a.balanced = 1;
         a.k_splits = 1;
       }
+      if (balanced == 2) a.queue = d_q.as<int>();
       FM_CUDA_CHECK(gemm2 ? fusedmoe::kernels::launch_fp8_grouped_gemm2(a, nullptr)
                           : fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr));
-      if (balanced) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), 1);
+      if (balanced) EXPECT_EQ(fusedmoe::kernels::last_grouped_gemm_balanced(), balanced);
     }
     FM_CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<uint16_t> out = to_host<uint16_t>(d_out.get(), 256 * 128);

@@ -217,7 +217,13 @@ inline int64_t balanced_grid(int64_t items_bound, int w_tiles, int64_t slots) {
 // any number of items).
 inline int64_t dynamic_grid(int64_t items_bound, int64_t slots) { return std::max<int64_t>(1, std::min(slots, items_bound)); }
 
-// Host: the balanced schedule's rule (GroupedGemmArgs::balanced = 0, and the FP8 twin): GEMM2
+// Host: the static balanced schedule's rule (GroupedGemmArgs::balanced = 0; the layer asks for it
+// with FP8 weights, whose kernel has no dynamic form; BF16 runs the dynamic form by the oracle's
+// rule in core/moe.cpp, measured in session 17, call 5, same run, forced on vs off: dynamic 1.2-20 us
+// faster at 16-256 tokens on every BF16 case but gptoss-tp1 at 64 tokens (+6.5 us) and qwen235-tp8
+// at 256 (+0.8), e.g. dsv3-tp8 256 tokens 551.8 vs 572.2 us, dsv4f-tp4 64 568.4 vs 578.6,
+// gptoss-tp1 16 658.6 vs 670.5, where the static ranges lost up to 55 us at 256 tokens; 0.4-3.9 us
+// slower at 1 token). The static rule: GEMM2
 // where the heuristic chains tiles (short reductions), Swap-AB without split-K, G <= 8 x threads,
 // when the rows (rows_hint, T x slots) number between a quarter of the experts and all of them.
 // There the active token tiles (about one per touched expert) times the weight chunks land a
@@ -232,6 +238,8 @@ inline int64_t dynamic_grid(int64_t items_bound, int64_t slots) { return std::ma
 //   - with several token tiles per expert the j-major ranges read an expert's weights once per
 //     token tile at different times, where the raster's neighbours share them in L2 (dsv3-tp8 at
 //     256 tokens, tile 16: GEMM2 184 -> 221 us, call 2).
+// FP8 (session 17, call 1, forced on vs off at 16 tokens): 2-17 us faster on every case this rule
+// takes (dsv3-tp8-fp8b 179.9 -> 162.8 us).
 // (GroupedGemmArgs::balanced and ForwardOptions::balanced_gemm2 force it either way; bench --balanced.)
 inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint) {
   return tiles_per_cta > 1 && 4 * rows_hint > int64_t(groups) && rows_hint <= int64_t(groups);

@@ -500,7 +500,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     uint32_t smid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
     gemm_trace_value(p.trace, 6, smid);
-    gemm_trace_value(p.trace, 7, nseg > 0 && !dyn ? ss.seg[0].e : -1);
+    gemm_trace_value(p.trace, 7, nseg > 0 ? (dyn ? 0 : ss.seg[0].e) : -1);  // (dynamic: expert not recorded)
   }
   if (nseg == 0) return;  // beyond padded_offsets[G], in an expert's padding, or no items
   // segment s of this CTA: as stored (one thread), or every field warp-uniform (whole warps)

@@ -60,10 +60,10 @@ struct GroupedGemmArgs {
   // > 0 = wherever it can run (Swap-AB without split-K or gathered rows, G <= 8 x the CTA's threads;
   // tests), < 0 = off.
   int balanced = 0;
-  // BF16 kernels: with the balanced schedule, a zeroed int in device memory makes it dynamic (CTAs
-  // take further chunks of the items from this counter as they finish: grouped_schedule.cuh). It
+  // With the balanced schedule, a zeroed int in device memory makes it dynamic (CTAs take further
+  // chunks of the items from this counter as they finish: grouped_schedule.cuh; BF16 and FP8). It
   // must be zero when the grid starts: the launch before this one (same stream, under PDL too)
-  // zeroes it through zero_queue. Null: the static ranges. (FP8 kernels: ignored.)
+  // zeroes it through zero_queue. Null: the static ranges.
   int* queue = nullptr;
   // Zeroed by this launch after griddepcontrol.wait (so after every earlier kernel of the stream is
   // done with it), for the next launch's `queue`. Null: nothing.

@@ -116,11 +116,20 @@ struct SharedStorage {
   int nseg;
   int scan[Cfg::kThreads / 32];  // balanced schedule: per-warp sums of active token tiles
   int tok_scale[Cfg::kTokTile];  // token-order block scales: token * a_scale_stride per tile row (-1: padding)
+  // dynamic balanced schedule (Params::queue): the producer's segments (a ring) and the table of
+  // active token tiles before each expert (grouped_schedule.cuh)
+  grouped_schedule::Segment seg_q[grouped_schedule::kDynQueue];
+  int first_tile[8 * Cfg::kThreads + 1];
 };
 
 template <class Cfg>
 constexpr int smem_bytes() {
   return int(sizeof(SharedStorage<Cfg>)) + 1024;
+}
+// (two Swap-AB CTAs per SM: 228 KB of shared memory less 1 KB reserved per CTA)
+template <class Cfg>
+constexpr bool smem_fits() {
+  return Cfg::kMinBlocks == 2 ? smem_bytes<Cfg>() <= 113 * 1024 : smem_bytes<Cfg>() <= 227 * 1024;
 }
 
 // Kernel arguments besides the two tensor maps (the BF16 kernel's, plus the scales).
@@ -176,6 +185,8 @@ struct Params {
   int early_stages;
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; not with token-order scales)
+  int* queue;           // with flat: the dynamic form's work counter (BF16 kernel's Params::queue), or null
+  int* zero_queue;      // zeroed by thread 0 of CTA 0 after griddepcontrol.wait, or null
 };
 
 // A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
@@ -228,7 +239,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   {
     grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups,
                               p.out_unpadded != 0 || p.a_scale_row_token != nullptr, p.w_tiles, 0, 0, 0};
-    if (!p.flat) {
+    if (p.queue != nullptr) {
+      grouped_schedule::dynamic_table<Cfg::kThreads, Cfg::kTokTile>(wk, ss.first_tile, ss.scan, tid);
+    } else if (!p.flat) {
       const int per_group = kGroupM * p.w_chunks;
       const int group = pid / per_group;
       const int first_m = group * kGroupM;
@@ -246,8 +259,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   }
   __syncthreads();
   if (p.early_weights && !prefetch) pdl_enter();  // the plan was read ahead; the rest waits
+  if (p.zero_queue != nullptr && blockIdx.x == 0 && tid == 0) {
+    pdl_wait();  // (the previous call's GEMM2 has finished with it)
+    *p.zero_queue = 0;
+  }
+  // dynamic schedule: the chunks of L items (grouped_schedule.cuh); CTA b starts with chunk b
+  const bool dyn = p.queue != nullptr;
+  const int64_t dyn_items = dyn ? int64_t(ss.first_tile[p.num_groups]) * p.w_tiles : 0;
+  const int64_t dyn_per = int64_t(gridDim.x) * grouped_schedule::kDynChunksPerCta;
+  const int64_t dyn_len = dyn ? max(int64_t(1), (dyn_items + dyn_per - 1) / dyn_per) : 1;
+  const int64_t dyn_chunks = (dyn_items + dyn_len - 1) / dyn_len;
   // (shfl: lets the compiler see block-uniform values, keeping the WGMMA path non-divergent)
-  const int nseg = __shfl_sync(0xffffffff, ss.nseg, 0);
+  const int nseg = dyn ? (int64_t(blockIdx.x) < dyn_chunks ? 1 : 0) : __shfl_sync(0xffffffff, ss.nseg, 0);
   if (nseg == 0) return;  // beyond padded_offsets[G], in an expert's padding, or no items
   // Token-order block scales (a_scale_row_token; raster only, one segment): where each tile row's
   // scales start, token * a_scale_stride (32-bit: checked on the host; -1 for padding rows), from
@@ -288,10 +311,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       // stage bases by plain arithmetic: every stage starts on a 1024-byte swizzle boundary
       auto act_dst = [&](int st) { return ss.act.begin() + st * (Cfg::kTokTile * Cfg::kTileK); };
       int skip = 0;  // leading (tile, K step) iterations issued before the PDL wait
+      // dynamic schedule: the walk over this CTA's chunks (first: chunk blockIdx.x) and the queue
+      grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups, p.out_unpadded != 0, p.w_tiles,
+                                0, 0, 0};
+      grouped_schedule::DynWalk walk{ss.first_tile, &wk};
+      int64_t di = int64_t(blockIdx.x) * dyn_len, di1 = min(dyn_items, di + dyn_len);
+      grouped_schedule::Segment cur{};
+      int qn = 0;  // segments handed to the consumers
+      if (dyn) {
+        walk.seek(di);
+        di = walk.next<Cfg::kTokTile>(di, di1, &cur);
+      }
       if (prefetch) {
         // the ring starts empty: the first tile's first stages take their weights now (the whole
         // stage's bytes expected), their activations once the predecessor is done
-        const grouped_schedule::Segment s0 = ss.seg[0];
+        const grouped_schedule::Segment s0 = dyn ? cur : ss.seg[0];
+        if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
         skip = min(p.early_stages, kt_end - kt_begin);
         for (int i = 0; i < skip; ++i) {
           Barrier::arrive_and_expect_tx(&ss.full[i], stage_bytes);
@@ -302,13 +337,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[i], kHintAct, act_dst(i), (kt_begin + i) * Cfg::kTileK,
                                  s0.poff + s0.local0);
       }
-      for (int si = 0; si < nseg; ++si) {
-       const grouped_schedule::Segment sg = ss.seg[si];  // (one thread)
-       const int row0 = sg.poff + sg.local0;            // padded row of the token tile
+      // Every stage of segment sg; with `queued`, its queue entry goes out with its first stage.
+      auto issue = [&](const grouped_schedule::Segment& sg, bool queued) {
+       const int row0 = sg.poff + sg.local0;  // padded row of the token tile
+       bool first = true;
        for (int w = sg.wb; w < sg.we; ++w) {
         for (int kt = kt_begin; kt < kt_end; ++kt) {
           if (skip > 0) {
             --skip;
+            first = false;
             if (++stage == kStages) { stage = 0; phase ^= 1u; }
             continue;
           }
@@ -316,12 +353,38 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           // operands (e4m3 0x00 = +0), so it adds nothing to P.
           const int k0 = kt * Cfg::kTileK;
           Barrier::wait(&ss.empty[stage], phase ^ 1u);
+          if (queued && first) ss.seg_q[qn % grouped_schedule::kDynQueue] = sg;
+          first = false;
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
           SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst(stage), k0, row0);
           load_weights(stage, sg.e, w, k0);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
        }
+       if (queued) ++qn;
+      };
+      if (!dyn) {
+        for (int si = 0; si < nseg; ++si) issue(ss.seg[si], false);  // (one thread)
+      } else {
+        // (after griddepcontrol.wait: the kernel before zeroed the counter after its own wait)
+        int64_t next = int64_t(gridDim.x) + atomicAdd(p.queue, 1);
+        for (;;) {
+          issue(cur, true);
+          if (di < di1) {
+            di = walk.next<Cfg::kTokTile>(di, di1, &cur);
+            continue;
+          }
+          if (next >= dyn_chunks) break;
+          di = next * dyn_len;
+          di1 = min(dyn_items, di + dyn_len);
+          next = int64_t(gridDim.x) + atomicAdd(p.queue, 1);
+          walk.seek(di);
+          di = walk.next<Cfg::kTokTile>(di, di1, &cur);
+        }
+        // the end: an entry with e = -1 behind a plain arrival on the next stage
+        Barrier::wait(&ss.empty[stage], phase ^ 1u);
+        ss.seg_q[qn % grouped_schedule::kDynQueue] = grouped_schedule::Segment{-1, 0, 0, 0, 0, 0, 0, 0};
+        Barrier::arrive(&ss.full[stage]);
       }
     }
     if constexpr (Cfg::kSwapAB) {
@@ -371,8 +434,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     };
     int stage = 0;
     uint32_t phase = 0;
-    for (int si = 0; si < nseg; ++si) {
-     const grouped_schedule::Segment sg = grouped_schedule::uniform_segment(ss.seg[si]);
+    for (int si = 0;; ++si) {
+     grouped_schedule::Segment sg;
+     if (dyn) {
+       // the producer's next segment, written before its first stage's full barrier completed
+       Barrier::wait(&ss.full[stage], phase);
+       sg = grouped_schedule::uniform_segment(ss.seg_q[si % grouped_schedule::kDynQueue]);
+       if (sg.e < 0) break;
+     } else {
+       if (si >= nseg) break;
+       sg = grouped_schedule::uniform_segment(ss.seg[si]);
+     }
      const int e = sg.e;
      const int row0 = sg.poff + sg.local0;  // padded row of the token tile
      const int rows_valid = min(Cfg::kTokTile, sg.count - sg.local0);
@@ -718,11 +790,17 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
                                          grouped_schedule::use_balanced_schedule(tpc, a.num_groups, a.rows_hint)))) {
     p.flat = 1;
     grid = grouped_schedule::balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
+    if (a.queue != nullptr) {
+      p.queue = a.queue;
+      grid = grouped_schedule::dynamic_grid(m_tiles * int64_t(p.w_tiles), slots);
+    }
   }
+  p.zero_queue = a.zero_queue;
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
-  sm90_grouped::note_balanced(p.flat != 0 ? 1 : 0);
+  sm90_grouped::note_balanced(p.queue != nullptr ? 2 : p.flat != 0 ? 1 : 0);
 
   constexpr int kSmem = smem_bytes<Cfg>();
+  static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
   static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
   auto launch = [&](auto kernel) -> cudaError_t {
     const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[gated ? 1 : 0]);
