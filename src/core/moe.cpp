@@ -100,11 +100,11 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
     *why << "    (not applicable: quantised input or weights on the input)\n";
   r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
                    "auto: swap-ab tiles filling under half of the CTA slots split K over a cluster");
-  // The balanced GEMM2 schedule (Swap-AB, kernels/gemm/grouped_schedule.cuh). BF16 kernels run it
-  // dynamic (CTAs take chunks of the work from a counter as they finish): on from a quarter as
-  // many rows (T x slots) as experts up to 256 tokens, where it runs (Swap-AB without split-K).
-  // FP8 kernels run static ranges: the kernel's rule (chained tiles, rows in (experts / 4,
-  // experts]). Measured on the H200, sessions 16-17 (numbers in grouped_schedule.cuh).
+  // The balanced GEMM2 schedule (Swap-AB, kernels/gemm/grouped_schedule.cuh, use_balanced_schedule:
+  // the kernel adds its own conditions). BF16 runs it dynamic (CTAs take chunks of the work from a
+  // counter as they finish): requested from a quarter as many rows (T x slots) as experts, up to 256
+  // tokens. FP8 runs static ranges: rows in (experts / 4, experts]. Measured on the H200, sessions
+  // 16-17 (numbers in grouped_schedule.cuh).
   const int64_t rows = p.num_tokens * p.slots_per_token();
   const int64_t groups = p.local_experts() + p.num_shared_experts;
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
@@ -115,8 +115,10 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   r.balanced_gemm2 = pick("balanced_gemm2", o.balanced_gemm2, balanced_auto,
                           !(bf16_weights || fp8_weights) ? "auto: off (BF16 and FP8 weights only)"
                           : bf16_weights
-                              ? (balanced_auto ? "auto: on, dynamic (rows above a quarter of the experts, <= 256 tokens); "
-                                                 "runs where GEMM2 has Swap-AB tiles without split-K (measured)"
+                              ? (balanced_auto ? "auto: requested, dynamic (rows above a quarter of the experts, <= 256 "
+                                                 "tokens); the kernel runs it where GEMM2 has Swap-AB tiles without "
+                                                 "split-K, chained (short reductions) unless rows exceed the experts "
+                                                 "(measured)"
                                                : "auto: off (rows up to a quarter of the experts, or > 256 tokens; measured)")
                           : balanced_auto
                               ? "auto: requested, static ranges (rows between a quarter of the experts and all of them); "
@@ -388,7 +390,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // GEMM2's dynamic balanced schedule takes its work from this counter; GEMM1 zeroes it after its
   // wait (so after the previous call's GEMM2 is done with it) and GEMM2 reads it after its own.
   int* gemm_queue = reinterpret_cast<int*>(base + w.gemm_queue.offset);
-  g.zero_queue = gemm_queue;
+  g.zero_queue = p.quant.weight.format == WeightFormat::kBF16 ? gemm_queue : nullptr;
   // FP8 (W8A8 e4m3, normal tiles; the oracle allowed per-tensor/per-channel weights with per-token
   // or static per-tensor activations): x was quantised on the permute; GEMM1 writes bf16 H; H is
   // quantised in the same scheme over its padded rows (the per-token scale of padded row r at r, as
@@ -426,12 +428,11 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.w = t.w2;
   g.bias = p.has_expert_bias ? t.b2 : nullptr;
   g.out = expert_out;
-  // balanced schedule: forced or the oracle's rule (BF16: wherever it runs), the kernel's rule
-  // (FP8: chained tiles + rows_hint), or off; dynamic (the counter) wherever it runs
-  g.balanced = options.balanced_gemm2 == Toggle::kOn ? 1 : !ro.balanced_gemm2 ? -1 : fp8 ? 0 : 1;
+  // balanced schedule: forced, the kernel's rule (rows_hint, chained tiles), or off; BF16 runs it
+  // dynamic (the counter), FP8 with static ranges (measured, grouped_schedule.cuh)
+  g.balanced = options.balanced_gemm2 == Toggle::kOn ? 1 : ro.balanced_gemm2 ? 0 : -1;
   g.zero_queue = nullptr;
   g.queue = gemm_queue;
-  if (std::getenv("FUSEDMOE_EXPERIMENT_STATIC_BALANCED") != nullptr) g.queue = nullptr;  // EXPERIMENT (session 17)
   if (fp8) {
     void* inter_q = base + w.inter_q.offset;
     float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
@@ -451,7 +452,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.out = expert_out;
     f.balanced = g.balanced;
     f.k_splits = g.k_splits;
-    f.queue = g.queue;
+    f.queue = nullptr;  // (static ranges: the FP8 kernel's dynamic form measured no faster, session 17)
     f.zero_queue = nullptr;
   }
   e = fp8 ? kernels::launch_fp8_grouped_gemm2(f, stream) : kernels::launch_grouped_gemm2(g, stream);

@@ -165,7 +165,7 @@ TEST(Oracle, BalancedGemm2AutoRule) {
   EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 64), o).balanced_gemm2);
   EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 256), o).balanced_gemm2);
   EXPECT_FALSE(fm::resolve_options(bf16("dsv3-tp8", 257), o).balanced_gemm2);   // past the measured range
-  EXPECT_NE(fm::resolve_options(bf16("dsv3-tp8", 64), o).why.find("balanced_gemm2: on (auto: on, dynamic"),
+  EXPECT_NE(fm::resolve_options(bf16("dsv3-tp8", 64), o).why.find("balanced_gemm2: on (auto: requested, dynamic"),
             std::string::npos);
   fm::ForwardOptions on;
   on.balanced_gemm2 = fm::Toggle::kOn;

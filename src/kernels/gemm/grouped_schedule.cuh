@@ -217,19 +217,16 @@ inline int64_t balanced_grid(int64_t items_bound, int w_tiles, int64_t slots) {
 // any number of items).
 inline int64_t dynamic_grid(int64_t items_bound, int64_t slots) { return std::max<int64_t>(1, std::min(slots, items_bound)); }
 
-// Host: the static balanced schedule's rule (GroupedGemmArgs::balanced = 0; the layer asks for it
-// with FP8 weights, whose kernel has no dynamic form; BF16 runs the dynamic form by the oracle's
-// rule in core/moe.cpp, measured in session 17, call 5, same run, forced on vs off: dynamic 1.2-20 us
-// faster at 16-256 tokens on every BF16 case but gptoss-tp1 at 64 tokens (+6.5 us) and qwen235-tp8
-// at 256 (+0.8), e.g. dsv3-tp8 256 tokens 551.8 vs 572.2 us, dsv4f-tp4 64 568.4 vs 578.6,
-// gptoss-tp1 16 658.6 vs 670.5, where the static ranges lost up to 55 us at 256 tokens; 0.4-3.9 us
-// slower at 1 token). The static rule: GEMM2
-// where the heuristic chains tiles (short reductions), Swap-AB without split-K, G <= 8 x threads,
-// when the rows (rows_hint, T x slots) number between a quarter of the experts and all of them.
+// Host: the balanced schedule's rule (GroupedGemmArgs::balanced = 0; the layer asks for it on
+// GEMM2 when ForwardOptions::balanced_gemm2 resolves on). Swap-AB without split-K, G <= 8 x threads,
+// rows (rows_hint, T x slots) above a quarter of the experts, and
+//   - static ranges (no counter): tiles chained (short reductions) and rows up to the experts;
+//   - dynamic (GroupedGemmArgs::queue): rows above the experts, or chained tiles.
+// Static, measured on the H200 (session 16, BF16 layer, same run), balanced against the raster.
 // There the active token tiles (about one per touched expert) times the weight chunks land a
 // little above a whole number of waves in a way the raster, sized from the row bound, cannot
 // foresee: qwen235-tp8 GEMM2 at 16 tokens ran 332 CTAs on 264 slots, the last 68 streaming alone
-// for ~14 us. Measured on the H200 (session 16, BF16 layer, same run), balanced against the raster:
+// for ~14 us.
 //   - 16 tokens: 1.6-9 us faster on every case (call 4: dsv3-tp8 258.8 -> 250.3 us, qwen235-tp8
 //     124.6 -> 121.0, dsv4f-tp4 270.5 -> 264.9, qwen235-tp4 215.5 -> 212.6, qwen30-tp1 213.2 -> 211.5);
 //   - 1 token: 0.7-3.2 us slower (the raster is one exact wave there; the scan's round trips add);
@@ -238,11 +235,20 @@ inline int64_t dynamic_grid(int64_t items_bound, int64_t slots) { return std::ma
 //   - with several token tiles per expert the j-major ranges read an expert's weights once per
 //     token tile at different times, where the raster's neighbours share them in L2 (dsv3-tp8 at
 //     256 tokens, tile 16: GEMM2 184 -> 221 us, call 2).
-// FP8 (session 17, call 1, forced on vs off at 16 tokens): 2-17 us faster on every case this rule
-// takes (dsv3-tp8-fp8b 179.9 -> 162.8 us).
+//   FP8 (session 17, call 1, forced on vs off at 16 tokens): 2-17 us faster on every case this rule
+//   takes (dsv3-tp8-fp8b 179.9 -> 162.8 us).
+// Dynamic (session 17, calls 5-6, BF16, forced on vs off, same run): 1.2-20 us faster at 16-256
+// tokens on every case but gptoss-tp1 at 64 tokens (+6.5 us, both calls) and qwen235-tp8 at 256
+// (+0.2..0.8), e.g. dsv3-tp8 256 tokens 548.1 vs 567.5 us, dsv4f-tp4 64 569.0 vs 578.8, gptoss-tp1
+// 16 658.3 vs 671.0 (call 6), where the static ranges lost up to 55 us at 256 tokens (call 5); 0.4-4
+// us slower at 1 token, and 6.4 us slower on mixtral-tp2 at 4 tokens (8 rows on 8 experts, 112-step
+// reductions: not chained, hence the rule's second clause). The FP8 kernel's dynamic form was level
+// with its static ranges at 16 tokens and 3-11 us slower at 64-256 on 4 of 6 cases (call 6): the
+// layer runs FP8 with static ranges.
 // (GroupedGemmArgs::balanced and ForwardOptions::balanced_gemm2 force it either way; bench --balanced.)
-inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint) {
-  return tiles_per_cta > 1 && 4 * rows_hint > int64_t(groups) && rows_hint <= int64_t(groups);
+inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint, bool dynamic) {
+  if (4 * rows_hint <= int64_t(groups)) return false;
+  return dynamic ? rows_hint > int64_t(groups) || tiles_per_cta > 1 : tiles_per_cta > 1 && rows_hint <= int64_t(groups);
 }
 
 }  // namespace fusedmoe::kernels::grouped_schedule

@@ -1082,8 +1082,10 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   const bool balanced_ok =
       Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads && a.gather_x == nullptr;
-  if (balanced_ok && (a.balanced > 0 || (a.balanced == 0 && gemm2 && a.weight_tiles_per_cta == 0 &&
-                                         grouped_schedule::use_balanced_schedule(tpc, a.num_groups, a.rows_hint)))) {
+  const bool balanced_rule =
+      a.balanced == 0 && gemm2 && a.weight_tiles_per_cta == 0 &&
+      grouped_schedule::use_balanced_schedule(tpc, a.num_groups, a.rows_hint, a.queue != nullptr);
+  if (balanced_ok && (a.balanced > 0 || balanced_rule)) {
     p.flat = 1;
     grid = grouped_schedule::balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
     if (a.queue != nullptr) {
