@@ -74,13 +74,14 @@ struct ForwardOptions {
   // partial sums are added in a fixed order: the same bits every run, rounding may differ from
   // the unsplit sum. Auto: that heuristic; kOff never splits; kOn = auto (bench --splitk).
   Toggle split_k = Toggle::kAuto;
-  // BF16 and FP8 Swap-AB GEMM2 where its weight tiles are chained (short reductions): a one-wave grid in
-  // which each CTA takes an equal contiguous range of the (active token tile, weight tile) items,
-  // found on the device from the counts, instead of the raster over the row bound. Same results.
-  // Auto: on when the rows (T x slots) number between a quarter of the local experts and all of
-  // them (H200, session 16: 2.4-7.2 us faster at 16 tokens on every BF16 case it applies to, 1.6-2.7
-  // us slower at 1 token, 3-4 us slower at 64 on dsv3-tp8; FP8, session 17: 2-17 us faster at 16
-  // tokens; bench --balanced).
+  // Swap-AB GEMM2 on a one-wave grid instead of the raster over the row bound; the (active token
+  // tile, weight tile) items are found on the device from the counts. Same results. BF16 takes the
+  // work dynamically (each CTA a first chunk, then further chunks from a counter in the workspace):
+  // auto from a quarter as many rows (T x slots) as local experts up to 256 tokens, where rows exceed
+  // the experts or the weight tiles are chained (H200, session 17: 1.2-20 us faster at 16-256 tokens
+  // on every BF16 case but gptoss-tp1 at 64 tokens, slower at 1 token). FP8 takes equal static
+  // ranges: auto for rows in (experts / 4, experts] with chained tiles (2-17 us faster at 16
+  // tokens). bench --balanced.
   Toggle balanced_gemm2 = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1
@@ -88,8 +89,8 @@ struct ForwardOptions {
   // 64-wide K steps); weight_tiles_per_cta n >= 1 runs n consecutive weight tiles per CTA (ignored
   // when splitting). For tuning tables and bench sweeps (bench --ksplits, --tpc).
   int k_splits = 0;
-  // GEMM1 only: n >= 1 splits GEMM1's weight tiles as k_splits would (0 = as k_splits). At decode
-  // GEMM1's whole 64-K-step tiles end in a tail; finer split tiles shorten it (bench --ksplits1).
+  // GEMM1 only: n >= 1 splits GEMM1's weight tiles as k_splits would (0 = as k_splits). Measured
+  // 8-27 % slower at every decode point on the H200 (session 17; bench --ksplits1): for tuning only.
   int gemm1_k_splits = 0;
   int weight_tiles_per_cta = 0;
   // Tuning override under overlap_launches (grouped backend, permuted rows): how many weight stages

@@ -53,10 +53,10 @@ struct GroupedGemmArgs {
   int tokens_tile = 0;         // kNormal: 128 (0 = 128); kSwapAB: 8, 16, 32 or 64 (0 = 16)
                                // kAuto: taken from tokens_tile (<= 64 swap-AB, else normal)
   int weight_tiles_per_cta = 0;  // 0 = heuristic; >= 1 forces consecutive weight tiles per CTA
-  // Valid rows (T x slots) when the host knows them (an upper bound does), 0 = unknown. GEMM2's
-  // balanced schedule is taken only when they number between G / 4 and G (the .cuh says why).
+  // Valid rows (T x slots) when the host knows them (an upper bound does), 0 = unknown. The
+  // balanced schedule's rule reads them (grouped_schedule.cuh, use_balanced_schedule).
   int64_t rows_hint = 0;
-  // The balanced schedule (one-wave grid, contiguous item ranges per CTA): 0 = the rule above,
+  // The balanced schedule (one-wave grid; static item ranges, or dynamic with `queue`): 0 = the rule,
   // > 0 = wherever it can run (Swap-AB without split-K or gathered rows, G <= 8 x the CTA's threads;
   // tests), < 0 = off.
   int balanced = 0;
