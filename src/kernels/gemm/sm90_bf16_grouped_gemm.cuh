@@ -494,7 +494,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int64_t dyn_len = dyn ? max(int64_t(1), (dyn_items + dyn_per - 1) / dyn_per) : 1;
   const int64_t dyn_chunks = (dyn_items + dyn_len - 1) / dyn_len;
   // (shfl: lets the compiler see block-uniform values, keeping the WGMMA path non-divergent)
-  const int nseg = dyn ? (int64_t(blockIdx.x) < dyn_chunks ? 1 : 0) : __shfl_sync(0xffffffff, ss.nseg, 0);
+  // (both through the shuffle: a count read from shared memory alone is not warp-uniform to the
+  // compiler, and a loop bound it cannot see as uniform moves the consumers' ring state off the
+  // uniform datapath: R2UR before every WGMMA)
+  const int nseg = __shfl_sync(0xffffffff, dyn ? (int64_t(blockIdx.x) < dyn_chunks ? 1 : 0) : ss.nseg, 0);
   if (p.trace != nullptr && tid == 0) {
     gemm_stamp(p.trace, 1);
     uint32_t smid;
