@@ -192,6 +192,56 @@ struct DynWalk {
   }
 };
 
+// This CTA's share of the dynamic items: `items` in chunks of `len`, `chunks` of them (L =
+// ceil(items / (kDynChunksPerCta x grid)); none when the launch is not dynamic).
+struct DynChunks {
+  int64_t items, len, chunks;
+};
+__device__ __forceinline__ DynChunks dynamic_chunks(bool dyn, int total_tiles, int w_tiles) {
+  const int64_t items = dyn ? int64_t(total_tiles) * w_tiles : 0;
+  const int64_t per = int64_t(gridDim.x) * kDynChunksPerCta;
+  const int64_t len = dyn ? max(int64_t(1), (items + per - 1) / per) : 1;
+  return DynChunks{items, len, (items + len - 1) / len};
+}
+
+// The dynamic producer (one thread): the walk's position [i, i1) in the current chunk and the
+// segment `cur` it stands on. begin() takes chunk blockIdx.x (before griddepcontrol.wait: the plan
+// is readable); run() then hands every segment to issue(segment), taking further chunks from the
+// queue word (after the wait: the kernel before zeroed it after its own wait).
+struct DynProducer {
+  DynWalk walk;
+  DynChunks c;
+  int64_t i = 0, i1 = 0;
+  Segment cur{};
+
+  template <int kTokTile>
+  __device__ __forceinline__ void chunk(int64_t n) {
+    i = n * c.len;
+    i1 = min(c.items, i + c.len);
+    walk.seek(i);
+    i = walk.template next<kTokTile>(i, i1, &cur);
+  }
+  template <int kTokTile>
+  __device__ __forceinline__ void begin() {
+    chunk<kTokTile>(blockIdx.x);
+  }
+  template <int kTokTile, class Issue>
+  __device__ __forceinline__ void run(int* queue, Issue&& issue) {
+    int64_t next = int64_t(gridDim.x) + atomicAdd(queue, 1);
+    for (;;) {
+      issue(cur);
+      if (i < i1) {
+        i = walk.template next<kTokTile>(i, i1, &cur);
+        continue;
+      }
+      if (next >= c.chunks) break;
+      const int64_t n = next;
+      next = int64_t(gridDim.x) + atomicAdd(queue, 1);
+      chunk<kTokTile>(n);
+    }
+  }
+};
+
 // A segment read by a whole warp, every field warp-uniform (lets the compiler see block-uniform
 // values, keeping the WGMMA path non-divergent). A single thread reads the Segment as stored.
 __device__ __forceinline__ Segment uniform_segment(const Segment& g) {
@@ -249,6 +299,23 @@ inline int64_t dynamic_grid(int64_t items_bound, int64_t slots) { return std::ma
 inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint, bool dynamic) {
   if (4 * rows_hint <= int64_t(groups)) return false;
   return dynamic ? rows_hint > int64_t(groups) || tiles_per_cta > 1 : tiles_per_cta > 1 && rows_hint <= int64_t(groups);
+}
+
+// Host: the launch's schedule. kind 0 = the raster (grid as given), 1 = static balanced ranges,
+// 2 = dynamic (queue given). The balanced forms need `eligible` (Swap-AB, no split-K, G <= 8 x
+// threads, rows in the plan's order); `forced` is GroupedGemmArgs::balanced (> 0 on, < 0 off, 0 the
+// rule where `rule_applies`: GEMM2 with the weight chunk left to the kernel).
+struct LaunchSchedule {
+  int kind;
+  int64_t grid;
+};
+inline LaunchSchedule launch_schedule(bool eligible, int forced, bool rule_applies, int tiles_per_cta, int groups,
+                                      int64_t rows_hint, bool queue, int64_t items_bound, int w_tiles, int64_t slots,
+                                      int64_t raster_grid) {
+  const bool rule = forced == 0 && rule_applies && use_balanced_schedule(tiles_per_cta, groups, rows_hint, queue);
+  if (!eligible || !(forced > 0 || rule)) return LaunchSchedule{0, raster_grid};
+  if (queue) return LaunchSchedule{2, dynamic_grid(items_bound, slots)};
+  return LaunchSchedule{1, balanced_grid(items_bound, w_tiles, slots)};
 }
 
 }  // namespace fusedmoe::kernels::grouped_schedule

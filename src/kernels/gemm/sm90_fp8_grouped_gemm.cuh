@@ -265,12 +265,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   }
   // dynamic schedule: the chunks of L items (grouped_schedule.cuh); CTA b starts with chunk b
   const bool dyn = p.queue != nullptr;
-  const int64_t dyn_items = dyn ? int64_t(ss.first_tile[p.num_groups]) * p.w_tiles : 0;
-  const int64_t dyn_per = int64_t(gridDim.x) * grouped_schedule::kDynChunksPerCta;
-  const int64_t dyn_len = dyn ? max(int64_t(1), (dyn_items + dyn_per - 1) / dyn_per) : 1;
-  const int64_t dyn_chunks = (dyn_items + dyn_len - 1) / dyn_len;
-  // (shfl: lets the compiler see block-uniform values, keeping the WGMMA path non-divergent)
-  const int nseg = dyn ? (int64_t(blockIdx.x) < dyn_chunks ? 1 : 0) : __shfl_sync(0xffffffff, ss.nseg, 0);
+  const grouped_schedule::DynChunks dc = grouped_schedule::dynamic_chunks(dyn, dyn ? ss.first_tile[p.num_groups] : 0, p.w_tiles);
+  // (both branches through the shuffle: a count read from shared memory alone is not warp-uniform
+  // to the compiler, and a loop bound it cannot see as uniform moves the consumers' ring state off
+  // the uniform datapath, R2UR before every WGMMA: 3-9 us at 1-4 tokens, session 17)
+  const int nseg = __shfl_sync(0xffffffff, dyn ? (int64_t(blockIdx.x) < dc.chunks ? 1 : 0) : ss.nseg, 0);
   if (nseg == 0) return;  // beyond padded_offsets[G], in an expert's padding, or no items
   // Token-order block scales (a_scale_row_token; raster only, one segment): where each tile row's
   // scales start, token * a_scale_stride (32-bit: checked on the host; -1 for padding rows), from
@@ -314,18 +313,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       // dynamic schedule: the walk over this CTA's chunks (first: chunk blockIdx.x) and the queue
       grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups, p.out_unpadded != 0, p.w_tiles,
                                 0, 0, 0};
-      grouped_schedule::DynWalk walk{ss.first_tile, &wk};
-      int64_t di = int64_t(blockIdx.x) * dyn_len, di1 = min(dyn_items, di + dyn_len);
-      grouped_schedule::Segment cur{};
+      grouped_schedule::DynProducer dp{grouped_schedule::DynWalk{ss.first_tile, &wk}, dc};
       int qn = 0;  // segments handed to the consumers
-      if (dyn) {
-        walk.seek(di);
-        di = walk.next<Cfg::kTokTile>(di, di1, &cur);
-      }
+      if (dyn) dp.begin<Cfg::kTokTile>();
       if (prefetch) {
         // the ring starts empty: the first tile's first stages take their weights now (the whole
         // stage's bytes expected), their activations once the predecessor is done
-        const grouped_schedule::Segment s0 = dyn ? cur : ss.seg[0];
+        const grouped_schedule::Segment s0 = dyn ? dp.cur : ss.seg[0];
         if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
         skip = min(p.early_stages, kt_end - kt_begin);
         for (int i = 0; i < skip; ++i) {
@@ -366,21 +360,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       if (!dyn) {
         for (int si = 0; si < nseg; ++si) issue(ss.seg[si], false);  // (one thread)
       } else {
-        // (after griddepcontrol.wait: the kernel before zeroed the counter after its own wait)
-        int64_t next = int64_t(gridDim.x) + atomicAdd(p.queue, 1);
-        for (;;) {
-          issue(cur, true);
-          if (di < di1) {
-            di = walk.next<Cfg::kTokTile>(di, di1, &cur);
-            continue;
-          }
-          if (next >= dyn_chunks) break;
-          di = next * dyn_len;
-          di1 = min(dyn_items, di + dyn_len);
-          next = int64_t(gridDim.x) + atomicAdd(p.queue, 1);
-          walk.seek(di);
-          di = walk.next<Cfg::kTokTile>(di, di1, &cur);
-        }
+        dp.run<Cfg::kTokTile>(p.queue, [&](const grouped_schedule::Segment& sg) { issue(sg, true); });
         // the end: an entry with e = -1 behind a plain arrival on the next stage
         Barrier::wait(&ss.empty[stage], phase ^ 1u);
         ss.seg_q[qn % grouped_schedule::kDynQueue] = grouped_schedule::Segment{-1, 0, 0, 0, 0, 0, 0, 0};
@@ -786,20 +766,15 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
   const bool balanced_ok = Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads &&
                            a.a_scale_row_token == nullptr;
-  const bool balanced_rule =
-      a.balanced == 0 && gemm2 && a.weight_tiles_per_cta == 0 &&
-      grouped_schedule::use_balanced_schedule(tpc, a.num_groups, a.rows_hint, a.queue != nullptr);
-  if (balanced_ok && (a.balanced > 0 || balanced_rule)) {
-    p.flat = 1;
-    grid = grouped_schedule::balanced_grid(m_tiles * int64_t(p.w_tiles), p.w_tiles, slots);
-    if (a.queue != nullptr) {
-      p.queue = a.queue;
-      grid = grouped_schedule::dynamic_grid(m_tiles * int64_t(p.w_tiles), slots);
-    }
-  }
+  const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
+      balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
+      a.queue != nullptr, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid);
+  p.flat = sched.kind != 0 ? 1 : 0;
+  p.queue = sched.kind == 2 ? a.queue : nullptr;
+  grid = sched.grid;
   p.zero_queue = a.zero_queue;
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
-  sm90_grouped::note_balanced(p.queue != nullptr ? 2 : p.flat != 0 ? 1 : 0);
+  sm90_grouped::note_balanced(sched.kind);
 
   constexpr int kSmem = smem_bytes<Cfg>();
   static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
