@@ -190,6 +190,9 @@ struct Params {
 };
 
 // A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
+// Pulls the 128-byte line holding ptr into L1 (no register, no wait; never faults).
+__device__ __forceinline__ void prefetch_l1(const void* ptr) { asm volatile("prefetch.global.L1 [%0];" ::"l"(ptr)); }
+
 __device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
   return __uint_as_float(b == 0 ? 0x00400000u : b == 255 ? 0x7fffffffu : (b << 23));  // 0xFF: NaN
 }
@@ -454,35 +457,113 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
        CUTE_UNROLL
        for (int q = 0; q < kTokVals; ++q) sa_col[q] = tok_of(q) < rows_valid ? sa_at(tok_of(q)) : 0.f;
      }
+     // Swap-AB: the epilogue "row" values of weight tile w for this thread. Gated: the scales and
+     // biases of the gate and up rows of its output column ([0], [1]); plain: those of its two
+     // output columns (v1 = 0, 1). Out-of-range columns: 1 and 0 (never stored).
+     struct TileRows {
+       float s[2], b[2];
+     };
+     auto load_tile_rows = [&](int w) {
+       TileRows r{{1.f, 1.f}, {0.f, 0.f}};
+       if constexpr (kGated) {
+         const int rr = get<0>(tCcC(0));
+         const int n = w * 32 + (rr >> 4) * 8 + (rr & 7);
+         if (n < p.out_cols) {
+           const int gr = n * p.bias_row_mul, ur = gr + p.bias_up_off;
+           r.s[0] = sw_at(gr);
+           r.s[1] = sw_at(ur);
+           if (bias_e) {
+             r.b[0] = __ldg(bias_e + gr);
+             r.b[1] = __ldg(bias_e + ur);
+           }
+         }
+       } else {
+         CUTE_UNROLL
+         for (int v1 = 0; v1 < 2; ++v1) {
+           const int n = w * 64 + get<0>(tCcC(2 * v1));
+           if (n < p.out_cols) {
+             r.s[v1] = sw_at(n);
+             if (bias_e) r.b[v1] = __ldg(bias_e + n);
+           }
+         }
+       }
+       return r;
+     };
+     // weight scale blocks of tile w's gate (or only) rows and up rows: their offsets in w_scale
+     auto scale_rows = [&](int w, int64_t* g, int64_t* u) {
+       int rb_g = 0, rb_u = 0;
+       if constexpr (kGated) {
+         const int n0 = w * (Cfg::kWRows / 2);  // first output column of the tile
+         rb_g = (n0 * p.bias_row_mul) >> 7;
+         rb_u = (n0 * p.bias_row_mul + p.bias_up_off) >> 7;
+       } else {
+         rb_g = rb_u = (w * Cfg::kWRows) >> 7;
+       }
+       *g = (int64_t(e) * p.w_row_blocks + rb_g) * p.k_tiles;
+       *u = (int64_t(e) * p.w_row_blocks + rb_u) * p.k_tiles;
+     };
+     // Block scales ahead of use: lane 0 of each warp pulls the lines of the stage kScaleAhead steps
+     // on (this segment's (tile, K block) order) into L1, so the loads before each stage's wait hit
+     // L1 instead of waiting ~1 us on L2 / DRAM with a short ring step (GEMM2: 2 K blocks a tile).
+     // (Token-order scales: one line per token over 32 K blocks, already L1 hits after the first.)
+     constexpr int kScaleAhead = 3;
+     int pf_w = w_begin, pf_k = kt_begin;  // the next (tile, K block) to pull
+     auto prefetch_scales = [&]() {
+       if (pf_w >= w_end) return;
+       if (lane == 0) {
+         int64_t g, u;
+         scale_rows(pf_w, &g, &u);
+         if (p.w_scale_ue8m0) {
+           const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
+           prefetch_l1(ws + g + pf_k);
+           prefetch_l1(ws + u + pf_k);
+         } else {
+           prefetch_l1(p.w_scale + g + pf_k);
+           prefetch_l1(p.w_scale + u + pf_k);
+         }
+         if (p.a_scale_row_token == nullptr) {
+           const float* a = p.a_scale + int64_t(pf_k) * p.a_scale_stride + row0;
+           for (int r = 0; r < rows_valid; r += 32) prefetch_l1(a + r);  // (32 floats a line)
+           prefetch_l1(a + (rows_valid - 1));
+         }
+       }
+       if (++pf_k == kt_end) {
+         pf_k = kt_begin;
+         ++pf_w;
+       }
+     };
+     if (p.block_scales) {
+       for (int i = 0; i < kScaleAhead; ++i) prefetch_scales();
+     }
+     // Swap-AB epilogue "row" values (per-channel / per-tensor weight scales, biases) of a weight
+     // tile: loaded one tile ahead (their latency overlaps the tile before), see load_tile_rows.
+     TileRows rows_next{};
+     if constexpr (Cfg::kSwapAB) rows_next = load_tile_rows(w_begin);
      for (int w = w_begin; w < w_end; ++w) {
       CUTE_UNROLL
       for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
-      // weight row blocks of this tile's gate (or only) rows and up rows
-      int rb_g = 0, rb_u = 0;
-      if (p.block_scales) {
-        if constexpr (kGated) {
-          const int n0 = w * (Cfg::kWRows / 2);  // first output column of the tile
-          rb_g = (n0 * p.bias_row_mul) >> 7;
-          rb_u = (n0 * p.bias_row_mul + p.bias_up_off) >> 7;
-        } else {
-          rb_g = rb_u = (w * Cfg::kWRows) >> 7;
-        }
+      TileRows rows_cur{};
+      if constexpr (Cfg::kSwapAB) {
+        rows_cur = rows_next;
+        if (w + 1 < w_end) rows_next = load_tile_rows(w + 1);
       }
-      const int64_t swb_g = (int64_t(e) * p.w_row_blocks + rb_g) * p.k_tiles;
-      const int64_t swb_u = (int64_t(e) * p.w_row_blocks + rb_u) * p.k_tiles;
+      int64_t swb_g = 0, swb_u = 0;
+      if (p.block_scales) scale_rows(w, &swb_g, &swb_u);
       for (int kt = kt_begin; kt < kt_end; ++kt) {
-        // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
+        // block scales of this K block, loaded before the stage's wait (their latency overlaps it;
+        // their lines were pulled into L1 kScaleAhead stages earlier)
         float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
         if (p.block_scales) {
+          prefetch_scales();
           CUTE_UNROLL
           for (int q = 0; q < kTokVals; ++q) {
             // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
-            // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
-            // L2-only __ldcg, so the next K blocks hit L1
+            // rows hit many tokens. Plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
+            // L2-only __ldcg, so later K blocks (and the lines pulled ahead) hit L1.
             if (p.a_scale_row_token != nullptr)
               sa_k[q] = ss.tok_scale[tok_of(q)] >= 0 ? p.a_scale[ss.tok_scale[tok_of(q)] + kt] : 0.f;
             else
-              sa_k[q] = tok_of(q) < rows_valid ? __ldcg(p.a_scale + int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)) : 0.f;
+              sa_k[q] = tok_of(q) < rows_valid ? p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)] : 0.f;
           }
           if (p.w_scale_ue8m0) {
             const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
@@ -537,9 +618,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           const int r = get<0>(tCcC(0));
           const int n = w * 32 + (r >> 4) * 8 + (r & 7);
           if (n < p.out_cols) {
-            const int gr = n * p.bias_row_mul, ur = gr + p.bias_up_off;
-            const float swg = sw_at(gr), swu = sw_at(ur);
-            const float bg = bias_e ? __ldg(bias_e + gr) : 0.f, bu = bias_e ? __ldg(bias_e + ur) : 0.f;
+            const float swg = rows_cur.s[0], swu = rows_cur.s[1];  // (loaded a tile ahead)
+            const float bg = rows_cur.b[0], bu = rows_cur.b[1];
             with_activation<kGated>(p.act_kind, [&](auto kind) {
               constexpr int kK = decltype(kind)::value;
               CUTE_UNROLL
@@ -564,8 +644,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             for (int v1 = 0; v1 < 2; ++v1) {
               const int n = w * 64 + get<0>(tCcC(2 * v1));
               if (n < p.out_cols) {
-                const float sw = sw_at(n);
-                const float b = bias_e ? __ldg(bias_e + n) : 0.f;
+                const float sw = rows_cur.s[v1], b = rows_cur.b[v1];  // (loaded a tile ahead)
                 CUTE_UNROLL
                 for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
                   CUTE_UNROLL
