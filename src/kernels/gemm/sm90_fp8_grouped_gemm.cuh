@@ -190,9 +190,6 @@ struct Params {
 };
 
 // A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
-// Pulls the 128-byte line holding ptr into L1 (no register, no wait; never faults).
-__device__ __forceinline__ void prefetch_l1(const void* ptr) { asm volatile("prefetch.global.L1 [%0];" ::"l"(ptr)); }
-
 __device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
   return __uint_as_float(b == 0 ? 0x00400000u : b == 255 ? 0x7fffffffu : (b << 23));  // 0xFF: NaN
 }
@@ -502,39 +499,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
        *g = (int64_t(e) * p.w_row_blocks + rb_g) * p.k_tiles;
        *u = (int64_t(e) * p.w_row_blocks + rb_u) * p.k_tiles;
      };
-     // Block scales ahead of use: lane 0 of each warp pulls the lines of the stage kScaleAhead steps
-     // on (this segment's (tile, K block) order) into L1, so the loads before each stage's wait hit
-     // L1 instead of waiting ~1 us on L2 / DRAM with a short ring step (GEMM2: 2 K blocks a tile).
-     // (Token-order scales: one line per token over 32 K blocks, already L1 hits after the first.)
-     constexpr int kScaleAhead = 3;
-     int pf_w = w_begin, pf_k = kt_begin;  // the next (tile, K block) to pull
-     auto prefetch_scales = [&]() {
-       if (pf_w >= w_end) return;
-       if (lane == 0) {
-         int64_t g, u;
-         scale_rows(pf_w, &g, &u);
-         if (p.w_scale_ue8m0) {
-           const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
-           prefetch_l1(ws + g + pf_k);
-           prefetch_l1(ws + u + pf_k);
-         } else {
-           prefetch_l1(p.w_scale + g + pf_k);
-           prefetch_l1(p.w_scale + u + pf_k);
-         }
-         if (p.a_scale_row_token == nullptr) {
-           const float* a = p.a_scale + int64_t(pf_k) * p.a_scale_stride + row0;
-           for (int r = 0; r < rows_valid; r += 32) prefetch_l1(a + r);  // (32 floats a line)
-           prefetch_l1(a + (rows_valid - 1));
-         }
-       }
-       if (++pf_k == kt_end) {
-         pf_k = kt_begin;
-         ++pf_w;
-       }
-     };
-     if (p.block_scales) {
-       for (int i = 0; i < kScaleAhead; ++i) prefetch_scales();
-     }
      // Swap-AB epilogue "row" values (per-channel / per-tensor weight scales, biases) of a weight
      // tile: loaded one tile ahead (their latency overlaps the tile before), see load_tile_rows.
      TileRows rows_next{};
@@ -550,20 +514,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       int64_t swb_g = 0, swb_u = 0;
       if (p.block_scales) scale_rows(w, &swb_g, &swb_u);
       for (int kt = kt_begin; kt < kt_end; ++kt) {
-        // block scales of this K block, loaded before the stage's wait (their latency overlaps it;
-        // their lines were pulled into L1 kScaleAhead stages earlier)
+        // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
         float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
         if (p.block_scales) {
-          prefetch_scales();
           CUTE_UNROLL
           for (int q = 0; q < kTokVals; ++q) {
             // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
-            // rows hit many tokens. Plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
-            // L2-only __ldcg, so later K blocks (and the lines pulled ahead) hit L1.
+            // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
+            // L2-only __ldcg, so the next K blocks hit L1
             if (p.a_scale_row_token != nullptr)
               sa_k[q] = ss.tok_scale[tok_of(q)] >= 0 ? p.a_scale[ss.tok_scale[tok_of(q)] + kt] : 0.f;
             else
-              sa_k[q] = tok_of(q) < rows_valid ? p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)] : 0.f;
+              sa_k[q] = tok_of(q) < rows_valid ? __ldcg(p.a_scale + int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)) : 0.f;
           }
           if (p.w_scale_ue8m0) {
             const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
