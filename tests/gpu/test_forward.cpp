@@ -675,6 +675,27 @@ TEST(Forward, Fp8RowScaledLayers) {
   check_forward(qw, 128, {}, "qwen235-like E32 fp8 per-channel", fm::testing::Skew::kUniform);
 }
 
+// Swap-AB split-K at decode: the heuristic's clusters all fit on the device at once (the split count
+// is lowered until cudaOccupancyMaxActiveClusters holds them; the value depends on the chip's GPC
+// layout and is printed), on qwen235-tp8's GEMM1 shape (N 192, K 4096, 32 of its experts), BF16
+// and FP8 per-channel, 1-4 tokens; results against the reference.
+TEST(Forward, SplitKClustersFitOneWave) {
+  fm::MoeProblem qw = fm::find_preset("qwen235-tp8")->problem;
+  qw.num_experts = 32;
+  for (const bool fp8 : {false, true}) {
+    if (fp8) qw.quant = fm::QuantScheme::fp8_per_channel();
+    for (int64_t t : {1, 2, 4}) {
+      const std::string label = std::string(fp8 ? "qwen235-like E32 fp8" : "qwen235-like E32 bf16") + " T=" + std::to_string(t);
+      check_forward(qw, t, {}, label, fm::testing::Skew::kUniform);
+      const fm::kernels::GroupedGemmSplits g1 = fm::kernels::last_grouped_gemm_splits(false);
+      std::printf("[ splits   ] %-32s GEMM1 splits %d, clusters %lld, resident clusters of that size %d\n", label.c_str(),
+                  g1.splits, static_cast<long long>(g1.clusters), g1.resident);
+      EXPECT_GE(g1.splits, 1) << label;
+      if (g1.splits > 1 && g1.resident > 0) EXPECT_LE(g1.clusters, g1.resident) << label << ": a second wave of clusters";
+    }
+  }
+}
+
 // FP8 layers at prefill token counts (issue #5's 4096 and 65536), on small experts so that the two
 // float64 references stay quick: per-channel / per-token and 128x128 blocks (f32 and UE8M0),
 // the oracle's tiles (normal at these counts) and forced Swap-AB at 4096.

@@ -64,6 +64,43 @@ inline int resident_blocks_per_sm(const void* kernel, int block, size_t smem) {
   return n;
 }
 
+// Thread-block clusters of `cluster_x` CTAs of `kernel` that can be resident at once on the device
+// (cudaOccupancyMaxActiveClusters: it depends on the chip's GPC layout, which differs between
+// boards of one product), remembered per thread for the last 8 queries. The kernel must already be
+// opted in to `smem` (opt_in_dynamic_smem). -1 when the calculator fails.
+inline int resident_clusters(const void* kernel, int block, size_t smem, int cluster_x) {
+  struct Entry {
+    const void* fn;
+    int dev, block;
+    size_t smem;
+    int cluster_x, clusters;
+  };
+  static thread_local Entry cache[8] = {};
+  static thread_local unsigned next = 0;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return -1;
+  for (const Entry& e : cache)
+    if (e.fn == kernel && e.dev == dev && e.block == block && e.smem == smem && e.cluster_x == cluster_x) return e.clusters;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(cluster_x));
+  cfg.blockDim = dim3(static_cast<unsigned>(block));
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(cluster_x);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  cache[next++ % 8] = Entry{kernel, dev, block, smem, cluster_x, n};
+  return n;
+}
+
 // Opts `kernel` in to `bytes` of dynamic shared memory (beyond the 48 KB default) once per device:
 // `done` is the caller's per-kernel bitmask of devices already set (a function-local static at the
 // launch site). A host attribute call, not a stream operation: fine during graph capture, and

@@ -924,6 +924,45 @@ inline int choose_k_splits(int forced, int64_t tiles, int64_t slots, int k_tiles
   return std::max(1, std::min(std::min(splits, 8), k_tiles));
 }
 
+// The heuristic's split count (choose_k_splits, not a forced one) lowered until the launch's
+// clusters (one per weight tile of the token-tile bound) are all resident at once
+// (resident_clusters; `kernel` is opted in to its shared memory here). A cluster of n CTAs must sit
+// in one GPC, so on a chip whose GPCs leave few whole clusters free the CTAs past them waited for a
+// second wave: H200, qwen235-tp8 GEMM1 at 1 token, 48 clusters of 5, entries spread over 17 us and
+// the last CTA done 9.5 us after the median (session 18, call 4 timeline).
+inline int fit_k_splits(int splits, int64_t clusters, const void* kernel, int threads, int smem,
+                        std::atomic<uint64_t>* optin) {
+  if (splits <= 1 || opt_in_dynamic_smem(kernel, smem, optin) != cudaSuccess) return splits;
+  while (splits > 1) {
+    const int fit = resident_clusters(kernel, threads, size_t(smem), splits);
+    if (fit <= 0 || clusters <= fit) break;  // (unknown: as chosen)
+    --splits;
+  }
+  return splits;
+}
+// Swap-AB launches of both kernels: choose_k_splits, then (unless forced) fit_k_splits.
+inline int resident_k_splits(int forced, int64_t tiles, int64_t slots, int k_tiles, int min_steps, const void* kernel,
+                             int threads, int smem, std::atomic<uint64_t>* optin) {
+  const int splits = choose_k_splits(forced, tiles, slots, k_tiles, min_steps);
+  return forced == 0 ? fit_k_splits(splits, tiles, kernel, threads, smem, optin) : splits;
+}
+
+// Records a launch's split count, its clusters and how many fit at once (sm90_bf16_grouped_gemm_launch.cu).
+void note_splits(bool gemm2, int splits, int64_t clusters, int resident);
+// The test hook's record of a launch (last_grouped_gemm_splits); with splits, the occupancy query
+// after the kernel's shared-memory opt-in (its error returned).
+inline cudaError_t record_splits(bool gemm2, int splits, int64_t grid, const void* kernel, int threads, int smem,
+                                 std::atomic<uint64_t>* optin) {
+  int resident = 0;
+  if (splits > 1) {
+    const cudaError_t e = opt_in_dynamic_smem(kernel, smem, optin);
+    if (e != cudaSuccess) return e;
+    resident = resident_clusters(kernel, threads, size_t(smem), splits);
+  }
+  note_splits(gemm2, splits, splits > 1 ? grid / splits : 0, resident);
+  return cudaSuccess;
+}
+
 // Weight tiles per CTA. Forced (> 0) as given; with split-K one (the split reduction reuses the
 // weight ring). Otherwise, for short reductions (e.g. GEMM2 with a small N): several weight tiles
 // per CTA so that it streams a few ring lengths (amortising CTA start-up, the expert lookup and
@@ -983,6 +1022,7 @@ template <class Cfg>
 cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bool force_simple = false,
                             int* n_sub_used = nullptr) {
   note_balanced(-1);
+  note_splits(gemm2, 0, 0, 0);
   cudaError_t err = check_args(a, gemm2);
   if (err != cudaSuccess || a.max_rows == 0) return err;
 
@@ -1022,7 +1062,14 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   const int sms = device_sm_count();
   const int64_t slots = int64_t(sms) * Cfg::kMinBlocks;  // resident CTAs in one wave
 
-  const int splits = Cfg::kSwapAB ? choose_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots, p.k_tiles, 8) : 1;
+  constexpr int kSmem = smem_bytes<Cfg>();
+  static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
+  static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
+  const void* kernel_fn = gated ? reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true>)
+                                : reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false>);
+  const int splits = Cfg::kSwapAB ? resident_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots, p.k_tiles, 8,
+                                                     kernel_fn, Cfg::kThreads, kSmem, &optin_done[gated ? 1 : 0])
+                                  : 1;
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K steps
 
@@ -1073,9 +1120,9 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   note_balanced(sched.kind);
   p.trace = grouped_gemm_trace(gemm2, grid);
 
-  constexpr int kSmem = smem_bytes<Cfg>();
-  static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
-  static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
+  if (const cudaError_t e = record_splits(gemm2, p.k_splits, grid, kernel_fn, Cfg::kThreads, kSmem, &optin_done[gated ? 1 : 0]);
+      e != cudaSuccess)
+    return e;
   auto launch = [&](auto kernel) -> cudaError_t {
     const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[gated ? 1 : 0]);
     if (e != cudaSuccess) return e;

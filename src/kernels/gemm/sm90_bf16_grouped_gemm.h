@@ -151,4 +151,13 @@ void set_grouped_gemm_trace(unsigned long long* buffer, int64_t ctas);
 // balanced schedule (GroupedGemmArgs::queue), 1 when it ran the balanced
 // schedule, 0 when the raster, -1 before any launch.
 int last_grouped_gemm_balanced();
+// Test hook: the split-K of the last Swap-AB grouped GEMM1 (gemm2 = false) or GEMM2 launch (BF16 or
+// FP8) of this host thread: splits (1 = none), clusters launched, and how many clusters of that size
+// can be resident at once (cudaOccupancyMaxActiveClusters; 0 without splitting, -1 unknown).
+struct GroupedGemmSplits {
+  int splits = 0;
+  int64_t clusters = 0;
+  int resident = 0;
+};
+GroupedGemmSplits last_grouped_gemm_splits(bool gemm2);
 }  // namespace fusedmoe::kernels

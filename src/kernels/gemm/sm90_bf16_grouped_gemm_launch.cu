@@ -28,6 +28,10 @@ std::atomic<int64_t> g_trace_ctas{0};
 
 thread_local int g_last_balanced = -1;
 void note_balanced(int flat) { g_last_balanced = flat; }
+thread_local GroupedGemmSplits g_last_splits[2] = {};
+void note_splits(bool gemm2, int splits, int64_t clusters, int resident) {
+  g_last_splits[gemm2 ? 1 : 0] = GroupedGemmSplits{splits, clusters, resident};
+}
 
 unsigned long long* grouped_gemm_trace(bool gemm2, int64_t grid) {
   unsigned long long* b = g_trace.load(std::memory_order_relaxed);
@@ -114,6 +118,7 @@ cudaError_t launch_grouped_gemm_test(const GroupedGemmArgs& args, bool gemm2, bo
 }
 
 int last_grouped_gemm_balanced() { return sm90_grouped::g_last_balanced; }
+GroupedGemmSplits last_grouped_gemm_splits(bool gemm2) { return sm90_grouped::g_last_splits[gemm2 ? 1 : 0]; }
 
 void set_grouped_gemm_trace(unsigned long long* buffer, int64_t ctas) {
   sm90_grouped::g_trace_ctas.store(buffer ? ctas : 0, std::memory_order_relaxed);

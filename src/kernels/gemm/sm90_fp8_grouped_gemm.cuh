@@ -722,6 +722,7 @@ WeightView make_weight_view(const GroupedGemmArgs& a, bool gemm2, bool simple) {
 template <class Cfg>
 cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_t stream) {
   sm90_grouped::note_balanced(-1);
+  sm90_grouped::note_splits(gemm2, 0, 0, 0);
   const bool gated = !gemm2 && a.activation.gated();
   const int red = gemm2 ? a.n : a.k;        // reduction length
   const int out_cols = gemm2 ? a.k : a.n;
@@ -760,8 +761,15 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   const int64_t slots = int64_t(sms) * Cfg::kMinBlocks;
   // split-K (Swap-AB) as the BF16 launch, with K blocks of 128 (>= 4 per split: the BF16 rule's 8
   // steps of 64)
-  const int splits =
-      Cfg::kSwapAB ? sm90_grouped::choose_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots, p.k_tiles, 4) : 1;
+  constexpr int kSmem = smem_bytes<Cfg>();
+  static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
+  static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
+  const void* kernel_fn = gated ? reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true>)
+                                : reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false>);
+  const int splits = Cfg::kSwapAB ? sm90_grouped::resident_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots,
+                                                                    p.k_tiles, 4, kernel_fn, Cfg::kThreads, kSmem,
+                                                                    &optin_done[gated ? 1 : 0])
+                                  : 1;
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K blocks
   // weight tiles per CTA: the BF16 launch's rule (sm90_grouped::choose_tiles_per_cta), both families
@@ -816,10 +824,11 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.zero_queue = a.zero_queue;
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
   sm90_grouped::note_balanced(sched.kind);
+  if (const cudaError_t e = sm90_grouped::record_splits(gemm2, p.k_splits, grid, kernel_fn, Cfg::kThreads, kSmem,
+                                                        &optin_done[gated ? 1 : 0]);
+      e != cudaSuccess)
+    return e;
 
-  constexpr int kSmem = smem_bytes<Cfg>();
-  static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
-  static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
   auto launch = [&](auto kernel) -> cudaError_t {
     const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[gated ? 1 : 0]);
     if (err != cudaSuccess) return err;
