@@ -87,7 +87,9 @@ struct ForwardOptions {
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1
   // splits each weight tile's reduction over a cluster of n CTAs (1 = none; at most 8, capped to the
   // 64-wide K steps); weight_tiles_per_cta n >= 1 runs n consecutive weight tiles per CTA (ignored
-  // when splitting). For tuning tables and bench sweeps (bench --ksplits, --tpc).
+  // when splitting). For tuning tables and bench sweeps (bench --ksplits, --tpc). The heuristic's
+  // split count is lowered until its clusters all fit on the device at once
+  // (cudaOccupancyMaxActiveClusters); a forced one is taken as given.
   int k_splits = 0;
   // GEMM1 only: n >= 1 splits GEMM1's weight tiles as k_splits would (0 = as k_splits). Measured
   // 8-27 % slower at every decode point on the H200 (session 17; bench --ksplits1): for tuning only.
