@@ -39,66 +39,57 @@ inline int device_sm_count() {
   return n;
 }
 
-// Blocks of `kernel` resident per SM at this block size and dynamic shared memory (the occupancy
-// calculator), remembered per thread for the last 8 queries so that launches on the hot path do
-// not recompute it. -1 when the calculator fails.
-inline int resident_blocks_per_sm(const void* kernel, int block, size_t smem) {
+// The occupancy calculator's answers for one kernel configuration (cluster_x 0: blocks per SM;
+// n >= 1: clusters of n resident on the device), remembered per thread for the last 32 queries so
+// that launches on the hot path do not recompute them. -1 when the calculator fails.
+template <class Query>
+int cached_occupancy(const void* kernel, int block, size_t smem, int cluster_x, Query&& query) {
   struct Entry {
     const void* fn;
     int dev, block;
     size_t smem;
-    int per_sm;
+    int cluster_x, value;
   };
-  static thread_local Entry cache[8] = {};
+  static thread_local Entry cache[32] = {};
   static thread_local unsigned next = 0;
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return -1;
   for (const Entry& e : cache)
-    if (e.fn == kernel && e.dev == dev && e.block == block && e.smem == smem) return e.per_sm;
+    if (e.fn == kernel && e.dev == dev && e.block == block && e.smem == smem && e.cluster_x == cluster_x) return e.value;
   int n = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, block, smem) != cudaSuccess) {
+  if (query(&n) != cudaSuccess) {
     cudaGetLastError();
     return -1;
   }
-  cache[next++ % 8] = Entry{kernel, dev, block, smem, n};
+  cache[next++ % 32] = Entry{kernel, dev, block, smem, cluster_x, n};
   return n;
+}
+
+// Blocks of `kernel` resident per SM at this block size and dynamic shared memory.
+inline int resident_blocks_per_sm(const void* kernel, int block, size_t smem) {
+  return cached_occupancy(kernel, block, smem, 0, [&](int* n) {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, kernel, block, smem);
+  });
 }
 
 // Thread-block clusters of `cluster_x` CTAs of `kernel` that can be resident at once on the device
 // (cudaOccupancyMaxActiveClusters: it depends on the chip's GPC layout, which differs between
-// boards of one product), remembered per thread for the last 8 queries. The kernel must already be
-// opted in to `smem` (opt_in_dynamic_smem). -1 when the calculator fails.
+// boards of one product). The kernel must already be opted in to `smem` (opt_in_dynamic_smem).
 inline int resident_clusters(const void* kernel, int block, size_t smem, int cluster_x) {
-  struct Entry {
-    const void* fn;
-    int dev, block;
-    size_t smem;
-    int cluster_x, clusters;
-  };
-  static thread_local Entry cache[8] = {};
-  static thread_local unsigned next = 0;
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return -1;
-  for (const Entry& e : cache)
-    if (e.fn == kernel && e.dev == dev && e.block == block && e.smem == smem && e.cluster_x == cluster_x) return e.clusters;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(cluster_x));
-  cfg.blockDim = dim3(static_cast<unsigned>(block));
-  cfg.dynamicSmemBytes = smem;
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(cluster_x);
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  cache[next++ % 8] = Entry{kernel, dev, block, smem, cluster_x, n};
-  return n;
+  return cached_occupancy(kernel, block, smem, cluster_x, [&](int* n) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(cluster_x));
+    cfg.blockDim = dim3(static_cast<unsigned>(block));
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(cluster_x);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
+  });
 }
 
 // Opts `kernel` in to `bytes` of dynamic shared memory (beyond the 48 KB default) once per device:
