@@ -58,7 +58,11 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
   const bool fp8_block = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && p.quant.act == ActQuant::kGroup128;
-  const bool cutlass_path = bf16_weights || fp8_block;
+  // FP8 with per-tensor / per-channel weight scales: CUTLASS's FP8 grouped GEMM, scales in the epilogue
+  const bool fp8_row = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
+                       (p.quant.weight.granularity == ScaleGranularity::kPerTensor ||
+                        p.quant.weight.granularity == ScaleGranularity::kPerChannel);
+  const bool cutlass_path = bf16_weights || fp8_block || fp8_row;
   const size_t r1 = static_cast<size_t>(p.activation.gemm1_rows(p.intermediate));
   // (the CUTLASS path pads groups to kCutlassTileRows, not to the tallest tile)
   const size_t rows_pad_cutlass = rows + std::min(groups, rows) * (kCutlassTileRows - 1);
@@ -74,7 +78,8 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   // (one half per GEMM; FP8 blocks: also the re-laid scales of the larger of the two GEMMs)
   const int gi = static_cast<int>(groups);
   const size_t fp8_half =
-      fp8_block && p.hidden % 128 == 0 && p.intermediate % 128 == 0
+      fp8_row ? kernels::cutlass_fp8_row_scratch_bytes(gi)
+      : fp8_block && p.hidden % 128 == 0 && p.intermediate % 128 == 0
           ? std::max(kernels::cutlass_fp8_block_scratch_bytes(gi, static_cast<int>(r1), p.hidden,
                                                               static_cast<int64_t>(rows_pad_cutlass)),
                      kernels::cutlass_fp8_block_scratch_bytes(gi, p.hidden, p.intermediate,

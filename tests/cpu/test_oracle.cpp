@@ -105,11 +105,24 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   p.num_tokens = p.max_tokens = 1;
   EXPECT_EQ(fm::detail::decide(p, forced, true).chosen, fm::Backend::kCutlassGrouped);
   EXPECT_EQ(fm::detail::decide(p, forced, false).chosen, fm::Backend::kCutlassGrouped);
+  // FP8 per-channel / per-tensor weights: CUTLASS's FP8 GEMM with the scales in its epilogue (session
+  // 19): forced at any size, auto from 1024 tokens as the block-scaled layers
   fm::MoeProblem f = p;
   f.quant = fm::QuantScheme::fp8_per_channel();
-  const fm::detail::Decision df = fm::detail::decide(f, forced, true);
-  EXPECT_EQ(df.chosen, fm::Backend::kAuto);
-  EXPECT_NE(df.status.message().find("bf16 weights"), std::string::npos) << df.status.message();
+  EXPECT_EQ(fm::detail::decide(f, forced, true).chosen, fm::Backend::kCutlassGrouped);
+  EXPECT_EQ(fm::detail::decide(f, forced, false).chosen, fm::Backend::kCutlassGrouped);
+  EXPECT_EQ(fm::detail::decide(f, {}, true).chosen, fm::Backend::kGrouped);
+  for (bool dynamic : {false, true}) {
+    f.quant = dynamic ? fm::QuantScheme::fp8_per_tensor(true) : fm::QuantScheme::fp8_per_channel();
+    f.num_tokens = f.max_tokens = 4096;
+    EXPECT_EQ(fm::detail::decide(f, {}, true).chosen, fm::Backend::kCutlassGrouped);
+    EXPECT_EQ(fm::detail::decide(f, {}, false).chosen, fm::Backend::kCutlassGrouped);
+    const std::string exf = fm::explain(f);
+    // (K = 4096: cooperative; GEMM2's K = 192: ping-pong)
+    EXPECT_NE(exf.find("cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_coop_128x128x128 (GEMM1"), std::string::npos) << exf;
+    EXPECT_NE(exf.find("cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_pingpong_128x64x128 (GEMM2"), std::string::npos) << exf;
+    f.num_tokens = f.max_tokens = 1;
+  }
   fm::MoeProblem b = fm::find_preset("dsv3-tp8")->problem;  // FP8 128x128 blocks: auto from 1024 tokens
   b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
   b.num_tokens = b.max_tokens = 512;

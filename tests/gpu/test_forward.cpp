@@ -864,7 +864,7 @@ TEST(Forward, CutlassBackendFp8BlockScaled) {
   for (const fm::ScaleFormat f : {fm::ScaleFormat::kFloat32, fm::ScaleFormat::kUE8M0}) {
     p.quant = fm::QuantScheme::fp8_block128(f);
     const std::string label = f == fm::ScaleFormat::kUE8M0 ? "cutlass fp8 block ue8m0" : "cutlass fp8 block f32";
-    for (int64_t t : {1, 3, 64, 65, 1000}) check_forward(p, t, cutlass_backend(), label);
+    for (int64_t t : {1, 3, 64, 65, 1000, 2100}) check_forward(p, t, cutlass_backend(), label);
     check_forward(p, 700, cutlass_backend(), label + " one hot", fm::testing::Skew::kOneHot);
   }
   fm::MoeProblem d = fm::find_preset("tiny-dsv3")->problem;  // grouped router, shared expert, block FP8
@@ -872,4 +872,29 @@ TEST(Forward, CutlassBackendFp8BlockScaled) {
   fm::MoeProblem w = small_problem(8, 2, 384, 640);  // N, K odd multiples of 128
   w.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
   check_forward(w, 200, cutlass_backend(), "cutlass fp8 N384 K640");
+}
+
+// FP8 with per-channel / per-tensor weight scales on the CUTLASS backend (session 19): CUTLASS's FP8
+// grouped GEMM with the scales applied in its epilogue through per-group pointers. Per-channel weights
+// with per-token activations, per-tensor weights with static and dynamic per-tensor activations;
+// tokens 1-2100, one hot expert; reductions up to 1024 take the ping-pong tiles (K = 512, N = 256),
+// longer ones the cooperative tiles (K = 2048, N = 1040); 2N = 352, K = 208 (ragged N and K tiles in
+// both GEMMs); gated GELU and squared ReLU; the same bounds as the block path.
+TEST(Forward, CutlassBackendFp8RowScaled) {
+  const fm::QuantScheme schemes[] = {fm::QuantScheme::fp8_per_channel(), fm::QuantScheme::fp8_per_tensor(false),
+                                     fm::QuantScheme::fp8_per_tensor(true)};
+  const char* names[] = {"per-channel", "per-tensor static", "per-tensor dynamic"};
+  for (int s = 0; s < 3; ++s) {
+    fm::MoeProblem p = small_problem(16, 4, 256, 512);
+    p.quant = schemes[s];
+    const std::string label = std::string("cutlass fp8 ") + names[s];
+    for (int64_t t : {1, 3, 64, 65, 1000, 2100}) check_forward(p, t, cutlass_backend(), label);
+    check_forward(p, 700, cutlass_backend(), label + " one hot", fm::testing::Skew::kOneHot);
+    fm::MoeProblem r = small_problem(8, 2, 176, 208, s == 1 ? fm::Activation::squared_relu() : fm::Activation::gelu());
+    r.quant = schemes[s];
+    check_forward(r, 300, cutlass_backend(), label + " N176 K208", fm::testing::Skew::kZipf);
+  }
+  fm::MoeProblem c = small_problem(8, 2, 1040, 2048);  // GEMM2's reduction 1040 > 1024: cooperative
+  c.quant = fm::QuantScheme::fp8_per_channel();
+  check_forward(c, 200, cutlass_backend(), "cutlass fp8 per-channel N1040 K2048");
 }

@@ -1,0 +1,213 @@
+// cutlass_fp8_row_gemm.cuh — CUTLASS sm90 pointer-array grouped GEMM, e4m3 x e4m3 with "row"
+// scales applied in the epilogue (cutlass_grouped_gemm.h, CutlassFp8RowArgs): cooperative or ping-pong
+// tiles (below) of 128 K, fp32 accumulation promoted every 128 K (CUTLASS's FP8 mainloop,
+// not the fast-accumulation one), and the epilogue
+//   D[m, n] = bf16( sa(m) * (acc[m, n] * sw(n)) )
+// as an epilogue visitor tree: sw a row-vector broadcast (per output column; one value per group
+// for per-tensor weight scales, through CUTLASS's dynamic scalar/vector broadcast), sa a column-
+// vector broadcast (per token row; one value for per-tensor activation scales). Both read the
+// caller's scale arrays through per-group pointers: nothing is re-laid. Each tile width is
+// instantiated in its own .cu file (a few minutes of nvcc each).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include <cute/tensor.hpp>
+#include <cutlass/cutlass.h>
+#include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/epilogue/fusion/operations.hpp>
+#include <cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp>
+#include <cutlass/gemm/collective/collective_builder.hpp>
+#include <cutlass/gemm/device/gemm_universal_adapter.h>
+#include <cutlass/gemm/dispatch_policy.hpp>
+#include <cutlass/gemm/group_array_problem_shape.hpp>
+#include <cutlass/gemm/kernel/gemm_universal.hpp>
+#include <cutlass/util/packed_stride.hpp>
+
+#include "kernels/gemm/cutlass_grouped_gemm.cuh"  // align256, device_sm_count
+#include "kernels/gemm/cutlass_grouped_gemm.h"
+
+namespace fusedmoe::kernels::cutlass_grouped {
+
+// Two schedules: cooperative 128x128 (both consumer warpgroups on one tile, 64 rows each: K-heavy
+// GEMMs) and ping-pong 128x64 (each warpgroup its own tile, one's epilogue under the other's main
+// loop: short-K GEMMs). With the FP8 promotion a warpgroup holds two fp32 fragments of its tile;
+// 128x128 per warpgroup (cooperative 256x128 or 128x256) spilled ~0.9 KB per thread (ptxas).
+template <int TileM, int TileN, bool PingPong>
+struct Fp8RowGemm {
+  using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
+  using ElementAB = cutlass::float_e4m3_t;
+  using ElementD = cutlass::bfloat16_t;
+  using LayoutA = cutlass::layout::RowMajor;
+  using LayoutB = cutlass::layout::ColumnMajor;
+  using LayoutD = cutlass::layout::RowMajor;
+  using TileShape = cute::Shape<cute::Int<TileM>, cute::Int<TileN>, cute::_128>;
+  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+  static constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
+
+  // sw: along N (dynamic: true = per column, false = one value), per-group pointer, L stride 0
+  using WScale = cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float*, float,
+                                                             cute::Stride<cute::_0, bool, int64_t>, 1>;
+  // sa: along M (true = per row, false = one value)
+  using AScale = cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, float*, float,
+                                                             cute::Stride<bool, cute::_0, int64_t>, 1>;
+  using AccTimesW = cutlass::epilogue::fusion::Sm90EVT<
+      cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, float, float, kRound>,
+      cutlass::epilogue::fusion::Sm90AccFetch, WScale>;
+  using Fusion = cutlass::epilogue::fusion::Sm90EVT<
+      cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, ElementD, float, kRound>, AScale, AccTimesW>;
+
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float,
+      void, LayoutD*, 8, ElementD, LayoutD*, 8,
+      cute::conditional_t<PingPong, cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong,
+                          cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative>,
+      Fusion>::CollectiveOp;
+
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
+      ElementAB, LayoutA*, 16,
+      ElementAB, LayoutB*, 16,
+      float, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<
+          static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      cute::conditional_t<PingPong, cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong,
+                          cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>>::CollectiveOp;
+
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+  using StrideA = typename Gemm::GemmKernel::InternalStrideA;
+  using StrideB = typename Gemm::GemmKernel::InternalStrideB;
+  using StrideD = typename Gemm::GemmKernel::InternalStrideD;
+  using Shape = typename ProblemShape::UnderlyingProblemShape;
+};
+
+// The per-group arrays (each 256-byte aligned in the caller's scratch), CUTLASS's workspace after.
+template <class G>
+struct Fp8RowArrays {
+  typename G::Shape* shapes;
+  const typename G::ElementAB** ptr_a;
+  const typename G::ElementAB** ptr_b;
+  typename G::ElementD** ptr_d;
+  typename G::StrideA* stride_a;
+  typename G::StrideB* stride_b;
+  typename G::StrideD* stride_d;
+  float** ptr_sw;  // per group: w_scale + g * N (per channel) or + g (per tensor)
+  float** ptr_sa;  // per group: a_scale + a_offsets[g] (per token) or a_scale (per tensor)
+  void* cutlass_workspace;
+  size_t cutlass_workspace_bytes;
+};
+
+template <class G>
+size_t fp8_row_arrays_bytes(int groups) {
+  const size_t g = static_cast<size_t>(groups);
+  return align256(g * sizeof(typename G::Shape)) + 5 * align256(g * sizeof(void*)) +
+         align256(g * sizeof(typename G::StrideA)) + align256(g * sizeof(typename G::StrideB)) +
+         align256(g * sizeof(typename G::StrideD));
+}
+
+template <class G>
+Fp8RowArrays<G> fp8_row_carve(void* scratch, size_t bytes, int groups) {
+  char* p = static_cast<char*>(scratch);
+  const size_t g = static_cast<size_t>(groups);
+  auto take = [&](size_t b) {
+    char* r = p;
+    p += align256(b);
+    return r;
+  };
+  Fp8RowArrays<G> a;
+  a.shapes = reinterpret_cast<typename G::Shape*>(take(g * sizeof(typename G::Shape)));
+  a.ptr_a = reinterpret_cast<const typename G::ElementAB**>(take(g * sizeof(void*)));
+  a.ptr_b = reinterpret_cast<const typename G::ElementAB**>(take(g * sizeof(void*)));
+  a.ptr_d = reinterpret_cast<typename G::ElementD**>(take(g * sizeof(void*)));
+  a.ptr_sw = reinterpret_cast<float**>(take(g * sizeof(void*)));
+  a.ptr_sa = reinterpret_cast<float**>(take(g * sizeof(void*)));
+  a.stride_a = reinterpret_cast<typename G::StrideA*>(take(g * sizeof(typename G::StrideA)));
+  a.stride_b = reinterpret_cast<typename G::StrideB*>(take(g * sizeof(typename G::StrideB)));
+  a.stride_d = reinterpret_cast<typename G::StrideD*>(take(g * sizeof(typename G::StrideD)));
+  const size_t used = static_cast<size_t>(p - static_cast<char*>(scratch));
+  a.cutlass_workspace = p;
+  a.cutlass_workspace_bytes = bytes > used ? bytes - used : 0;
+  return a;
+}
+
+// One thread per group: shape {counts[g], N, K}, pointers, strides and the two scale pointers.
+template <class G>
+__global__ void fp8_row_setup_kernel(Fp8RowArrays<G> arr, const typename G::ElementAB* a,
+                                     const typename G::ElementAB* w, typename G::ElementD* out, const float* a_scale,
+                                     bool per_token, const float* w_scale, bool per_channel, const int32_t* counts,
+                                     const int32_t* a_offsets, const int32_t* out_offsets, int groups, int n, int k) {
+  const int g = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (g >= groups) return;
+  const int m = counts[g];
+  arr.shapes[g] = typename G::Shape(m, n, k);
+  arr.ptr_a[g] = a + static_cast<int64_t>(a_offsets[g]) * k;
+  arr.ptr_b[g] = w + static_cast<int64_t>(g) * n * k;
+  arr.ptr_d[g] = out + static_cast<int64_t>(out_offsets[g]) * n;
+  arr.ptr_sw[g] = const_cast<float*>(w_scale + (per_channel ? static_cast<int64_t>(g) * n : g));
+  arr.ptr_sa[g] = const_cast<float*>(a_scale + (per_token ? a_offsets[g] : 0));
+  arr.stride_a[g] = cutlass::make_cute_packed_stride(typename G::StrideA{}, cute::make_shape(m, k, 1));
+  arr.stride_b[g] = cutlass::make_cute_packed_stride(typename G::StrideB{}, cute::make_shape(n, k, 1));
+  arr.stride_d[g] = cutlass::make_cute_packed_stride(typename G::StrideD{}, cute::make_shape(m, n, 1));
+}
+
+template <class G>
+size_t fp8_row_scratch(int groups) {
+  return fp8_row_arrays_bytes<G>(groups) + align256(static_cast<size_t>(kCutlassMaxSms) * 8 * 128);
+}
+
+// Arguments checked by launch_cutlass_fp8_row_gemm (cutlass_grouped_gemm.cu), max_rows > 0.
+template <class G>
+cudaError_t fp8_row_run(const CutlassFp8RowArgs& args, cudaStream_t stream) {
+  const int sms = device_sm_count();
+  if (sms <= 0 || sms > kCutlassMaxSms) return cudaErrorInvalidValue;
+  Fp8RowArrays<G> arr = fp8_row_carve<G>(args.scratch, args.scratch_bytes, args.num_groups);
+  using E = typename G::ElementAB;
+  fp8_row_setup_kernel<G><<<(args.num_groups + 127) / 128, 128, 0, stream>>>(
+      arr, static_cast<const E*>(args.a), static_cast<const E*>(args.w), static_cast<typename G::ElementD*>(args.out),
+      args.a_scale, args.a_scale_per_token, args.w_scale, args.w_scale_per_channel, args.counts, args.a_offsets,
+      args.out_offsets, args.num_groups, args.n, args.k);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  cutlass::KernelHardwareInfo hw;
+  cudaGetDevice(&hw.device_id);
+  hw.sm_count = sms;
+  typename G::Gemm::Arguments ga;
+  ga.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
+  ga.problem_shape = {args.num_groups, arr.shapes, nullptr};
+  ga.mainloop = {arr.ptr_a, arr.stride_a, arr.ptr_b, arr.stride_b};
+  ga.epilogue.ptr_C = nullptr;
+  ga.epilogue.ptr_D = arr.ptr_d;
+  ga.epilogue.dD = arr.stride_d;
+  ga.hw_info = hw;
+  // EVT arguments, children first: sa (column broadcast), then {acc, sw, multiply}, then multiply
+  auto& th = ga.epilogue.thread;
+  th = {};
+  th.op_0.ptr_col = arr.ptr_sa;
+  th.op_0.null_default = 1.f;
+  th.op_0.dCol = cute::Stride<bool, cute::_0, int64_t>{args.a_scale_per_token, {}, 0};
+  th.op_1.op_1.ptr_row = arr.ptr_sw;
+  th.op_1.op_1.null_default = 1.f;
+  th.op_1.op_1.dRow = cute::Stride<cute::_0, bool, int64_t>{{}, args.w_scale_per_channel, 0};
+  typename G::Gemm gemm;
+  if (G::Gemm::get_workspace_size(ga) > arr.cutlass_workspace_bytes) return cudaErrorInvalidValue;
+  if (gemm.initialize(ga, arr.cutlass_workspace, stream) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
+  if (gemm.run(stream) != cutlass::Status::kSuccess) {
+    e = cudaGetLastError();
+    return e != cudaSuccess ? e : cudaErrorLaunchFailure;
+  }
+  return cudaGetLastError();
+}
+
+template <class G>
+void fp8_row_append(KernelList* out, const char* name) {
+  out->push_back({"cutlass_grouped", name, reinterpret_cast<const void*>(&cutlass::device_kernel<typename G::Kernel>)});
+  out->push_back({"cutlass_grouped", std::string(name) + "<setup>",
+                  reinterpret_cast<const void*>(&fp8_row_setup_kernel<G>)});
+}
+
+}  // namespace fusedmoe::kernels::cutlass_grouped
