@@ -147,11 +147,8 @@ namespace {
 // FUSEDMOE_CUTLASS_CONFIG=c1,c2 (environment, read once; kernels::CutlassConfig: 1 = cooperative
 // 128x256, 2 = ping-pong 128x128, 3 = cooperative 128x256 on 2x1 clusters, 4 = cooperative 256x128,
 // 0 = auto) forces the CUTLASS configuration of GEMM1 and GEMM2: a tuning override.
-// FUSEDMOE_CUTLASS_FP8_ROW_CONFIG=c1,c2 (1 = cooperative 128x128x128, 2 = ping-pong 128x64x128, 0 =
-// auto) does the same for the row-scaled FP8 GEMMs.
 struct CutlassOverride {
   kernels::CutlassConfig gemm1 = kernels::CutlassConfig::kAuto, gemm2 = kernels::CutlassConfig::kAuto;
-  int fp8_row1 = 0, fp8_row2 = 0;
 };
 const CutlassOverride& cutlass_override() {
   static const CutlassOverride o = [] {
@@ -164,14 +161,6 @@ const CutlassOverride& cutlass_override() {
         };
         r.gemm1 = cfg(a);
         r.gemm2 = cfg(b);
-      }
-    }
-    if (const char* e = std::getenv("FUSEDMOE_CUTLASS_FP8_ROW_CONFIG")) {
-      int a = 0, b = 0;
-      if (std::sscanf(e, "%d,%d", &a, &b) >= 1) {
-        auto tile = [](int v) { return v == 1 || v == 2 ? v : 0; };
-        r.fp8_row1 = tile(a);
-        r.fp8_row2 = tile(b);
       }
     }
     return r;
@@ -249,7 +238,6 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     f.num_groups = r.num_groups;
     f.n = p.activation.gemm1_rows(p.intermediate);
     f.k = p.hidden;
-    f.config = cutlass_override().fp8_row1;
     f.max_rows = r.act_rows;
     f.scratch = base + w.cutlass_scratch.offset;
     f.scratch_bytes = half;
@@ -267,7 +255,6 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     f.out_offsets = r.offsets;
     f.n = p.hidden;
     f.k = p.intermediate;
-    f.config = cutlass_override().fp8_row2;
     f.scratch = base + w.cutlass_scratch.offset + half;
     e = kernels::launch_cutlass_fp8_row_gemm(f, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM2: " << cudaGetErrorString(e));
@@ -553,16 +540,11 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
       };
       const int r1 = p.activation.gemm1_rows(p.intermediate);
       if (p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.weight.granularity != ScaleGranularity::kBlock) {
-        auto config = [&](int forced, int k) { return forced != 0 ? forced : kernels::cutlass_fp8_row_auto_config(k); };
-        auto brief = [](int c) { return c == 2 ? "pingpong 128x64x128" : "coop 128x128x128"; };
-        const int c1 = config(co.fp8_row1, p.hidden), c2 = config(co.fp8_row2, p.intermediate);
-        os << "tiles: cutlass fp8 row-scaled " << brief(c1) << " + " << brief(c2) << " (GEMM1 + GEMM2)\n";
+        os << "tiles: cutlass fp8 row-scaled 128x128x128 (GEMM1 + GEMM2)\n";
         os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
-           << ", permute + e4m3 quantise, " << kernels::cutlass_fp8_row_gemm_name(c1)
-           << " (GEMM1; scales in the epilogue), grouped_activation, quantise the intermediate, "
-           << kernels::cutlass_fp8_row_gemm_name(c2) << " (GEMM2), combine (ping-pong for reductions up to 1024, "
-              "else cooperative"
-           << (co.fp8_row1 != 0 || co.fp8_row2 != 0 ? "; overridden by FUSEDMOE_CUTLASS_FP8_ROW_CONFIG" : "") << ")\n";
+           << ", permute + e4m3 quantise, " << kernels::cutlass_fp8_row_gemm_name()
+           << " (GEMM1; scales in the epilogue), grouped_activation, quantise the intermediate, the same (GEMM2), "
+              "combine\n";
         return os.str();
       }
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {

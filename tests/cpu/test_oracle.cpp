@@ -118,9 +118,7 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
     EXPECT_EQ(fm::detail::decide(f, {}, true).chosen, fm::Backend::kCutlassGrouped);
     EXPECT_EQ(fm::detail::decide(f, {}, false).chosen, fm::Backend::kCutlassGrouped);
     const std::string exf = fm::explain(f);
-    // (K = 4096: cooperative; GEMM2's K = 192: ping-pong)
     EXPECT_NE(exf.find("cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_coop_128x128x128 (GEMM1"), std::string::npos) << exf;
-    EXPECT_NE(exf.find("cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_pingpong_128x64x128 (GEMM2"), std::string::npos) << exf;
     f.num_tokens = f.max_tokens = 1;
   }
   fm::MoeProblem b = fm::find_preset("dsv3-tp8")->problem;  // FP8 128x128 blocks: auto from 1024 tokens

@@ -877,9 +877,8 @@ TEST(Forward, CutlassBackendFp8BlockScaled) {
 // FP8 with per-channel / per-tensor weight scales on the CUTLASS backend (session 19): CUTLASS's FP8
 // grouped GEMM with the scales applied in its epilogue through per-group pointers. Per-channel weights
 // with per-token activations, per-tensor weights with static and dynamic per-tensor activations;
-// tokens 1-2100, one hot expert; reductions up to 1024 take the ping-pong tiles (K = 512, N = 256),
-// longer ones the cooperative tiles (K = 2048, N = 1040); 2N = 352, K = 208 (ragged N and K tiles in
-// both GEMMs); gated GELU and squared ReLU; the same bounds as the block path.
+// tokens 1-2100, one hot expert; 2N = 352, K = 208 (ragged N and K tiles in both GEMMs) and a layer of
+// K = 2048, N = 1040; gated GELU and squared ReLU; the same bounds as the block path.
 TEST(Forward, CutlassBackendFp8RowScaled) {
   const fm::QuantScheme schemes[] = {fm::QuantScheme::fp8_per_channel(), fm::QuantScheme::fp8_per_tensor(false),
                                      fm::QuantScheme::fp8_per_tensor(true)};
@@ -894,7 +893,7 @@ TEST(Forward, CutlassBackendFp8RowScaled) {
     r.quant = schemes[s];
     check_forward(r, 300, cutlass_backend(), label + " N176 K208", fm::testing::Skew::kZipf);
   }
-  fm::MoeProblem c = small_problem(8, 2, 1040, 2048);  // GEMM2's reduction 1040 > 1024: cooperative
+  fm::MoeProblem c = small_problem(8, 2, 1040, 2048);
   c.quant = fm::QuantScheme::fp8_per_channel();
   check_forward(c, 200, cutlass_backend(), "cutlass fp8 per-channel N1040 K2048");
 }

@@ -38,8 +38,7 @@ constexpr const char* kCoopC2Setup = "cutlass_grouped_setup<coop_128x256x64_c2x1
 constexpr const char* kCoop256Name = "cutlass_sm90_bf16_grouped_gemm_coop_256x128x64";
 constexpr const char* kCoop256Setup = "cutlass_grouped_setup<coop_256x128x64>";
 constexpr const char* kFp8Name = "cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128";
-constexpr const char* kFp8RowCoopName = "cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_coop_128x128x128";
-constexpr const char* kFp8RowPingName = "cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_pingpong_128x64x128";
+constexpr const char* kFp8RowName = "cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_coop_128x128x128";
 constexpr const char* kActName = "grouped_activation<bf16>";
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -226,23 +225,15 @@ cudaError_t launch_cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& a, cudaStre
 }
 
 size_t cutlass_fp8_row_scratch_bytes(int num_groups) {
-  const int g = std::max(num_groups, 1);
-  return std::max(cutlass_grouped::scratch_fp8_row_coop(g), cutlass_grouped::scratch_fp8_row_pingpong(g));
+  return cutlass_grouped::scratch_fp8_row(std::max(num_groups, 1));
 }
 
-// Ping-pong for short reductions (a tile's main loop of a few K steps; the other warpgroup's
-// epilogue fills the gap), cooperative otherwise. Measured: bench/results/2026-12-01_h200_session19.
-int cutlass_fp8_row_auto_config(int k) { return k <= 1024 ? 2 : 1; }
-
-const char* cutlass_fp8_row_gemm_name(int config) {
-  return config == 1 ? cutlass_grouped::kFp8RowCoopName : config == 2 ? cutlass_grouped::kFp8RowPingName : nullptr;
-}
+const char* cutlass_fp8_row_gemm_name() { return cutlass_grouped::kFp8RowName; }
 
 cudaError_t launch_cutlass_fp8_row_gemm(const CutlassFp8RowArgs& a, cudaStream_t stream) {
   using namespace cutlass_grouped;
   if (a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 16 != 0 || a.k % 16 != 0 || a.max_rows < 0)
     return cudaErrorInvalidValue;
-  if (a.config < 0 || a.config > 2) return cudaErrorInvalidValue;
   if (a.a == nullptr || a.a_scale == nullptr || a.w == nullptr || a.w_scale == nullptr || a.out == nullptr ||
       a.counts == nullptr || a.a_offsets == nullptr || a.out_offsets == nullptr || a.scratch == nullptr)
     return cudaErrorInvalidValue;
@@ -251,8 +242,7 @@ cudaError_t launch_cutlass_fp8_row_gemm(const CutlassFp8RowArgs& a, cudaStream_t
     return cudaErrorInvalidValue;
   if (a.scratch_bytes < cutlass_fp8_row_scratch_bytes(a.num_groups)) return cudaErrorInvalidValue;
   if (a.max_rows == 0) return cudaSuccess;
-  const int config = a.config != 0 ? a.config : cutlass_fp8_row_auto_config(a.k);
-  return config == 2 ? run_fp8_row_pingpong(a, stream) : run_fp8_row_coop(a, stream);
+  return run_fp8_row(a, stream);
 }
 
 void append_cutlass_grouped_instances(KernelList* out) {
@@ -262,8 +252,7 @@ void append_cutlass_grouped_instances(KernelList* out) {
   append_coop128x256c2(out, kCoopC2Name, kCoopC2Setup);
   append_coop256x128(out, kCoop256Name, kCoop256Setup);
   append_fp8_block(out, kFp8Name);
-  append_fp8_row_coop(out, kFp8RowCoopName);
-  append_fp8_row_pingpong(out, kFp8RowPingName);
+  append_fp8_row(out, kFp8RowName);
   out->push_back({"cutlass_grouped", std::string(kActName) + "<gated>",
                   reinterpret_cast<const void*>(&grouped_activation_kernel<true>)});
   out->push_back({"cutlass_grouped", std::string(kActName) + "<plain>",

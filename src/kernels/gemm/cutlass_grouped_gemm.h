@@ -123,7 +123,7 @@ const char* cutlass_fp8_block_gemm_name();
 
 // ---- FP8 e4m3 with "row" scales: per-tensor / per-channel weights, per-tensor / per-token activations ----
 // CUTLASS's sm90 pointer-array FP8 grouped GEMM (fp32 accumulation promoted every 128 K, as the
-// grouped backend's FP8 kernels), cooperative 128x128x128 or ping-pong 128x64x128 tiles, and an epilogue that applies
+// grouped backend's FP8 kernels), cooperative 128x128x128 tiles, and an epilogue that applies
 //   out[out_offsets[g] + i, c] = bf16( sa(a_offsets[g] + i) * (acc * sw(g, c)) )      i < counts[g]
 // with the scales of sm90_fp8_grouped_gemm.h read in place through per-group pointers:
 //   sa(r)    = a_scale[0]  (per tensor)   or a_scale[r] (a_scale_per_token: padded row order)
@@ -142,16 +142,14 @@ struct CutlassFp8RowArgs {
   int num_groups = 0;                  // G >= 1
   int n = 0;                           // N: output columns (multiple of 16)
   int k = 0;                           // K: reduction (multiple of 16)
-  int config = 0;                      // 1: cooperative 128x128x128, 2: ping-pong 128x64x128, 0: auto (by K)
   int64_t max_rows = 0;                // host bound of the rows of a (0: nothing to do)
   void* scratch = nullptr;             // device, 256-byte aligned, >= cutlass_fp8_row_scratch_bytes(G)
   size_t scratch_bytes = 0;
 };
 size_t cutlass_fp8_row_scratch_bytes(int num_groups);
-// cudaErrorInvalidValue for: N or K not a positive multiple of 16, G < 1, config not 0/1/2,
+// cudaErrorInvalidValue for: N or K not a positive multiple of 16, G < 1,
 // null or unaligned pointers, scratch too small; other CUDA errors as the launch reports them.
 cudaError_t launch_cutlass_fp8_row_gemm(const CutlassFp8RowArgs& args, cudaStream_t stream);
-int cutlass_fp8_row_auto_config(int k);
-const char* cutlass_fp8_row_gemm_name(int config);
+const char* cutlass_fp8_row_gemm_name();
 
 }  // namespace fusedmoe::kernels

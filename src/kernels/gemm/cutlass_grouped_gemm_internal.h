@@ -1,5 +1,5 @@
 // cutlass_grouped_gemm_internal.h — entry points of the CUTLASS configuration files
-// (cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong}.cu, cutlass_fp8_*_gemm*.cu), used by cutlass_grouped_gemm.cu.
+// (cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong}.cu, cutlass_fp8_{block,row}_gemm.cu), used by cutlass_grouped_gemm.cu.
 #pragma once
 
 #include <cstddef>
@@ -32,11 +32,8 @@ cudaError_t run_fp8_block(const CutlassFp8BlockArgs& a, cudaStream_t stream);  /
 size_t scratch_fp8_block(int groups, int n, int k, int64_t max_rows);
 void append_fp8_block(KernelList* out, const char* name);
 
-cudaError_t run_fp8_row_coop(const CutlassFp8RowArgs& a, cudaStream_t stream);  // cutlass_fp8_row_gemm_coop.cu
-size_t scratch_fp8_row_coop(int groups);
-void append_fp8_row_coop(KernelList* out, const char* name);
-cudaError_t run_fp8_row_pingpong(const CutlassFp8RowArgs& a, cudaStream_t stream);  // cutlass_fp8_row_gemm_pingpong.cu
-size_t scratch_fp8_row_pingpong(int groups);
-void append_fp8_row_pingpong(KernelList* out, const char* name);
+cudaError_t run_fp8_row(const CutlassFp8RowArgs& a, cudaStream_t stream);  // cutlass_fp8_row_gemm.cu
+size_t scratch_fp8_row(int groups);
+void append_fp8_row(KernelList* out, const char* name);
 
 }  // namespace fusedmoe::kernels::cutlass_grouped
