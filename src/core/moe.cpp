@@ -220,17 +220,15 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     a.max_rows = r.act_rows;
     return kernels::launch_grouped_activation(a, stream);
   };
-  if (p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.weight.granularity != ScaleGranularity::kBlock) {
-    // FP8 with per-tensor / per-channel weight scales: CUTLASS's FP8 grouped GEMM with the scales in
-    // its epilogue (read in place), x quantised on the permute, H quantised between the activation
-    // and GEMM2 in the same scheme (per tensor or per token, row order).
-    kernels::CutlassFp8RowArgs f;
+  // FP8: x was quantised on the permute; GEMM1 (pre-activation rows) -> the activation -> H quantised
+  // in the activation scheme (counted in GEMM2's stage, as on the grouped backend) -> GEMM2 -> the
+  // combine. `f` carries the scheme's own fields; `launch` is its CUTLASS GEMM.
+  auto fp8_layer = [&](auto f, auto launch) -> Status {
+    using WScale = decltype(f.w_scale);
     f.a = r.act;
     f.a_scale = r.act_scales;
-    f.a_scale_per_token = p.quant.act == ActQuant::kPerToken;
     f.w = t.w1;
-    f.w_scale = static_cast<const float*>(t.w1_scale);
-    f.w_scale_per_channel = p.quant.weight.granularity == ScaleGranularity::kPerChannel;
+    f.w_scale = static_cast<WScale>(t.w1_scale);
     f.out = expert_out;
     f.counts = r.counts;
     f.a_offsets = r.padded_offsets;
@@ -241,69 +239,41 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     f.max_rows = r.act_rows;
     f.scratch = base + w.cutlass_scratch.offset;
     f.scratch_bytes = half;
-    cudaError_t e = kernels::launch_cutlass_fp8_row_gemm(f, stream);
+    cudaError_t e = launch(f, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM1: " << cudaGetErrorString(e));
     e = activation();
     FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
     if (options.stop_after == Stage::kGemm1) return Status::Ok();
-    e = quantise_intermediate(p, t, r, w, base, stream);  // (counted in GEMM2's stage)
-    FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
-    f.a = base + w.inter_q.offset;
-    f.a_scale = reinterpret_cast<const float*>(base + w.inter_scales.offset);
-    f.w = t.w2;
-    f.w_scale = static_cast<const float*>(t.w2_scale);
-    f.out_offsets = r.offsets;
-    f.n = p.hidden;
-    f.k = p.intermediate;
-    f.scratch = base + w.cutlass_scratch.offset + half;
-    e = kernels::launch_cutlass_fp8_row_gemm(f, stream);
-    FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM2: " << cudaGetErrorString(e));
-    if (options.stop_after == Stage::kGemm2) return Status::Ok();
-    return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream);
-  }
-  if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
-    // FP8 128x128 blocks: CUTLASS's blockwise-scaled grouped GEMM, x quantised on the permute (row-
-    // order 1x128 scales), H quantised between the activation and GEMM2 like the grouped backend.
-    const int64_t rows_pad4 = (r.act_rows + 3) / 4 * 4;
-    const bool ue8m0 = p.quant.weight.scale_format == ScaleFormat::kUE8M0;
-    kernels::CutlassFp8BlockArgs f;
-    f.a = r.act;
-    f.a_scale = r.act_scales;
-    f.a_scale_stride = rows_pad4;
-    f.w = t.w1;
-    f.w_scale = t.w1_scale;
-    f.w_scale_ue8m0 = ue8m0;
-    f.out = expert_out;
-    f.counts = r.counts;
-    f.a_offsets = r.padded_offsets;
-    f.out_offsets = r.padded_offsets;
-    f.num_groups = r.num_groups;
-    f.n = p.activation.gemm1_rows(p.intermediate);
-    f.k = p.hidden;
-    f.max_rows = r.act_rows;
-    f.scratch = base + w.cutlass_scratch.offset;
-    f.scratch_bytes = half;
-    cudaError_t e = kernels::launch_cutlass_fp8_block_gemm(f, stream);
-    FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM1: " << cudaGetErrorString(e));
-    e = activation();
-    FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
-    if (options.stop_after == Stage::kGemm1) return Status::Ok();
-    // (H's quantisation counts in GEMM2's stage, as on the grouped backend)
     e = quantise_intermediate(p, t, r, w, base, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
     f.a = base + w.inter_q.offset;
     f.a_scale = reinterpret_cast<const float*>(base + w.inter_scales.offset);
     f.w = t.w2;
-    f.w_scale = t.w2_scale;
-    f.out = expert_out;
-    f.out_offsets = r.offsets;
+    f.w_scale = static_cast<WScale>(t.w2_scale);
+    f.out_offsets = r.offsets;  // GEMM2: unpadded rows (what the combine reads)
     f.n = p.hidden;
     f.k = p.intermediate;
-    f.scratch = base + w.cutlass_scratch.offset + half;
-    e = kernels::launch_cutlass_fp8_block_gemm(f, stream);
+    f.scratch = base + w.cutlass_scratch.offset + half;  // (its setup must not overwrite GEMM1's arrays early)
+    e = launch(f, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM2: " << cudaGetErrorString(e));
     if (options.stop_after == Stage::kGemm2) return Status::Ok();
     return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream);
+  };
+  if (p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.weight.granularity != ScaleGranularity::kBlock) {
+    // per-tensor / per-channel weight scales: CUTLASS's FP8 grouped GEMM with the scales in its
+    // epilogue, read in place (per tensor, or per token in padded row order)
+    kernels::CutlassFp8RowArgs f;
+    f.a_scale_per_token = p.quant.act == ActQuant::kPerToken;
+    f.w_scale_per_channel = p.quant.weight.granularity == ScaleGranularity::kPerChannel;
+    return fp8_layer(f, kernels::launch_cutlass_fp8_row_gemm);
+  }
+  if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
+    // 128x128 blocks: CUTLASS's blockwise-scaled grouped GEMM (row-order 1x128 scales, re-laid per
+    // group by the launch)
+    kernels::CutlassFp8BlockArgs f;
+    f.a_scale_stride = (r.act_rows + 3) / 4 * 4;
+    f.w_scale_ue8m0 = p.quant.weight.scale_format == ScaleFormat::kUE8M0;
+    return fp8_layer(f, kernels::launch_cutlass_fp8_block_gemm);
   }
   kernels::CutlassGroupedArgs c;
   c.a = r.act;

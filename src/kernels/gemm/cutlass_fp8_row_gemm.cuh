@@ -27,7 +27,7 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 #include <cutlass/util/packed_stride.hpp>
 
-#include "kernels/gemm/cutlass_grouped_gemm.cuh"  // align256, device_sm_count
+#include "kernels/gemm/cutlass_grouped_gemm.cuh"  // GroupArrays, carve, set_group, device_sm_count
 #include "kernels/gemm/cutlass_grouped_gemm.h"
 
 namespace fusedmoe::kernels::cutlass_grouped {
@@ -43,6 +43,7 @@ struct Fp8RowGemm {
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
   using ElementAB = cutlass::float_e4m3_t;
   using ElementD = cutlass::bfloat16_t;
+  static constexpr int kScalePtrs = 2;  // GroupArrays::scale_ptrs: [0] sw, [1] sa (per group)
   using LayoutA = cutlass::layout::RowMajor;
   using LayoutB = cutlass::layout::ColumnMajor;
   using LayoutD = cutlass::layout::RowMajor;
@@ -88,78 +89,24 @@ struct Fp8RowGemm {
   using Shape = typename ProblemShape::UnderlyingProblemShape;
 };
 
-// The per-group arrays (each 256-byte aligned in the caller's scratch), CUTLASS's workspace after.
+// One thread per group: shape, pointers and strides (set_group), and the two scale pointers:
+// sw = w_scale + g * N (per channel) or + g (per tensor); sa = a_scale + a_offsets[g] (per token)
+// or a_scale (per tensor).
 template <class G>
-struct Fp8RowArrays {
-  typename G::Shape* shapes;
-  const typename G::ElementAB** ptr_a;
-  const typename G::ElementAB** ptr_b;
-  typename G::ElementD** ptr_d;
-  typename G::StrideA* stride_a;
-  typename G::StrideB* stride_b;
-  typename G::StrideD* stride_d;
-  float** ptr_sw;  // per group: w_scale + g * N (per channel) or + g (per tensor)
-  float** ptr_sa;  // per group: a_scale + a_offsets[g] (per token) or a_scale (per tensor)
-  void* cutlass_workspace;
-  size_t cutlass_workspace_bytes;
-};
-
-template <class G>
-size_t fp8_row_arrays_bytes(int groups) {
-  const size_t g = static_cast<size_t>(groups);
-  return align256(g * sizeof(typename G::Shape)) + 5 * align256(g * sizeof(void*)) +
-         align256(g * sizeof(typename G::StrideA)) + align256(g * sizeof(typename G::StrideB)) +
-         align256(g * sizeof(typename G::StrideD));
-}
-
-template <class G>
-Fp8RowArrays<G> fp8_row_carve(void* scratch, size_t bytes, int groups) {
-  char* p = static_cast<char*>(scratch);
-  const size_t g = static_cast<size_t>(groups);
-  auto take = [&](size_t b) {
-    char* r = p;
-    p += align256(b);
-    return r;
-  };
-  Fp8RowArrays<G> a;
-  a.shapes = reinterpret_cast<typename G::Shape*>(take(g * sizeof(typename G::Shape)));
-  a.ptr_a = reinterpret_cast<const typename G::ElementAB**>(take(g * sizeof(void*)));
-  a.ptr_b = reinterpret_cast<const typename G::ElementAB**>(take(g * sizeof(void*)));
-  a.ptr_d = reinterpret_cast<typename G::ElementD**>(take(g * sizeof(void*)));
-  a.ptr_sw = reinterpret_cast<float**>(take(g * sizeof(void*)));
-  a.ptr_sa = reinterpret_cast<float**>(take(g * sizeof(void*)));
-  a.stride_a = reinterpret_cast<typename G::StrideA*>(take(g * sizeof(typename G::StrideA)));
-  a.stride_b = reinterpret_cast<typename G::StrideB*>(take(g * sizeof(typename G::StrideB)));
-  a.stride_d = reinterpret_cast<typename G::StrideD*>(take(g * sizeof(typename G::StrideD)));
-  const size_t used = static_cast<size_t>(p - static_cast<char*>(scratch));
-  a.cutlass_workspace = p;
-  a.cutlass_workspace_bytes = bytes > used ? bytes - used : 0;
-  return a;
-}
-
-// One thread per group: shape {counts[g], N, K}, pointers, strides and the two scale pointers.
-template <class G>
-__global__ void fp8_row_setup_kernel(Fp8RowArrays<G> arr, const typename G::ElementAB* a,
+__global__ void fp8_row_setup_kernel(GroupArrays<G> arr, const typename G::ElementAB* a,
                                      const typename G::ElementAB* w, typename G::ElementD* out, const float* a_scale,
                                      bool per_token, const float* w_scale, bool per_channel, const int32_t* counts,
                                      const int32_t* a_offsets, const int32_t* out_offsets, int groups, int n, int k) {
   const int g = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (g >= groups) return;
-  const int m = counts[g];
-  arr.shapes[g] = typename G::Shape(m, n, k);
-  arr.ptr_a[g] = a + static_cast<int64_t>(a_offsets[g]) * k;
-  arr.ptr_b[g] = w + static_cast<int64_t>(g) * n * k;
-  arr.ptr_d[g] = out + static_cast<int64_t>(out_offsets[g]) * n;
-  arr.ptr_sw[g] = const_cast<float*>(w_scale + (per_channel ? static_cast<int64_t>(g) * n : g));
-  arr.ptr_sa[g] = const_cast<float*>(a_scale + (per_token ? a_offsets[g] : 0));
-  arr.stride_a[g] = cutlass::make_cute_packed_stride(typename G::StrideA{}, cute::make_shape(m, k, 1));
-  arr.stride_b[g] = cutlass::make_cute_packed_stride(typename G::StrideB{}, cute::make_shape(n, k, 1));
-  arr.stride_d[g] = cutlass::make_cute_packed_stride(typename G::StrideD{}, cute::make_shape(m, n, 1));
+  set_group(arr, g, a, w, out, counts, a_offsets, out_offsets, n, k);
+  arr.scale_ptrs[0][g] = const_cast<float*>(w_scale + (per_channel ? static_cast<int64_t>(g) * n : g));
+  arr.scale_ptrs[1][g] = const_cast<float*>(a_scale + (per_token ? a_offsets[g] : 0));
 }
 
 template <class G>
 size_t fp8_row_scratch(int groups) {
-  return fp8_row_arrays_bytes<G>(groups) + align256(static_cast<size_t>(kCutlassMaxSms) * 8 * 128);
+  return group_arrays_bytes<G>(groups) + align256(static_cast<size_t>(kCutlassMaxSms) * 8 * 128);
 }
 
 // Arguments checked by launch_cutlass_fp8_row_gemm (cutlass_grouped_gemm.cu), max_rows > 0.
@@ -167,7 +114,7 @@ template <class G>
 cudaError_t fp8_row_run(const CutlassFp8RowArgs& args, cudaStream_t stream) {
   const int sms = device_sm_count();
   if (sms <= 0 || sms > kCutlassMaxSms) return cudaErrorInvalidValue;
-  Fp8RowArrays<G> arr = fp8_row_carve<G>(args.scratch, args.scratch_bytes, args.num_groups);
+  GroupArrays<G> arr = carve<G>(args.scratch, args.scratch_bytes, args.num_groups);
   using E = typename G::ElementAB;
   fp8_row_setup_kernel<G><<<(args.num_groups + 127) / 128, 128, 0, stream>>>(
       arr, static_cast<const E*>(args.a), static_cast<const E*>(args.w), static_cast<typename G::ElementD*>(args.out),
@@ -189,10 +136,10 @@ cudaError_t fp8_row_run(const CutlassFp8RowArgs& args, cudaStream_t stream) {
   // EVT arguments, children first: sa (column broadcast), then {acc, sw, multiply}, then multiply
   auto& th = ga.epilogue.thread;
   th = {};
-  th.op_0.ptr_col = arr.ptr_sa;
+  th.op_0.ptr_col = arr.scale_ptrs[1];
   th.op_0.null_default = 1.f;
   th.op_0.dCol = cute::Stride<bool, cute::_0, int64_t>{args.a_scale_per_token, {}, 0};
-  th.op_1.op_1.ptr_row = arr.ptr_sw;
+  th.op_1.op_1.ptr_row = arr.scale_ptrs[0];
   th.op_1.op_1.null_default = 1.f;
   th.op_1.op_1.dRow = cute::Stride<cute::_0, bool, int64_t>{{}, args.w_scale_per_channel, 0};
   typename G::Gemm gemm;

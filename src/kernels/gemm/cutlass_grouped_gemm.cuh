@@ -28,6 +28,9 @@ template <class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
 struct Bf16GroupedGemm {
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;  // M, N, K per group
   using Element = cutlass::bfloat16_t;
+  using ElementAB = Element;
+  using ElementD = Element;
+  static constexpr int kScalePtrs = 0;
   using LayoutA = cutlass::layout::RowMajor;     // rows of x / H, K contiguous
   using LayoutB = cutlass::layout::ColumnMajor;  // W [N, K], K contiguous
   using LayoutD = cutlass::layout::RowMajor;
@@ -64,15 +67,18 @@ struct Bf16GroupedGemm {
 };
 
 // The per-group arrays the kernel reads, carved from the caller's scratch (each 256-byte aligned).
+// G names its operand types (ElementAB for A and B, ElementD for D) and kScalePtrs: the number of
+// per-group float pointer arrays its epilogue reads (0 for BF16; 2 for the FP8 row scales).
 template <class G>
 struct GroupArrays {
   typename G::Shape* shapes;
-  const typename G::Element** ptr_a;
-  const typename G::Element** ptr_b;
-  typename G::Element** ptr_d;
+  const typename G::ElementAB** ptr_a;
+  const typename G::ElementAB** ptr_b;
+  typename G::ElementD** ptr_d;
   typename G::StrideA* stride_a;
   typename G::StrideB* stride_b;
   typename G::StrideD* stride_d;
+  float** scale_ptrs[2];  // [0], [1]: kScalePtrs of them carved, the rest null
   void* cutlass_workspace;
   size_t cutlass_workspace_bytes;
 };
@@ -83,43 +89,42 @@ inline size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 template <class G>
 size_t group_arrays_bytes(int groups) {
   const size_t g = static_cast<size_t>(groups);
-  return align256(g * sizeof(typename G::Shape)) + 3 * align256(g * sizeof(void*)) +
+  return align256(g * sizeof(typename G::Shape)) + (3 + G::kScalePtrs) * align256(g * sizeof(void*)) +
          align256(g * sizeof(typename G::StrideA)) + align256(g * sizeof(typename G::StrideB)) +
          align256(g * sizeof(typename G::StrideD));
 }
 
 template <class G>
 GroupArrays<G> carve(void* scratch, size_t bytes, int groups) {
+  static_assert(G::kScalePtrs >= 0 && G::kScalePtrs <= 2);
   char* p = static_cast<char*>(scratch);
   const size_t g = static_cast<size_t>(groups);
+  auto take = [&](size_t b) {
+    char* r = p;
+    p += align256(b);
+    return r;
+  };
   GroupArrays<G> a;
-  a.shapes = reinterpret_cast<typename G::Shape*>(p);
-  p += align256(g * sizeof(typename G::Shape));
-  a.ptr_a = reinterpret_cast<const typename G::Element**>(p);
-  p += align256(g * sizeof(void*));
-  a.ptr_b = reinterpret_cast<const typename G::Element**>(p);
-  p += align256(g * sizeof(void*));
-  a.ptr_d = reinterpret_cast<typename G::Element**>(p);
-  p += align256(g * sizeof(void*));
-  a.stride_a = reinterpret_cast<typename G::StrideA*>(p);
-  p += align256(g * sizeof(typename G::StrideA));
-  a.stride_b = reinterpret_cast<typename G::StrideB*>(p);
-  p += align256(g * sizeof(typename G::StrideB));
-  a.stride_d = reinterpret_cast<typename G::StrideD*>(p);
-  p += align256(g * sizeof(typename G::StrideD));
+  a.shapes = reinterpret_cast<typename G::Shape*>(take(g * sizeof(typename G::Shape)));
+  a.ptr_a = reinterpret_cast<const typename G::ElementAB**>(take(g * sizeof(void*)));
+  a.ptr_b = reinterpret_cast<const typename G::ElementAB**>(take(g * sizeof(void*)));
+  a.ptr_d = reinterpret_cast<typename G::ElementD**>(take(g * sizeof(void*)));
+  a.stride_a = reinterpret_cast<typename G::StrideA*>(take(g * sizeof(typename G::StrideA)));
+  a.stride_b = reinterpret_cast<typename G::StrideB*>(take(g * sizeof(typename G::StrideB)));
+  a.stride_d = reinterpret_cast<typename G::StrideD*>(take(g * sizeof(typename G::StrideD)));
+  for (int i = 0; i < 2; ++i) a.scale_ptrs[i] = i < G::kScalePtrs ? reinterpret_cast<float**>(take(g * sizeof(void*))) : nullptr;
   const size_t used = static_cast<size_t>(p - static_cast<char*>(scratch));
   a.cutlass_workspace = p;
   a.cutlass_workspace_bytes = bytes > used ? bytes - used : 0;
   return a;
 }
 
-// One thread per group: shape {counts[g], N, K}, pointers and strides.
+// Group g's shape {counts[g], N, K}, pointers and packed strides (one thread per group).
 template <class G>
-__global__ void setup_groups_kernel(GroupArrays<G> arr, const typename G::Element* a, const typename G::Element* w,
-                                    typename G::Element* out, const int32_t* counts, const int32_t* a_offsets,
-                                    const int32_t* out_offsets, int groups, int n, int k) {
-  const int g = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (g >= groups) return;
+__device__ __forceinline__ void set_group(const GroupArrays<G>& arr, int g, const typename G::ElementAB* a,
+                                          const typename G::ElementAB* w, typename G::ElementD* out,
+                                          const int32_t* counts, const int32_t* a_offsets, const int32_t* out_offsets,
+                                          int n, int k) {
   const int m = counts[g];
   arr.shapes[g] = typename G::Shape(m, n, k);
   arr.ptr_a[g] = a + static_cast<int64_t>(a_offsets[g]) * k;
@@ -128,6 +133,14 @@ __global__ void setup_groups_kernel(GroupArrays<G> arr, const typename G::Elemen
   arr.stride_a[g] = cutlass::make_cute_packed_stride(typename G::StrideA{}, cute::make_shape(m, k, 1));
   arr.stride_b[g] = cutlass::make_cute_packed_stride(typename G::StrideB{}, cute::make_shape(n, k, 1));
   arr.stride_d[g] = cutlass::make_cute_packed_stride(typename G::StrideD{}, cute::make_shape(m, n, 1));
+}
+
+template <class G>
+__global__ void setup_groups_kernel(GroupArrays<G> arr, const typename G::ElementAB* a, const typename G::ElementAB* w,
+                                    typename G::ElementD* out, const int32_t* counts, const int32_t* a_offsets,
+                                    const int32_t* out_offsets, int groups, int n, int k) {
+  const int g = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (g < groups) set_group(arr, g, a, w, out, counts, a_offsets, out_offsets, n, k);
 }
 
 int device_sm_count();  // cutlass_grouped_gemm.cu: cached per device
