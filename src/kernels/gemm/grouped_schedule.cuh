@@ -99,23 +99,28 @@ __device__ __forceinline__ TileScan scan_active_tiles(const Work& w, int* scan, 
 // [W * b / grid, W * (b + 1) / grid) as up to kMaxSegments segments (the host sizes the grid so; a
 // range past that bound, possible only when the active tiles exceed the launch's row bound, is cut
 // there). One barrier inside (the scan). The caller zeroes *nseg before and synchronises after.
+// (Not inlined, as dynamic_table below: the raster is what short kernels run, and its path from
+// kernel entry to the first TMA must stay short. Inlined, these two and their 64-bit divisions made
+// the Swap-AB kernels ~4x longer (2.2-3.1 K -> 9.3-10.1 K instructions), and each CTA's first
+// stage came 2-4 us later at 1 token with cold weights (session 19, call 3 timeline).)
 template <int kThreads, int kTokTile>
-__device__ __forceinline__ void balanced_segments(const Work& w, Segment* seg, int* nseg, int* scan, int tid) {
+__device__ __noinline__ void balanced_segments(const Work& w, Segment* seg, int* nseg, int* scan, int tid) {
   const TileScan t = scan_active_tiles<kThreads, kTokTile>(w, scan, tid);
   const int64_t items = int64_t(t.total) * w.w_tiles;
   const int64_t i0 = items * blockIdx.x / gridDim.x, i1 = items * (blockIdx.x + 1) / gridDim.x;
   if (i1 <= i0) return;  // (*nseg stays 0)
-  const int64_t j0 = i0 / w.w_tiles;
-  const int64_t j1 = min((i1 - 1) / w.w_tiles, j0 + kMaxSegments - 1);
+  const int64_t j0 = i0 / w.w_tiles, j_last = (i1 - 1) / w.w_tiles;
+  const int64_t j1 = min(j_last, j0 + kMaxSegments - 1);
+  const int wb0 = int(i0 - j0 * w.w_tiles), we_last = int(i1 - 1 - j_last * w.w_tiles) + 1;
   if (tid == 0) *nseg = int(j1 - j0 + 1);
   int64_t first = t.first;  // this thread's first token tile
-#pragma unroll
+#pragma unroll 1
   for (int q = 0; q < 8; ++q) {
     const int tiles = (t.cnt[q] + kTokTile - 1) / kTokTile;
     const int64_t lo = max(first, j0), hi = min(first + tiles - 1, j1);
     for (int64_t j = lo; j <= hi; ++j) {
-      const int wb = j == j0 ? int(i0 % w.w_tiles) : 0;
-      const int we = j == (i1 - 1) / w.w_tiles ? int((i1 - 1) % w.w_tiles) + 1 : w.w_tiles;
+      const int wb = j == j0 ? wb0 : 0;
+      const int we = j == j_last ? we_last : w.w_tiles;
       seg[j - j0] = Segment{t.e0 + q, t.cnt[q], t.off[q], t.poff[q], int(j - first) * kTokTile, wb, we, 0};
     }
     first += tiles;
@@ -142,7 +147,7 @@ constexpr int kDynChunksPerCta = 8;  // about this many chunks per CTA: L = ceil
 // first_tile[e] = U_0 + ... + U_{e-1} for e <= G (first_tile[G] = the total). One barrier inside;
 // the caller synchronises after.
 template <int kThreads, int kTokTile>
-__device__ __forceinline__ void dynamic_table(const Work& w, int* first_tile, int* scan, int tid) {
+__device__ __noinline__ void dynamic_table(const Work& w, int* first_tile, int* scan, int tid) {
   const TileScan t = scan_active_tiles<kThreads, kTokTile>(w, scan, tid);
   int first = t.first;
 #pragma unroll
@@ -198,9 +203,10 @@ struct DynChunks {
   int64_t items, len, chunks;
 };
 __device__ __forceinline__ DynChunks dynamic_chunks(bool dyn, int total_tiles, int w_tiles) {
-  const int64_t items = dyn ? int64_t(total_tiles) * w_tiles : 0;
+  if (!dyn) return DynChunks{0, 1, 0};  // (no 64-bit division on the raster's path)
+  const int64_t items = int64_t(total_tiles) * w_tiles;
   const int64_t per = int64_t(gridDim.x) * kDynChunksPerCta;
-  const int64_t len = dyn ? max(int64_t(1), (items + per - 1) / per) : 1;
+  const int64_t len = max(int64_t(1), (items + per - 1) / per);
   return DynChunks{items, len, (items + len - 1) / len};
 }
 
