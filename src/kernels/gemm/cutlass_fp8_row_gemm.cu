@@ -4,9 +4,8 @@
 
 namespace fusedmoe::kernels::cutlass_grouped {
 
-using Fp8RowCoop = Fp8RowGemm<128, 128, /*PingPong=*/false>;
-cudaError_t run_fp8_row(const CutlassFp8RowArgs& a, cudaStream_t stream) { return fp8_row_run<Fp8RowCoop>(a, stream); }
-size_t scratch_fp8_row(int groups) { return fp8_row_scratch<Fp8RowCoop>(groups); }
-void append_fp8_row(KernelList* out, const char* name) { fp8_row_append<Fp8RowCoop>(out, name); }
+cudaError_t run_fp8_row(const CutlassFp8RowArgs& a, cudaStream_t stream) { return fp8_row_run<Fp8RowGemm>(a, stream); }
+size_t scratch_fp8_row(int groups) { return fp8_row_scratch<Fp8RowGemm>(groups); }
+void append_fp8_row(KernelList* out, const char* name) { fp8_row_append<Fp8RowGemm>(out, name); }
 
 }  // namespace fusedmoe::kernels::cutlass_grouped

@@ -38,7 +38,6 @@ namespace fusedmoe::kernels::cutlass_grouped {
 // 1024-16384 tokens, GEMM2 (K = 192) included (qwen235-tp8-fp8c at 4096 tokens: 274 vs 353 us), so
 // ping-pong is not built. With the FP8 promotion a warpgroup holds two fp32 fragments of its part of
 // the tile: 128x128 per warpgroup (cooperative 256x128 or 128x256) spilled ~0.9 KB per thread.
-template <int TileM, int TileN, bool PingPong>
 struct Fp8RowGemm {
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
   using ElementAB = cutlass::float_e4m3_t;
@@ -47,7 +46,7 @@ struct Fp8RowGemm {
   using LayoutA = cutlass::layout::RowMajor;
   using LayoutB = cutlass::layout::ColumnMajor;
   using LayoutD = cutlass::layout::RowMajor;
-  using TileShape = cute::Shape<cute::Int<TileM>, cute::Int<TileN>, cute::_128>;
+  using TileShape = cute::Shape<cute::_128, cute::_128, cute::_128>;
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
   static constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
 
@@ -67,9 +66,7 @@ struct Fp8RowGemm {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float,
       void, LayoutD*, 8, ElementD, LayoutD*, 8,
-      cute::conditional_t<PingPong, cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong,
-                          cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative>,
-      Fusion>::CollectiveOp;
+      cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative, Fusion>::CollectiveOp;
 
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
@@ -78,8 +75,7 @@ struct Fp8RowGemm {
       float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<
           static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
-      cute::conditional_t<PingPong, cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong,
-                          cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>>::CollectiveOp;
+      cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>::CollectiveOp;
 
   using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
