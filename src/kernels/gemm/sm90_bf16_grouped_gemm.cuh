@@ -414,7 +414,12 @@ __device__ __forceinline__ void normal_epilogue(const P& p, const Accum& accum, 
 constexpr uint64_t kHintAct = uint64_t(cute::TMA::CacheHintSm90::EVICT_LAST);
 constexpr uint64_t kHintW = uint64_t(cute::TMA::CacheHintSm90::EVICT_NORMAL);
 
-template <class Cfg, bool kGated>
+// kBalanced: the balanced and dynamic schedules compiled in (Params::flat / Params::queue honoured);
+// without it the kernel runs the grouped raster only, and is half the code: at 1-4 tokens a CTA
+// fetches its instructions cold at every call, so the raster-only instance is what such launches
+// run (launch_instance; session 19 measured the first full stage 2-4 us later after the schedules
+// doubled the kernel).
+template <class Cfg, bool kGated, bool kBalanced>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     sm90_bf16_grouped_gemm_kernel(const __grid_constant__ CUtensorMap tm_act,
                                   const __grid_constant__ CUtensorMap tm_w, const Params p) {
@@ -462,9 +467,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   {
     grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups,
                               p.out_unpadded != 0 || p.gather_x != nullptr, p.w_tiles, 0, 0, 0};
-    if (p.queue != nullptr) {
-      grouped_schedule::dynamic_table<Cfg::kThreads, Cfg::kTokTile>(wk, ss.first_tile, ss.scan, tid);
-    } else if (!p.flat) {
+    const bool raster = !kBalanced || (p.queue == nullptr && !p.flat);
+    if (raster) {
       const int pid = splitting ? int(blockIdx.x) / p.k_splits : int(blockIdx.x);
       const int per_group = kGroupM * p.w_chunks;
       const int group = pid / per_group;
@@ -477,8 +481,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       wk.wb = w_chunk * p.tiles_per_cta;
       wk.we = min(p.w_tiles, wk.wb + p.tiles_per_cta);
       grouped_schedule::raster_segment<Cfg::kThreads>(wk, ss.seg, &ss.nseg, tid);
-    } else {
-      grouped_schedule::balanced_segments<Cfg::kThreads, Cfg::kTokTile>(wk, ss.seg, &ss.nseg, ss.scan, tid);
+    } else if constexpr (kBalanced) {
+      if (p.queue != nullptr)
+        grouped_schedule::dynamic_table<Cfg::kThreads, Cfg::kTokTile>(wk, ss.first_tile, ss.scan, tid);
+      else
+        grouped_schedule::balanced_segments<Cfg::kThreads, Cfg::kTokTile>(wk, ss.seg, &ss.nseg, ss.scan, tid);
     }
   }
   __syncthreads();
@@ -488,7 +495,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     *p.zero_queue = 0;
   }
   // dynamic schedule: the chunks of L items (grouped_schedule.cuh); CTA b starts with chunk b
-  const bool dyn = p.queue != nullptr;
+  const bool dyn = kBalanced && p.queue != nullptr;
   const grouped_schedule::DynChunks dc = grouped_schedule::dynamic_chunks(dyn, dyn ? ss.first_tile[p.num_groups] : 0, p.w_tiles);
   // (both branches through the shuffle: a count read from shared memory alone is not warp-uniform
   // to the compiler, and a loop bound it cannot see as uniform moves the consumers' ring state off
@@ -1064,9 +1071,10 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
 
   constexpr int kSmem = smem_bytes<Cfg>();
   static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
-  static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
-  const void* kernel_fn = gated ? reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true>)
-                                : reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false>);
+  static std::atomic<uint64_t> optin_done[4] = {};  // per instance: [gated + 2 * balanced]
+  // (split-K launches run the raster: the occupancy query asks about the raster-only kernel)
+  const void* kernel_fn = gated ? reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>)
+                                : reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>);
   const int splits = Cfg::kSwapAB ? resident_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots, p.k_tiles, 8,
                                                      kernel_fn, Cfg::kThreads, kSmem, &optin_done[gated ? 1 : 0])
                                   : 1;
@@ -1123,17 +1131,28 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   if (const cudaError_t e = record_splits(gemm2, p.k_splits, grid, kernel_fn, Cfg::kThreads, kSmem, &optin_done[gated ? 1 : 0]);
       e != cudaSuccess)
     return e;
-  auto launch = [&](auto kernel) -> cudaError_t {
-    const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[gated ? 1 : 0]);
+  auto launch = [&](auto kernel, int instance) -> cudaError_t {
+    const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[instance]);
     if (e != cudaSuccess) return e;
     return launch_chain_clustered(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream,
                                   unsigned(p.k_splits), tm_act, tm_w, p);
   };
-  return gated ? launch(&sm90_bf16_grouped_gemm_kernel<Cfg, true>) : launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false>);
+  // the raster runs the raster-only kernel (the normal family has no other)
+  if (sched.kind != 0) {
+    if constexpr (Cfg::kSwapAB) {
+      return gated ? launch(&sm90_bf16_grouped_gemm_kernel<Cfg, true, true>, 3)
+                   : launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false, true>, 2);
+    } else {
+      return cudaErrorInvalidValue;  // (launch_schedule gives the normal family the raster)
+    }
+  }
+  return gated ? launch(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>, 1)
+               : launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>, 0);
 }
 
-// The two kernels of a config for the registry (kernels/registry.h): the gated one (GEMM1 with a
-// gated activation) and the plain one (GEMM1 otherwise, GEMM2). Called from the file that launches
+// The kernels of a config for the registry (kernels/registry.h): the gated one (GEMM1 with a
+// gated activation) and the plain one (GEMM1 otherwise, GEMM2), raster-only; for Swap-AB also
+// both with the balanced / dynamic schedules (`_balanced`). Called from the file that launches
 // the config, so the addresses are those of the launched instances.
 template <class Cfg>
 void append_config_instances(KernelList* out) {
@@ -1141,8 +1160,13 @@ void append_config_instances(KernelList* out) {
                                         : std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows);
   const std::string name = "sm90_bf16_grouped_gemm_" + tile + "x" + std::to_string(Cfg::kTileK) + "_s" +
                            std::to_string(Cfg::kStages);
-  out->push_back({"grouped_gemm", name + "_gated", reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true>)});
-  out->push_back({"grouped_gemm", name, reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false>)});
+  out->push_back({"grouped_gemm", name + "_gated", reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>)});
+  out->push_back({"grouped_gemm", name, reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>)});
+  if constexpr (Cfg::kSwapAB) {  // the balanced / dynamic schedules' instances
+    out->push_back({"grouped_gemm", name + "_balanced_gated",
+                    reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true, true>)});
+    out->push_back({"grouped_gemm", name + "_balanced", reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, true>)});
+  }
 }
 
 }  // namespace fusedmoe::kernels::sm90_grouped

@@ -194,7 +194,9 @@ __device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
   return __uint_as_float(b == 0 ? 0x00400000u : b == 255 ? 0x7fffffffu : (b << 23));  // 0xFF: NaN
 }
 
-template <class Cfg, bool kGated>
+// kBalanced: the balanced / dynamic schedules compiled in (the BF16 kernel's switch: without it,
+// the raster only, half the code, for the launches that run the raster).
+template <class Cfg, bool kGated, bool kBalanced>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     sm90_fp8_grouped_gemm_kernel(const __grid_constant__ CUtensorMap tm_act,
                                  const __grid_constant__ CUtensorMap tm_w, const Params p) {
@@ -239,9 +241,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   {
     grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups,
                               p.out_unpadded != 0 || p.a_scale_row_token != nullptr, p.w_tiles, 0, 0, 0};
-    if (p.queue != nullptr) {
-      grouped_schedule::dynamic_table<Cfg::kThreads, Cfg::kTokTile>(wk, ss.first_tile, ss.scan, tid);
-    } else if (!p.flat) {
+    const bool raster = !kBalanced || (p.queue == nullptr && !p.flat);
+    if (raster) {
       const int per_group = kGroupM * p.w_chunks;
       const int group = pid / per_group;
       const int first_m = group * kGroupM;
@@ -253,8 +254,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       wk.wb = w_chunk * p.tiles_per_cta;
       wk.we = min(p.w_tiles, wk.wb + p.tiles_per_cta);
       grouped_schedule::raster_segment<Cfg::kThreads>(wk, ss.seg, &ss.nseg, tid);
-    } else {
-      grouped_schedule::balanced_segments<Cfg::kThreads, Cfg::kTokTile>(wk, ss.seg, &ss.nseg, ss.scan, tid);
+    } else if constexpr (kBalanced) {
+      if (p.queue != nullptr)
+        grouped_schedule::dynamic_table<Cfg::kThreads, Cfg::kTokTile>(wk, ss.first_tile, ss.scan, tid);
+      else
+        grouped_schedule::balanced_segments<Cfg::kThreads, Cfg::kTokTile>(wk, ss.seg, &ss.nseg, ss.scan, tid);
     }
   }
   __syncthreads();
@@ -264,7 +268,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     *p.zero_queue = 0;
   }
   // dynamic schedule: the chunks of L items (grouped_schedule.cuh); CTA b starts with chunk b
-  const bool dyn = p.queue != nullptr;
+  const bool dyn = kBalanced && p.queue != nullptr;
   const grouped_schedule::DynChunks dc = grouped_schedule::dynamic_chunks(dyn, dyn ? ss.first_tile[p.num_groups] : 0, p.w_tiles);
   // (both branches through the shuffle: a count read from shared memory alone is not warp-uniform
   // to the compiler, and a loop bound it cannot see as uniform moves the consumers' ring state off
@@ -763,9 +767,10 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // steps of 64)
   constexpr int kSmem = smem_bytes<Cfg>();
   static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
-  static std::atomic<uint64_t> optin_done[2] = {};  // per instance: [gated]
-  const void* kernel_fn = gated ? reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true>)
-                                : reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false>);
+  static std::atomic<uint64_t> optin_done[4] = {};  // per instance: [gated + 2 * balanced]
+  // (split-K launches run the raster: the occupancy query asks about the raster-only kernel)
+  const void* kernel_fn = gated ? reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>)
+                                : reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>);
   const int splits = Cfg::kSwapAB ? sm90_grouped::resident_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots,
                                                                     p.k_tiles, 4, kernel_fn, Cfg::kThreads, kSmem,
                                                                     &optin_done[gated ? 1 : 0])
@@ -829,13 +834,23 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
       e != cudaSuccess)
     return e;
 
-  auto launch = [&](auto kernel) -> cudaError_t {
-    const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[gated ? 1 : 0]);
+  auto launch = [&](auto kernel, int instance) -> cudaError_t {
+    const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[instance]);
     if (err != cudaSuccess) return err;
     return launch_chain_clustered(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream,
                                   unsigned(p.k_splits), tm_act, tm_w, p);
   };
-  return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true>) : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false>);
+  // the raster runs the raster-only kernel (the normal family has no other)
+  if (sched.kind != 0) {
+    if constexpr (Cfg::kSwapAB) {
+      return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true>, 3)
+                   : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true>, 2);
+    } else {
+      return cudaErrorInvalidValue;  // (launch_schedule gives the normal family the raster)
+    }
+  }
+  return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>, 1)
+               : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>, 0);
 }
 
 // The config's name without the gated suffix, e.g. "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row".
@@ -847,14 +862,21 @@ std::string config_name() {
          "_row";
 }
 
-// The two kernels of a config for the registry (family "grouped_gemm_fp8"): gated (GEMM1 with a
-// gated activation) and plain (GEMM2, non-gated GEMM1). Called from the file that launches them.
+// The kernels of a config for the registry (family "grouped_gemm_fp8"): gated (GEMM1 with a
+// gated activation) and plain (GEMM2, non-gated GEMM1), raster-only; for Swap-AB also both with the
+// balanced / dynamic schedules (`_balanced`). Called from the file that launches them.
 template <class Cfg>
 void append_config_instances(KernelList* out) {
   const std::string name = config_name<Cfg>();
   out->push_back({"grouped_gemm_fp8", name + "_gated",
-                  reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true>)});
-  out->push_back({"grouped_gemm_fp8", name, reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false>)});
+                  reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>)});
+  out->push_back({"grouped_gemm_fp8", name, reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>)});
+  if constexpr (Cfg::kSwapAB) {
+    out->push_back({"grouped_gemm_fp8", name + "_balanced_gated",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true>)});
+    out->push_back({"grouped_gemm_fp8", name + "_balanced",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true>)});
+  }
 }
 
 }  // namespace fusedmoe::kernels::sm90_fp8_grouped

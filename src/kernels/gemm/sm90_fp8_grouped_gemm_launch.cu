@@ -32,6 +32,13 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_gated",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row",
+    // the Swap-AB tiles with the balanced / dynamic schedules (the ones above run the raster only)
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_balanced",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 
