@@ -737,6 +737,7 @@ int cmd_bench(int argc, char** argv) {
   bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences)
   bool precomputed = false;       // --precomputed: layer suite, also from precomputed top-k (no router)
   std::vector<int> ksplits, tpcs;  // --ksplits / --tpc: layer suite, also each case with these forced
+  std::vector<int> tpcs1;         // --tpc1: ... with GEMM1's weight tiles per CTA forced (GEMM2 as the oracle says)
   std::vector<int> ksplits1;       // --ksplits1: ... with GEMM1's split-K forced (GEMM2 as the oracle says)
   std::vector<int> earlies;        // --early: layer suite, also each case with GEMM1's early weight stages forced
   bool trace = false;             // --trace: layer suite, the BF16 GEMMs' per-CTA timeline
@@ -761,10 +762,11 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--trace") trace = true;
     else if (a == "--cold-inputs") cold_inputs = true;
     else if (a == "--trace-csv" && i + 1 < argc) trace = true, trace_path = argv[++i];
-    else if ((a == "--ksplits" || a == "--ksplits1" || a == "--tpc" || a == "--early") && i + 1 < argc) {
+    else if ((a == "--ksplits" || a == "--ksplits1" || a == "--tpc" || a == "--tpc1" || a == "--early") && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');)
-        (a == "--tpc" ? tpcs : a == "--early" ? earlies : a == "--ksplits1" ? ksplits1 : ksplits).push_back(std::atoi(x.c_str()));
+        (a == "--tpc" ? tpcs : a == "--tpc1" ? tpcs1 : a == "--early" ? earlies : a == "--ksplits1" ? ksplits1 : ksplits)
+            .push_back(std::atoi(x.c_str()));
     }
     else if (a == "--cases" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
@@ -776,7 +778,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--early 0,4] [--cutlass] [--stages] [--precomputed] [--cold-inputs] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--early 0,4] [--cutlass] [--stages] [--precomputed] [--cold-inputs] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -862,6 +864,12 @@ int cmd_bench(int argc, char** argv) {
       v.label = "tiles/cta " + std::to_string(k);
       v.options.weight_tiles_per_cta = k;
       v.options.k_splits = 1;
+      variants.push_back(v);
+    }
+    for (int k : tpcs1) {  // GEMM1's weight tiles per CTA forced (ForwardOptions::gemm1_weight_tiles_per_cta)
+      TileVariant v;
+      v.label = "gemm1 tiles/cta " + std::to_string(k);
+      v.options.gemm1_weight_tiles_per_cta = k;
       variants.push_back(v);
     }
     for (int k : earlies) {  // GEMM1's weight stages before the permute is done (ForwardOptions)

@@ -95,6 +95,9 @@ struct ForwardOptions {
   // 8-27 % slower at every decode point on the H200 (session 17; bench --ksplits1): for tuning only.
   int gemm1_k_splits = 0;
   int weight_tiles_per_cta = 0;
+  // GEMM1 only: n >= 1 runs n consecutive weight tiles per GEMM1 CTA (0 = as weight_tiles_per_cta).
+  // For tuning (bench --tpc1).
+  int gemm1_weight_tiles_per_cta = 0;
   // Tuning override under overlap_launches (grouped backend, permuted rows): how many weight stages
   // GEMM1 streams before the permute has finished, and the FP8 GEMM2 before H's quantise has (-1 =
   // the oracle's choice: the whole ring, so

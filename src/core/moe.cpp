@@ -117,8 +117,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                           : bf16_weights
                               ? (balanced_auto ? "auto: requested, dynamic (rows above a quarter of the experts, <= 256 "
                                                  "tokens); the kernel runs it where GEMM2 has Swap-AB tiles without "
-                                                 "split-K, chained (short reductions) unless rows exceed the experts "
-                                                 "(measured)"
+                                                 "split-K, short reductions (under 4 ring lengths), chained unless rows exceed the "
+                                                 "experts (measured)"
                                                : "auto: off (rows up to a quarter of the experts, or > 256 tokens; measured)")
                           : balanced_auto
                               ? "auto: requested, static ranges (rows between a quarter of the experts and all of them); "
@@ -320,6 +320,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
              "ForwardOptions::gemm1_k_splits " << options.gemm1_k_splits << " outside [0, 8]");
   FM_REQUIRE(options.weight_tiles_per_cta >= 0, kInvalidArgument,
              "ForwardOptions::weight_tiles_per_cta " << options.weight_tiles_per_cta << " is negative");
+  FM_REQUIRE(options.gemm1_weight_tiles_per_cta >= 0, kInvalidArgument,
+             "ForwardOptions::gemm1_weight_tiles_per_cta " << options.gemm1_weight_tiles_per_cta << " is negative");
   FM_REQUIRE(options.early_weight_stages >= -1, kInvalidArgument,
              "ForwardOptions::early_weight_stages " << options.early_weight_stages << " below -1");
   const detail::Decision d = detail::decide(p, options, /*reasons=*/false);
@@ -381,7 +383,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.staged_epilogue = ro.staged_epilogue;
   const int gemm2_k_splits = options.k_splits > 0 ? options.k_splits : ro.split_k ? 0 : 1;  // (a forced value wins)
   g.k_splits = options.gemm1_k_splits > 0 ? options.gemm1_k_splits : gemm2_k_splits;
-  g.weight_tiles_per_cta = options.weight_tiles_per_cta;
+  g.weight_tiles_per_cta = options.gemm1_weight_tiles_per_cta > 0 ? options.gemm1_weight_tiles_per_cta
+                                                                    : options.weight_tiles_per_cta;
   g.rows_hint = p.num_tokens * p.slots_per_token();  // (the bound with a device-side token count)
   // the plan was written two launches before GEMM1 (a permute in between) and before GEMM2
   g.early_weights = !gather;
@@ -435,6 +438,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.early_weights = true;
   g.early_weight_stages = -1;  // (BF16: GEMM1 is the predecessor, itself streaming weights)
   g.k_splits = gemm2_k_splits;
+  g.weight_tiles_per_cta = options.weight_tiles_per_cta;
   g.a = inter;
   g.w = t.w2;
   g.bias = p.has_expert_bias ? t.b2 : nullptr;

@@ -277,7 +277,8 @@ inline int64_t dynamic_grid(int64_t items_bound, int64_t slots) { return std::ma
 // GEMM2 when ForwardOptions::balanced_gemm2 resolves on). Swap-AB without split-K, G <= 8 x threads,
 // rows (rows_hint, T x slots) above a quarter of the experts, and
 //   - static ranges (no counter): tiles chained (short reductions) and rows up to the experts;
-//   - dynamic (GroupedGemmArgs::queue): rows above the experts, or chained tiles.
+//   - dynamic (GroupedGemmArgs::queue): short reductions (k_tiles < 4 x stages) with rows above the
+//     experts or chained tiles.
 // Static, measured on the H200 (session 16, BF16 layer, same run), balanced against the raster.
 // There the active token tiles (about one per touched expert) times the weight chunks land a
 // little above a whole number of waves in a way the raster, sized from the row bound, cannot
@@ -302,9 +303,15 @@ inline int64_t dynamic_grid(int64_t items_bound, int64_t slots) { return std::ma
 // with its static ranges at 16 tokens and 3-11 us slower at 64-256 on 4 of 6 cases (call 6): the
 // layer runs FP8 with static ranges.
 // (GroupedGemmArgs::balanced and ForwardOptions::balanced_gemm2 force it either way; bench --balanced.)
-inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint, bool dynamic) {
+// Session 20 (raster-only kernels, call 2 and 3): the dynamic form only for short reductions
+// (k_tiles < 4 x stages, choose_tiles_per_cta's chaining bound: GEMM2 of dsv3 / qwen3 / dsv4f). On
+// long ones a work item is a whole 45-112-step tile and the raster was level or faster: mixtral-tp2
+// at 4 tokens (tiles paired by the wave rule) GEMM2 88.3 vs 79.9 us, gptoss-tp1 at 256 tokens
+// 1512.9 vs 1505.2 us with the dynamic form.
+inline bool use_balanced_schedule(int tiles_per_cta, int groups, int64_t rows_hint, bool dynamic, bool short_reduction) {
   if (4 * rows_hint <= int64_t(groups)) return false;
-  return dynamic ? rows_hint > int64_t(groups) || tiles_per_cta > 1 : tiles_per_cta > 1 && rows_hint <= int64_t(groups);
+  return dynamic ? short_reduction && (rows_hint > int64_t(groups) || tiles_per_cta > 1)
+                 : tiles_per_cta > 1 && rows_hint <= int64_t(groups);
 }
 
 // Host: the launch's schedule. kind 0 = the raster (grid as given), 1 = static balanced ranges,
@@ -317,8 +324,9 @@ struct LaunchSchedule {
 };
 inline LaunchSchedule launch_schedule(bool eligible, int forced, bool rule_applies, int tiles_per_cta, int groups,
                                       int64_t rows_hint, bool queue, int64_t items_bound, int w_tiles, int64_t slots,
-                                      int64_t raster_grid) {
-  const bool rule = forced == 0 && rule_applies && use_balanced_schedule(tiles_per_cta, groups, rows_hint, queue);
+                                      int64_t raster_grid, bool short_reduction) {
+  const bool rule =
+      forced == 0 && rule_applies && use_balanced_schedule(tiles_per_cta, groups, rows_hint, queue, short_reduction);
   if (!eligible || !(forced > 0 || rule)) return LaunchSchedule{0, raster_grid};
   if (queue) return LaunchSchedule{2, dynamic_grid(items_bound, slots)};
   return LaunchSchedule{1, balanced_grid(items_bound, w_tiles, slots)};

@@ -822,7 +822,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
                            a.a_scale_row_token == nullptr;
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
       balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
-      a.queue != nullptr, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid);
+      a.queue != nullptr, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages);
   p.flat = sched.kind != 0 ? 1 : 0;
   p.queue = sched.kind == 2 ? a.queue : nullptr;
   grid = sched.grid;
