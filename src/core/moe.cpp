@@ -386,6 +386,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.weight_tiles_per_cta = options.gemm1_weight_tiles_per_cta > 0 ? options.gemm1_weight_tiles_per_cta
                                                                     : options.weight_tiles_per_cta;
   g.rows_hint = p.num_tokens * p.slots_per_token();  // (the bound with a device-side token count)
+  // GEMM1's chained weight tiles sized to one wave of the expected active token tiles (BF16, decode;
+  // sm90_bf16_grouped_gemm.cuh, one_wave_tiles_per_cta; bench --tpc1 1 measures without it)
+  g.one_wave = p.num_tokens <= 256;
   // the plan was written two launches before GEMM1 (a permute in between) and before GEMM2
   g.early_weights = !gather;
   // The whole ring of weight stages before the wait unless overridden: they stream while the
@@ -439,6 +442,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.early_weight_stages = -1;  // (BF16: GEMM1 is the predecessor, itself streaming weights)
   g.k_splits = gemm2_k_splits;
   g.weight_tiles_per_cta = options.weight_tiles_per_cta;
+  g.one_wave = false;
   g.a = inter;
   g.w = t.w2;
   g.bias = p.has_expert_bias ? t.b2 : nullptr;

@@ -53,6 +53,10 @@ struct GroupedGemmArgs {
   int tokens_tile = 0;         // kNormal: 128 (0 = 128); kSwapAB: 8, 16, 32 or 64 (0 = 16)
                                // kAuto: taken from tokens_tile (<= 64 swap-AB, else normal)
   int weight_tiles_per_cta = 0;  // 0 = heuristic; >= 1 forces consecutive weight tiles per CTA
+  // With the heuristic (weight_tiles_per_cta 0, no split-K), size the chained weight tiles so that
+  // the expected active token tiles (from rows_hint, uniform routing) fill one wave of CTA slots
+  // (one_wave_tiles_per_cta). The layer sets it for GEMM1 at decode (<= 256 tokens, BF16).
+  bool one_wave = false;
   // Valid rows (T x slots) when the host knows them (an upper bound does), 0 = unknown. The
   // balanced schedule's rule reads them (grouped_schedule.cuh, use_balanced_schedule).
   int64_t rows_hint = 0;
