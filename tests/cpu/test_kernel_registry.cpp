@@ -56,7 +56,8 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
     EXPECT_TRUE(names.count(n)) << n << " not listed";
   // The router: 4 row modes x (f32: VEC 1, 2, 4; bf16: VEC 1, 2, 4, 8) x NV up to 32 / VEC, + 2 gathers.
   EXPECT_EQ(per_family["router"], 4 * (6 + 5 + 4 + 6 + 5 + 4 + 3) + 2);
-  EXPECT_EQ(per_family["front"], 4 * (6 + 5 + 4 + 6 + 5 + 4 + 3) + 1);  // + the cooperative warm-up
+  // The fused front: the router's instances x (one routing block, several: session 20) + the cooperative warm-up.
+  EXPECT_EQ(per_family["front"], 2 * 4 * (6 + 5 + 4 + 6 + 5 + 4 + 3) + 1);
   // BF16 grouped GEMM: 5 tiles (normal, swap-AB 8/16/32/64) x (gated, plain), raster-only; the 4
   // Swap-AB tiles also with the balanced / dynamic schedules (session 20).
   EXPECT_EQ(per_family["grouped_gemm"], 10 + 8);
@@ -66,7 +67,7 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   // CUTLASS grouped GEMMs: 4 BF16 configurations x (kernel, setup), the gated and plain activation,
   // the FP8 blockwise GEMM with its setup and scale kernels, the FP8 row-scaled GEMM and its setup.
   EXPECT_EQ(per_family["cutlass_grouped"], 15);
-  EXPECT_EQ(b.kernel_instances.size(), size_t(350)) << "total instances (336 before the raster-only GEMM instances): update docs too";
+  EXPECT_EQ(b.kernel_instances.size(), size_t(482)) << "total instances (350 before the one-block front instances): update docs too";
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)

@@ -405,7 +405,11 @@ __device__ __forceinline__ void quantize_part(const FrontParams& f, int64_t num_
   }
 }
 
-template <typename T, int VEC, int NV, router_detail::RowMode M>
+// kOneBlock: the instance for one routing block (bound <= kWideTokens: route_blocks == 1, a plain
+// launch, precomputed ids too); the other instance runs several routing blocks (a cluster or a
+// cooperative grid). Each holds only its own plan code: at 1-16 tokens a block fetches its
+// instructions cold at every call (the grouped GEMMs' raster-only instances, session 20).
+template <typename T, int VEC, int NV, router_detail::RowMode M, bool kOneBlock>
 __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const FrontParams f) {
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -425,7 +429,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   const int W = mask_words(G);
   // One routing block (bound <= 16): all 16 warps route (token = warp), no grid barrier, x is
   // quantised by the blocks after it. Several: warps 0-7 route tokens 8b + w, warps 8-15 quantise.
-  const bool wide = f.route_blocks == 1;
+  constexpr bool wide = kOneBlock;  // (the launcher: route_blocks == 1 exactly with this instance)
+  const bool precomputed = kOneBlock && f.precomputed;
   const bool routes = static_cast<int>(blockIdx.x) < f.route_blocks;
   const bool route_warp = routes && (wide || warp < kRouteWarps);
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
@@ -452,7 +457,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       int32_t* ids = s_ids + warp * f.r.k;
       uint32_t* wsm = reinterpret_cast<uint32_t*>(smem_raw) + static_cast<int64_t>(warp) * (f.r.num_experts + f.r.n_group);
       unsigned long long* rtrace = (f.trace != nullptr && blockIdx.x == 0 && warp == 0) ? f.trace + kRouteTraceSlot : nullptr;
-      if (f.precomputed) {  // the caller's ids and weights (router_gather_kernel's checks and slots)
+      if (precomputed) {  // the caller's ids and weights (router_gather_kernel's checks and slots)
         int32_t id = -1, raw = -1;
         float w = 0.f;
         bool bad = false;
@@ -597,7 +602,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   // first id outside [0, E) in (token, slot) order, else zero.
   if (threadIdx.x == 0) {
     int4 bad = make_int4(0, 0, 0, 0);
-    if (f.precomputed) {
+    if (precomputed) {
 #pragma unroll 1
       for (int t = 0; t < static_cast<int>(num_tokens); ++t)
         if (s_bad[t] != 0u) {

@@ -1,4 +1,4 @@
-// front_instances.cuh — instances of front_small_kernel<T, VEC, NV, RowMode>, one row mode per
+// front_instances.cuh — instances of front_small_kernel<T, VEC, NV, RowMode, one block>, one row mode per
 // translation unit (front_mode_*.cu) so that they compile in parallel (as the router's).
 #pragma once
 #include <cuda_runtime.h>
@@ -20,6 +20,7 @@ struct FrontLaunch {
   int grid = 1;
   int block = 256;
   size_t smem = 0;
+  bool one_block = false;    // one routing block (route_blocks == 1): the kOneBlock instance, a plain launch
   bool cooperative = false;  // several routing blocks: a grid barrier in the kernel
   int cluster = 0;           // > 1: try clusters of this many blocks (the routing blocks form the first),
                              // else the cooperative launch
@@ -42,10 +43,20 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
   if constexpr (NV * VEC < 32) {
     if (nv > NV) return launch_front_nv<T, VEC, NV * 2, M>(f, nv, l, s);
   }
-  auto fn = front_small_kernel<T, VEC, NV, M>;
-  {  // static + dynamic shared memory may pass 48 KB: opt in once per instance
-    static std::atomic<uint64_t> done{0};
-    const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(fn), static_cast<int>(kFrontMaxSmem), &done);
+  // static + dynamic shared memory may pass 48 KB: opt in once per instance
+  static std::atomic<uint64_t> done[2] = {};  // [one_block]
+  if (l.one_block) {
+    if (f.route_blocks != 1 || l.cooperative || l.cluster > 1) return cudaErrorInvalidValue;
+    auto one = front_small_kernel<T, VEC, NV, M, true>;
+    const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(one), static_cast<int>(kFrontMaxSmem), &done[1]);
+    if (e != cudaSuccess) return e;
+    one<<<l.grid, l.block, l.smem, s>>>(f);
+    return cudaGetLastError();
+  }
+  if (f.route_blocks <= 1 || f.precomputed) return cudaErrorInvalidValue;  // (the kOneBlock instance's)
+  auto fn = front_small_kernel<T, VEC, NV, M, false>;
+  {
+    const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(fn), static_cast<int>(kFrontMaxSmem), &done[0]);
     if (e != cudaSuccess) return e;
   }
   if (l.cluster > 1) {
@@ -86,10 +97,7 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
       (void)cudaGetLastError();  // refused (e.g. the cluster no longer fits): the cooperative launch below
     }
   }
-  if (!l.cooperative) {  // one routing block: no grid barrier in the kernel, a plain launch
-    fn<<<l.grid, l.block, l.smem, s>>>(f);
-    return cudaGetLastError();
-  }
+  if (!l.cooperative) return cudaErrorInvalidValue;  // (several routing blocks need the grid barrier)
   // A cooperative grid must be resident at once: blocks per SM of this instance at this block
   // size and shared memory (after the opt-in above), from the occupancy calculator (a host-side
   // computation, cached per thread; not a stream operation: fine during capture). On a small MIG
@@ -127,10 +135,10 @@ template <typename T, int VEC, int NV, RowMode M>
 void append_front_nv(KernelList* out) {
   constexpr const char* kMode = M == RowMode::kSoftmaxRow ? "softmax" : M == RowMode::kSigmoidRow ? "sigmoid"
                               : M == RowMode::kSqrtSoftplusRow ? "sqrt_softplus" : "logits";
-  out->push_back({"front",
-                  std::string("front_small<") + (sizeof(T) == 2 ? "bf16" : "f32") + ",vec" + std::to_string(VEC) +
-                      ",nv" + std::to_string(NV) + "," + kMode + ">",
-                  reinterpret_cast<const void*>(&front_small_kernel<T, VEC, NV, M>)});
+  const std::string name = std::string("front_small<") + (sizeof(T) == 2 ? "bf16" : "f32") + ",vec" +
+                           std::to_string(VEC) + ",nv" + std::to_string(NV) + "," + kMode;
+  out->push_back({"front", name + ",one block>", reinterpret_cast<const void*>(&front_small_kernel<T, VEC, NV, M, true>)});
+  out->push_back({"front", name + ",blocks>", reinterpret_cast<const void*>(&front_small_kernel<T, VEC, NV, M, false>)});
   if constexpr (NV * VEC < 32) append_front_nv<T, VEC, NV * 2, M>(out);
 }
 

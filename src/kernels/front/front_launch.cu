@@ -164,6 +164,7 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   // need the scratch (reserved for every bound above kWideTokens).
   if (!wide && f.route_blocks <= front_cluster_max()) l.cluster = f.route_blocks;
   l.cooperative = f.route_blocks > 1;
+  l.one_block = wide;
   if (l.cooperative) {
     if (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_detail::block_masks_bytes(G))
       return cudaErrorInvalidValue;
