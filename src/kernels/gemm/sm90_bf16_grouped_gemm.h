@@ -27,6 +27,7 @@
 // token tiles (simplest: the same family and tile for both; padding to 128 suits every tile).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include <cuda_runtime.h>
@@ -115,6 +116,37 @@ struct TokensTileChoice {
 // 256: 439.4 vs 502.7). FP8: qwen235-tp8-fp8c 512 Swap-AB 32 231.2 vs normal 392.8 us; with 128x128
 // blocks normal wins (dsv3-tp8-fp8b 512 567.9 vs 631.5, qwen235-tp4-fp8b 512 356.8 vs 441.1).
 TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_experts, int wide_swap_tile = 64);
+
+// GroupedGemmArgs::one_wave: weight tiles per CTA such that the token tiles expected active (rows
+// spread uniformly over the groups: each active with probability 1 - e^-mean, ceil(mean / tile)
+// tiles each) times the weight chunks make one full wave of CTA slots (90-100 %), chaining at most
+// `max_steps` K steps per CTA; 1 when no such count exists, when one wave already holds the tiles,
+// or when the mean rows per group are under half a token tile (the active tiles are not
+// predictable). A CTA then streams its next tile while the last one's epilogue runs, instead of a
+// new CTA paying the pipeline fill. Measured on the H200 (session 20, BF16 layer from precomputed
+// ids, same run, against one tile per CTA; calls 3-4):
+//   - faster: qwen235-tp8 3 tiles of 64 steps (2 x 128 CTAs) at 256 tokens 197.4 -> 191.1 us, at 64
+//     tokens 172.9 -> 168.7; mixtral-tp2 at 256 tokens (normal tiles, 1 CTA per SM) 7 tiles of 64
+//     steps 437.9 -> 425.4;
+//   - slower, hence the caps: counts off one wave (qwen235-tp8 256: 2 tiles 226.5, 6 tiles 282.8);
+//     Swap-AB chains of 384-896 steps (3-7 MB per CTA): qwen30-tp1 at 256 tokens 12 tiles 335.8 ->
+//     377.9, qwen235-tp4 at 64 / 256 tokens 6 tiles 310.8 -> 324.9 / 344.3 -> 393.8, dsv3-tp8 at 256
+//     8 tiles 540.6 -> 652.7 (qwen30-tp1 at 64 tokens, 12 tiles, was 5.7 us faster: not understood,
+//     left out). So Swap-AB (2 CTAs per SM) chains at most 192 steps (1.5 MB), the normal family 512.
+inline int one_wave_tiles_per_cta(int64_t rows, int groups, int tok_tile, int w_tiles, int k_tiles, int64_t slots,
+                                  int max_steps) {
+  if (rows <= 0 || groups <= 0 || tok_tile <= 0 || w_tiles <= 1 || k_tiles <= 0) return 1;
+  const double mean = double(rows) / double(groups);
+  if (2.0 * mean < double(tok_tile)) return 1;
+  const int64_t active = int64_t(std::ceil(double(groups) * (1.0 - std::exp(-mean))));
+  const int64_t tiles = active * int64_t(std::ceil(mean / double(tok_tile)));
+  if (tiles * w_tiles <= slots) return 1;
+  for (int tpc = 2; tpc <= w_tiles && tpc * k_tiles <= max_steps; ++tpc) {
+    const int64_t ctas = tiles * ((w_tiles + tpc - 1) / tpc);
+    if (ctas <= slots) return 10 * ctas >= 9 * slots ? tpc : 1;
+  }
+  return 1;
+}
 
 // Upper bound of padded_offsets[G] for `rows` grouped rows over `groups` experts padded to `tile`.
 inline int64_t grouped_gemm_max_padded_rows(int64_t rows, int groups, int tile) {
