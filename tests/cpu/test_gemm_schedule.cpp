@@ -1,10 +1,11 @@
-// Host-side schedule rules of the grouped GEMMs (kernels/gemm/sm90_bf16_grouped_gemm.h): the
+// Host-side schedule rules of the grouped GEMMs (sm90_bf16_grouped_gemm.h, grouped_schedule_rules.h): the
 // decisions the layer takes on the suite's shapes, pinned to the ones measured on the H200.
 #include <gtest/gtest.h>
 
 #if defined(FUSEDMOE_WITH_CUDA)
 #include <cstdint>
 
+#include "kernels/gemm/grouped_schedule_rules.h"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 
 namespace {
@@ -49,6 +50,32 @@ TEST(GemmSchedule, OneWaveGemm1TakesTheMeasuredPoints) {
   EXPECT_EQ(fk::one_wave_tiles_per_cta(0, 128, 8, 6, 64, 264, 192), 1);
   EXPECT_EQ(fk::one_wave_tiles_per_cta(512, 0, 8, 6, 64, 264, 192), 1);
   EXPECT_EQ(fk::one_wave_tiles_per_cta(512, 128, 8, 1, 64, 264, 192), 1);
+}
+
+// GEMM2's balanced schedule rule (use_balanced_schedule). `short_reduction` is the launch's
+// k_tiles < 4 x stages: K steps of 64 over N for BF16 (Swap-AB 8: 11 stages, 16: 10, 32: 8).
+TEST(GemmSchedule, BalancedGemm2Rule) {
+  namespace gs = fusedmoe::kernels::grouped_schedule;
+  // Dynamic (BF16). Short reductions take it with rows above the experts or chained tiles:
+  // dsv3-tp8 at 256 tokens (N 256: 4 steps, 2048 rows on 256 experts), qwen235-tp8 at 16 (N 192:
+  // 3 steps, chained, 128 rows on 128 experts).
+  EXPECT_TRUE(gs::use_balanced_schedule(1, 256, 2048, true, 4 < 4 * 10));
+  EXPECT_TRUE(gs::use_balanced_schedule(8, 128, 128, true, 3 < 4 * 11));
+  // Long reductions stay on the raster (session 20): mixtral-tp2 at 4 tokens (N 7168: 112 steps,
+  // tiles paired by the wave rule), gptoss-tp1 at 256 (N 2880: 45 steps on Swap-AB 16).
+  EXPECT_FALSE(gs::use_balanced_schedule(2, 8, 8, true, 112 < 4 * 11));
+  EXPECT_FALSE(gs::use_balanced_schedule(1, 128, 1024, true, 45 < 4 * 10));
+  // Rows up to a quarter of the experts: the raster (1 token on qwen3's 128 experts), both forms.
+  EXPECT_FALSE(gs::use_balanced_schedule(8, 128, 8, true, true));
+  EXPECT_FALSE(gs::use_balanced_schedule(8, 128, 8, false, true));
+  // A short reduction without chained tiles and rows within the experts: the raster.
+  EXPECT_FALSE(gs::use_balanced_schedule(1, 128, 64, true, true));
+  // Static (FP8): chained tiles with rows in (experts / 4, experts]; the reduction length is not
+  // part of it.
+  EXPECT_TRUE(gs::use_balanced_schedule(4, 256, 128, false, true));
+  EXPECT_TRUE(gs::use_balanced_schedule(4, 256, 128, false, false));
+  EXPECT_FALSE(gs::use_balanced_schedule(4, 256, 512, false, true));
+  EXPECT_FALSE(gs::use_balanced_schedule(1, 256, 128, false, true));
 }
 
 }  // namespace
