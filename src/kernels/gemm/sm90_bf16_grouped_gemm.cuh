@@ -119,7 +119,8 @@ struct Config {
   // 64 x 128 bf16 outputs (64 x 64 when gated) to shared memory, then stores whole 16-byte chunks of
   // rows. Row stride 128 + 8 elements: the accumulator's bf16x2 writes hit 32 distinct banks.
   static constexpr int kStageRowElems = 128 + 8;
-  static constexpr int kStageElems = kSwapAB ? 8 : kConsumerWGs * 64 * kStageRowElems;
+  // Swap-AB: the tile's kTokTile x 64 outputs (SwapStage below).
+  static constexpr int kStageElems = kSwapAB ? kTokTile * (64 + 8) : kConsumerWGs * 64 * kStageRowElems;
 };
 
 using grouped_schedule::kMaxSegments;
@@ -297,6 +298,40 @@ __device__ __forceinline__ void splitk_producer_barriers() {
   cute::cluster_sync();
   cute::cluster_sync();
 }
+
+// The Swap-AB epilogue's stores, shared by the BF16 and FP8 kernels: the consumer warpgroup puts
+// its tile's bf16 outputs (token row t, tile column c < kCols: 64, or 32 when gated) into shared
+// memory, then every thread stores whole 16-byte chunks of output rows. Straight from the fragment
+// each value was a 2-byte store (STG.U16, T/2 per thread per tile); their registers stayed locked
+// until the store queue took them, and the next tile's first instructions reusing those registers
+// waited on it (ncu, qwen235-tp8-fp8c GEMM2 at 256 tokens, session 21: 19 % of the stall samples,
+// the producer then waiting on empty stages). Row stride kCols + 8 elements: the puts (8 lanes on
+// consecutive columns, 4 token rows) and the 16-byte reads are free of bank conflicts. The output's
+// columns (out_cols) and row stride are multiples of 8 and `out` is 16-byte aligned (checked on the
+// host), so a chunk is wholly in or out.
+template <int kTok, int kCols>
+struct SwapStage {
+  static constexpr int kLd = kCols + 8;
+  static constexpr int kBarrier = 5;  // named barrier of the consumer warpgroup (1-3: other epilogues)
+  __nv_bfloat16* buf;
+  // Before the first put of a tile: every thread has read the previous tile's chunks.
+  __device__ __forceinline__ void open() const { cutlass::arch::NamedBarrier::sync(128, kBarrier); }
+  __device__ __forceinline__ void put(int t, int c, float v) const { buf[t * kLd + c] = __float2bfloat16_rn(v); }
+  // Rows [0, rows_valid) of the tile to out rows row0.., columns col0.. (below out_cols).
+  __device__ __forceinline__ void flush(__nv_bfloat16* out, int64_t row0, int64_t ld, int col0, int out_cols,
+                                        int rows_valid, int tid) const {
+    cutlass::arch::NamedBarrier::sync(128, kBarrier);
+    constexpr int kChunks = kCols / 8;
+    CUTE_UNROLL
+    for (int c0 = 0; c0 < kTok * kChunks; c0 += 128) {
+      const int c = c0 + tid;
+      const int t = c / kChunks, col = col0 + (c % kChunks) * 8;
+      if ((kTok * kChunks % 128 == 0 || c < kTok * kChunks) && t < rows_valid && col < out_cols)
+        *reinterpret_cast<uint4*>(out + (row0 + t) * ld + col) =
+            *reinterpret_cast<const uint4*>(buf + t * kLd + (c % kChunks) * 8);
+    }
+  }
+};
 
 // The normal family's epilogue, shared by the BF16 and FP8 kernels (the same 64 x 128 fp32
 // accumulator fragment per consumer warpgroup: value (v0, v1, j) at index v0 + 2*v1 + 4*j, token row
@@ -761,10 +796,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                                                             p.k_splits, tid))
             continue;  // (one weight tile per CTA: leaves the tile loop)
         }
+        // outputs staged in shared memory, stored as 16-byte row chunks (SwapStage)
+        const SwapStage<Cfg::kTokTile, kGated ? 32 : 64> stage{reinterpret_cast<__nv_bfloat16*>(ss.stage_out.begin())};
+        stage.open();
         if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
           const int r = get<0>(tCcC(0));
-          const int n = w * 32 + (r >> 4) * 8 + (r & 7);
+          const int c = (r >> 4) * 8 + (r & 7);
+          const int n = w * 32 + c;
           if (n < p.out_cols) {
             float bg = 0.f, bu = 0.f;
             if (bias_e) {
@@ -779,20 +818,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                 for (int v0 = 0; v0 < 2; ++v0) {
                   const int i = v0 + 4 * j;
                   const int t = get<1>(tCcC(i));
-                  if (t < rows_valid) {
-                    out[(out_row0 + t) * ld + n] =
-                        __float2bfloat16_rn(activate_ct<kK>(accum(i) + bg, accum(i + 2) + bu, p.alpha, p.limit));
-                  }
+                  if (t < rows_valid) stage.put(t, c, activate_ct<kK>(accum(i) + bg, accum(i + 2) + bu, p.alpha, p.limit));
                 }
               }
             });
           }
+          stage.flush(out, out_row0, ld, w * 32, p.out_cols, rows_valid, tid);
         } else {
           with_activation<kGated>(p.act_kind, [&](auto kind) {
             constexpr int kK = decltype(kind)::value;
             CUTE_UNROLL
             for (int v1 = 0; v1 < 2; ++v1) {
-              const int n = w * 64 + get<0>(tCcC(2 * v1));
+              const int c = get<0>(tCcC(2 * v1));
+              const int n = w * 64 + c;
               if (n < p.out_cols) {
                 const float b = bias_e ? __ldg(bias_e + n) : 0.f;
                 CUTE_UNROLL
@@ -801,15 +839,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                   for (int v0 = 0; v0 < 2; ++v0) {
                     const int i = v0 + 2 * v1 + 4 * j;
                     const int t = get<1>(tCcC(i));
-                    if (t < rows_valid) {
-                      out[(out_row0 + t) * ld + n] =
-                          __float2bfloat16_rn(activate_ct<kK>(accum(i) + b, 0.f, p.alpha, p.limit));
-                    }
+                    if (t < rows_valid) stage.put(t, c, activate_ct<kK>(accum(i) + b, 0.f, p.alpha, p.limit));
                   }
                 }
               }
             }
           });
+          stage.flush(out, out_row0, ld, w * 64, p.out_cols, rows_valid, tid);
         }
       }
     }

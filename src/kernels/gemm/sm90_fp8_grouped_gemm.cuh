@@ -102,14 +102,15 @@ struct Config {
   // Staged epilogue (normal family, Params::staged_epilogue): the BF16 kernel's
   // (sm90_grouped::normal_epilogue), 2 x 64 bf16 rows of 128 + 8.
   static constexpr int kStageRowElems = 128 + 8;
-  static constexpr int kStageElems = kSwapAB ? 8 : kConsumerWGs * 64 * kStageRowElems;
+  // Swap-AB: the tile's kTokTile x 64 outputs (sm90_grouped::SwapStage).
+  static constexpr int kStageElems = kSwapAB ? kTokTile * (64 + 8) : kConsumerWGs * 64 * kStageRowElems;
 };
 
 template <class Cfg>
 struct SharedStorage {
   alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutAct>> act;
   alignas(1024) cute::ArrayEngine<typename Cfg::Element, cute::cosize_v<typename Cfg::SmemLayoutW>> w;
-  alignas(16) __nv_bfloat16 stage_out[Cfg::kStageElems];  // staged epilogue (normal family)
+  alignas(16) __nv_bfloat16 stage_out[Cfg::kStageElems];  // staged epilogue (normal family; Swap-AB always)
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
   grouped_schedule::Segment seg[grouped_schedule::kMaxSegments];  // the CTA's runs (grouped_schedule.cuh)
@@ -579,10 +580,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                                                                           split, p.k_splits, tid))
             continue;  // (one weight tile per CTA: leaves the tile loop)
         }
+        // outputs staged in shared memory, stored as 16-byte row chunks (sm90_grouped::SwapStage)
+        const sm90_grouped::SwapStage<Cfg::kTokTile, kGated ? 32 : 64> stage{ss.stage_out};
+        stage.open();
         if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
           const int r = get<0>(tCcC(0));
-          const int n = w * 32 + (r >> 4) * 8 + (r & 7);
+          const int c = (r >> 4) * 8 + (r & 7);
+          const int n = w * 32 + c;
           if (n < p.out_cols) {
             const float swg = rows_cur.s[0], swu = rows_cur.s[1];  // (loaded a tile ahead)
             const float bg = rows_cur.b[0], bu = rows_cur.b[1];
@@ -597,18 +602,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                   if (t < rows_valid) {
                     const float sa = sa_col[tok_slot(i)];
                     const float g = accum(i) * (sa * swg) + bg, u = accum(i + 2) * (sa * swu) + bu;
-                    out[(out_row0 + t) * ld + n] = __float2bfloat16_rn(activate_ct<kK>(g, u, p.alpha, p.limit));
+                    stage.put(t, c, activate_ct<kK>(g, u, p.alpha, p.limit));
                   }
                 }
               }
             });
           }
+          stage.flush(out, out_row0, ld, w * 32, p.out_cols, rows_valid, tid);
         } else {
           with_activation<kGated>(p.act_kind, [&](auto kind) {
             constexpr int kK = decltype(kind)::value;
             CUTE_UNROLL
             for (int v1 = 0; v1 < 2; ++v1) {
-              const int n = w * 64 + get<0>(tCcC(2 * v1));
+              const int c = get<0>(tCcC(2 * v1));
+              const int n = w * 64 + c;
               if (n < p.out_cols) {
                 const float sw = rows_cur.s[v1], b = rows_cur.b[v1];  // (loaded a tile ahead)
                 CUTE_UNROLL
@@ -618,13 +625,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                     const int i = v0 + 2 * v1 + 4 * j;
                     const int t = get<1>(tCcC(i));
                     if (t < rows_valid)
-                      out[(out_row0 + t) * ld + n] =
-                          __float2bfloat16_rn(activate_ct<kK>(accum(i) * (sa_col[tok_slot(i)] * sw) + b, 0.f, p.alpha, p.limit));
+                      stage.put(t, c, activate_ct<kK>(accum(i) * (sa_col[tok_slot(i)] * sw) + b, 0.f, p.alpha, p.limit));
                   }
                 }
               }
             }
           });
+          stage.flush(out, out_row0, ld, w * 64, p.out_cols, rows_valid, tid);
         }
       } else {
         // the "row" scales (block scales were applied per K block), then the BF16 kernel's epilogue
