@@ -117,6 +117,9 @@ struct SharedStorage {
   int nseg;
   int scan[Cfg::kThreads / 32];  // balanced schedule: per-warp sums of active token tiles
   int tok_scale[Cfg::kTokTile];  // token-order block scales: token * a_scale_stride per tile row (-1: padding)
+  // Swap-AB epilogue "row" values of two weight tiles (w & 1), copied a tile ahead (cp.async):
+  // plain [64 scales, 64 biases] by tile column, gated [32 gate scales, 32 up, 32 gate biases, 32 up]
+  alignas(16) float tile_rows[2][128];
   // dynamic balanced schedule (Params::queue): the producer's segments (a ring) and the table of
   // active token tiles before each expert (grouped_schedule.cuh)
   grouped_schedule::Segment seg_q[grouped_schedule::kDynQueue];
@@ -459,38 +462,43 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
        CUTE_UNROLL
        for (int q = 0; q < kTokVals; ++q) sa_col[q] = tok_of(q) < rows_valid ? sa_at(tok_of(q)) : 0.f;
      }
-     // Swap-AB: the epilogue "row" values of weight tile w for this thread. Gated: the scales and
-     // biases of the gate and up rows of its output column ([0], [1]); plain: those of its two
-     // output columns (v1 = 0, 1). Out-of-range columns: 1 and 0 (never stored).
-     struct TileRows {
-       float s[2], b[2];
-     };
-     auto load_tile_rows = [&](int w) {
-       TileRows r{{1.f, 1.f}, {0.f, 0.f}};
-       if constexpr (kGated) {
-         const int rr = get<0>(tCcC(0));
-         const int n = w * 32 + (rr >> 4) * 8 + (rr & 7);
-         if (n < p.out_cols) {
-           const int gr = n * p.bias_row_mul, ur = gr + p.bias_up_off;
-           r.s[0] = sw_at(gr);
-           r.s[1] = sw_at(ur);
-           if (bias_e) {
-             r.b[0] = __ldg(bias_e + gr);
-             r.b[1] = __ldg(bias_e + ur);
-           }
-         }
-       } else {
-         CUTE_UNROLL
-         for (int v1 = 0; v1 < 2; ++v1) {
-           const int n = w * 64 + get<0>(tCcC(2 * v1));
+     // Swap-AB: the epilogue "row" values of weight tile w (per-channel / per-tensor weight scales,
+     // biases) go to shared memory a tile ahead by cp.async, one value per consumer thread (see
+     // SharedStorage::tile_rows), read after the epilogue's first barrier. Loaded into registers a
+     // tile ahead instead (session 18), their scoreboard was waited on at the next tile's first
+     // instructions (ncu, qwen235-tp8-fp8c GEMM2 at 256 tokens, session 21: ~20 % of the stall
+     // samples on one instruction of the K loop's head).
+     auto copy_tile_rows = [&](int w) {
+       if constexpr (Cfg::kSwapAB) {
+         const int c = tid & 63, part = tid >> 6;  // plain: part 0 scales, 1 biases
+         const float* src = nullptr;
+         if constexpr (kGated) {
+           // tid: [gate s | up s | gate b | up b] x 32 columns
+           const int cc = tid & 31, which = tid >> 5;
+           const int n = w * 32 + cc;
            if (n < p.out_cols) {
-             r.s[v1] = sw_at(n);
-             if (bias_e) r.b[v1] = __ldg(bias_e + n);
+             const int row = n * p.bias_row_mul + ((which & 1) ? p.bias_up_off : 0);
+             if (which < 2) src = p.block_scales ? nullptr : sw_e + row * p.w_scale_row_mul;
+             else src = bias_e ? bias_e + row : nullptr;
            }
+         } else {
+           const int n = w * 64 + c;
+           if (n < p.out_cols) src = part == 0 ? (p.block_scales ? nullptr : sw_e + n * p.w_scale_row_mul) : (bias_e ? bias_e + n : nullptr);
+         }
+         float* dst = &ss.tile_rows[w & 1][tid];
+         if (src != nullptr) {
+           asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(cute::cast_smem_ptr_to_uint(dst)), "l"(src) : "memory");
+         } else {
+           // block scales (applied in the main loop) or no bias: 1 for scales, 0 for biases
+           const bool is_scale = kGated ? (tid >> 5) < 2 : (tid >> 6) == 0;
+           *dst = is_scale ? 1.f : 0.f;
          }
        }
-       return r;
      };
+     if constexpr (Cfg::kSwapAB) {
+       copy_tile_rows(w_begin);
+       asm volatile("cp.async.commit_group;" ::: "memory");
+     }
      // weight scale blocks of tile w's gate (or only) rows and up rows: their offsets in w_scale
      auto scale_rows = [&](int w, int64_t* g, int64_t* u) {
        int rb_g = 0, rb_u = 0;
@@ -504,17 +512,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
        *g = (int64_t(e) * p.w_row_blocks + rb_g) * p.k_tiles;
        *u = (int64_t(e) * p.w_row_blocks + rb_u) * p.k_tiles;
      };
-     // Swap-AB epilogue "row" values (per-channel / per-tensor weight scales, biases) of a weight
-     // tile: loaded one tile ahead (their latency overlaps the tile before), see load_tile_rows.
-     TileRows rows_next{};
-     if constexpr (Cfg::kSwapAB) rows_next = load_tile_rows(w_begin);
+     // token-order block scales: where this thread's token columns' scales start (-1: padding),
+     // once per segment (not a shared-memory read and a branch per K block)
+     int tok_off[kTokVals];
+     CUTE_UNROLL
+     for (int q = 0; q < kTokVals; ++q) tok_off[q] = p.block_scales && p.a_scale_row_token != nullptr ? ss.tok_scale[tok_of(q)] : -1;
      for (int w = w_begin; w < w_end; ++w) {
       CUTE_UNROLL
       for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
-      TileRows rows_cur{};
       if constexpr (Cfg::kSwapAB) {
-        rows_cur = rows_next;
-        if (w + 1 < w_end) rows_next = load_tile_rows(w + 1);
+        // the next tile's row values (an empty group on the last tile: one group per tile)
+        if (w + 1 < w_end) copy_tile_rows(w + 1);
+        asm volatile("cp.async.commit_group;" ::: "memory");
       }
       int64_t swb_g = 0, swb_u = 0;
       if (p.block_scales) scale_rows(w, &swb_g, &swb_u);
@@ -527,10 +536,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
             // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
             // L2-only __ldcg, so the next K blocks hit L1
-            if (p.a_scale_row_token != nullptr)
-              sa_k[q] = ss.tok_scale[tok_of(q)] >= 0 ? p.a_scale[ss.tok_scale[tok_of(q)] + kt] : 0.f;
-            else
-              sa_k[q] = tok_of(q) < rows_valid ? __ldcg(p.a_scale + int64_t(kt) * p.a_scale_stride + row0 + tok_of(q)) : 0.f;
+            // (branch-free: a valid address either way, the value masked; row order: plain loads
+            // too, the same values in every weight tile of the segment hit L1)
+            if (p.a_scale_row_token != nullptr) {
+              const int o = tok_off[q];
+              const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
+              sa_k[q] = o >= 0 ? v : 0.f;
+            } else {
+              const int tq = tok_of(q);
+              const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+              sa_k[q] = tq < rows_valid ? v : 0.f;
+            }
           }
           if (p.w_scale_ue8m0) {
             const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
@@ -582,15 +598,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
         // outputs staged in shared memory, stored as 16-byte row chunks (sm90_grouped::SwapStage)
         const sm90_grouped::SwapStage<Cfg::kTokTile, kGated ? 32 : 64> stage{ss.stage_out};
-        stage.open();
+        asm volatile("cp.async.wait_group 1;" ::: "memory");  // this tile's row values (not the next's)
+        stage.open();  // (also makes every thread's copies visible)
+        const float* rows = ss.tile_rows[w & 1];
         if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
           const int r = get<0>(tCcC(0));
           const int c = (r >> 4) * 8 + (r & 7);
           const int n = w * 32 + c;
           if (n < p.out_cols) {
-            const float swg = rows_cur.s[0], swu = rows_cur.s[1];  // (loaded a tile ahead)
-            const float bg = rows_cur.b[0], bu = rows_cur.b[1];
+            const float swg = rows[c], swu = rows[32 + c];  // (copied a tile ahead)
+            const float bg = rows[64 + c], bu = rows[96 + c];
             with_activation<kGated>(p.act_kind, [&](auto kind) {
               constexpr int kK = decltype(kind)::value;
               CUTE_UNROLL
@@ -617,7 +635,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               const int c = get<0>(tCcC(2 * v1));
               const int n = w * 64 + c;
               if (n < p.out_cols) {
-                const float sw = rows_cur.s[v1], b = rows_cur.b[v1];  // (loaded a tile ahead)
+                const float sw = rows[c], b = rows[64 + c];  // (copied a tile ahead)
                 CUTE_UNROLL
                 for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
                   CUTE_UNROLL
@@ -653,6 +671,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
      }
     }
+    if constexpr (Cfg::kSwapAB) asm volatile("cp.async.wait_all;" ::: "memory");  // (split-K ranks skip epilogues)
   }
 #else
 #if defined(__CUDA_ARCH__)
