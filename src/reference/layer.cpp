@@ -72,15 +72,25 @@ Status check_layer(const MoeProblem& p, const MoeTensors& t) {
 
 }  // namespace
 
-void gemm1_activation_row(const MoeProblem& p, const MoeTensors& t, int e, const double* x_row, double* h) {
+namespace {
+
+// Expert e's [rows, cols] weight matrix dequantised once (rows in parallel): what load_weight_row
+// gives row by row, so every product below is the one the row-wise form computed.
+void dequantize_expert(const WeightQuant& wq, const void* w, const void* scale, int e, int64_t rows, int64_t cols,
+                       std::vector<double>* out) {
+  out->resize(static_cast<size_t>(rows * cols));
+  detail::parallel_for(rows, 16, [&](int64_t r) { load_weight_row(wq, w, scale, e, rows, cols, r, out->data() + r * cols); });
+}
+
+// GEMM1 + activation of one row from expert e's dequantised W1 [R1, K].
+void gemm1_activation_row_w(const MoeProblem& p, const MoeTensors& t, int e, const double* w1, const double* x_row,
+                            double* h) {
   const int64_t k = p.hidden;
   const int n = p.intermediate;
   const int64_t r1 = p.gemm1_rows();
   const Activation& act = p.activation;
-  std::vector<double> w(static_cast<size_t>(k));
   auto gemm1_output = [&](int64_t row) {
-    load_weight_row(p.quant.weight, t.w1, t.w1_scale, e, r1, k, row, w.data());
-    double acc = dot(w.data(), x_row, k);
+    double acc = dot(w1 + row * k, x_row, k);
     if (p.has_expert_bias && t.b1 != nullptr) acc += t.b1[e * r1 + row];
     return acc;
   };
@@ -95,15 +105,28 @@ void gemm1_activation_row(const MoeProblem& p, const MoeTensors& t, int e, const
   }
 }
 
-void gemm2_row(const MoeProblem& p, const MoeTensors& t, int e, const double* h, double* y) {
+// GEMM2 of one row from expert e's dequantised W2 [K, N].
+void gemm2_row_w(const MoeProblem& p, const MoeTensors& t, int e, const double* w2, const double* h, double* y) {
   const int64_t k = p.hidden;
   const int64_t n = p.intermediate;
-  std::vector<double> w(static_cast<size_t>(n));
   for (int64_t c = 0; c < k; ++c) {
-    load_weight_row(p.quant.weight, t.w2, t.w2_scale, e, k, n, c, w.data());
-    y[c] = dot(w.data(), h, n);
+    y[c] = dot(w2 + c * n, h, n);
     if (p.has_expert_bias && t.b2 != nullptr) y[c] += t.b2[e * k + c];
   }
+}
+
+}  // namespace
+
+void gemm1_activation_row(const MoeProblem& p, const MoeTensors& t, int e, const double* x_row, double* h) {
+  std::vector<double> w1;
+  dequantize_expert(p.quant.weight, t.w1, t.w1_scale, e, p.gemm1_rows(), p.hidden, &w1);
+  gemm1_activation_row_w(p, t, e, w1.data(), x_row, h);
+}
+
+void gemm2_row(const MoeProblem& p, const MoeTensors& t, int e, const double* h, double* y) {
+  std::vector<double> w2;
+  dequantize_expert(p.quant.weight, t.w2, t.w2_scale, e, p.hidden, p.intermediate, &w2);
+  gemm2_row_w(p, t, e, w2.data(), h, y);
 }
 
 Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const double* h_override) {
@@ -124,10 +147,6 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const
   const int64_t x_stride = t.x_row_stride > 0 ? t.x_row_stride : k_dim;
   const bool weight_on_input = p.router.weight_on_input;
 
-  std::vector<int> row_group(static_cast<size_t>(rows));
-  for (int g = 0; g < plan.num_groups; ++g)
-    for (int64_t row = plan.offsets[g]; row < plan.offsets[g + 1]; ++row) row_group[row] = g;
-
   // GEMM1 input of every grouped row, as the GEMM reads it before act quantisation. With
   // weight_on_input the routed rows carry the routing weight (the shared expert's do not).
   std::vector<double> gemm1_in(static_cast<size_t>(rows * k_dim));
@@ -140,47 +159,68 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const
   }
   const float act1_scale = per_tensor_act_scale(p.quant, gemm1_in.data(), rows * k_dim, t.act_scale);
 
-  // GEMM1 + activation. h stays float64 when activations are not quantised.
-  // (rows in parallel: each writes only its own H row)
+  // GEMM1 + activation, one expert (group) at a time: its weights dequantised once, then its rows
+  // in parallel (each writes only its own H row). h stays float64 when activations are not
+  // quantised. (Dequantising per row instead, as before session 21, made the FP8 references of the
+  // GPU tests take minutes at 65536 tokens.)
   std::vector<double> h(static_cast<size_t>(rows * n_dim));
-  if (h_override != nullptr) std::copy(h_override, h_override + rows * n_dim, h.begin());  // no GEMM1
-  else detail::parallel_for(rows, 4, [&](int64_t row) {
-    std::vector<double> quantised_in(static_cast<size_t>(k_dim));
-    fake_quantize_row(p.quant, &gemm1_in[row * k_dim], k_dim, act1_scale, quantised_in.data());
-    gemm1_activation_row(p, t, row_group[row], quantised_in.data(), &h[row * n_dim]);
-    if (p.quant.act != ActQuant::kNone) {
-      // Quantised activations: H is stored in act_dtype between the GEMMs and quantised from
-      // there (the GPU's GEMM1 writes bf16 H; its quantiser reads it), so the reference rounds too
-      // (from float, as the GPU's epilogue converts its float result).
-      for (int64_t c = 0; c < n_dim; ++c) {
-        const float v = static_cast<float>(h[row * n_dim + c]);
-        h[row * n_dim + c] = p.act_dtype == DType::kFloat16 ? fp16_to_float(float_to_fp16(v))
-                                                             : bf16_to_float(float_to_bf16(v));
-      }
+  std::vector<double> wbuf;
+  if (h_override != nullptr) {
+    std::copy(h_override, h_override + rows * n_dim, h.begin());  // no GEMM1
+  } else {
+    for (int g = 0; g < plan.num_groups; ++g) {
+      const int64_t r0 = plan.offsets[g], r_end = plan.offsets[g + 1];
+      if (r0 == r_end) continue;
+      dequantize_expert(p.quant.weight, t.w1, t.w1_scale, g, p.gemm1_rows(), k_dim, &wbuf);
+      detail::parallel_for(r_end - r0, 4, [&](int64_t i) {
+        const int64_t row = r0 + i;
+        std::vector<double> quantised_in(static_cast<size_t>(k_dim));
+        fake_quantize_row(p.quant, &gemm1_in[row * k_dim], k_dim, act1_scale, quantised_in.data());
+        gemm1_activation_row_w(p, t, g, wbuf.data(), quantised_in.data(), &h[row * n_dim]);
+        if (p.quant.act != ActQuant::kNone) {
+          // Quantised activations: H is stored in act_dtype between the GEMMs and quantised from
+          // there (the GPU's GEMM1 writes bf16 H; its quantiser reads it), so the reference rounds
+          // too (from float, as the GPU's epilogue converts its float result).
+          for (int64_t c = 0; c < n_dim; ++c) {
+            const float v = static_cast<float>(h[row * n_dim + c]);
+            h[row * n_dim + c] = p.act_dtype == DType::kFloat16 ? fp16_to_float(float_to_fp16(v))
+                                                                 : bf16_to_float(float_to_bf16(v));
+          }
+        }
+      });
     }
-  });
+  }
   if (h_override == nullptr) result.h = h;  // the reference's own H (see reference.h)
   const float act2_scale = per_tensor_act_scale(p.quant, h.data(), rows * n_dim, t.act2_scale);
 
-  // GEMM2, weighting and combine, in slot order per token (the shared expert's slot is last).
+  // GEMM2 of every grouped row, one expert at a time as GEMM1 (each row its own Y row).
+  std::vector<double> y_all(static_cast<size_t>(rows * k_dim));
+  for (int g = 0; g < plan.num_groups; ++g) {
+    const int64_t r0 = plan.offsets[g], r_end = plan.offsets[g + 1];
+    if (r0 == r_end) continue;
+    dequantize_expert(p.quant.weight, t.w2, t.w2_scale, g, k_dim, n_dim, &wbuf);
+    detail::parallel_for(r_end - r0, 4, [&](int64_t i) {
+      const int64_t row = r0 + i;
+      std::vector<double> quantised_h(static_cast<size_t>(n_dim));
+      fake_quantize_row(p.quant, &h[row * n_dim], n_dim, act2_scale, quantised_h.data());
+      gemm2_row_w(p, t, g, wbuf.data(), quantised_h.data(), &y_all[row * k_dim]);
+    });
+  }
+  // Weighting and combine, in slot order per token (the shared expert's slot is last).
   // (tokens in parallel: each sums its own slots, in slot order, into its own output row)
   result.out.assign(static_cast<size_t>(num_tokens * k_dim), 0.0);
-  if (h_override != nullptr) result.y.assign(static_cast<size_t>(rows * k_dim), 0.0);
   detail::parallel_for(num_tokens, 2, [&](int64_t token) {
-    std::vector<double> quantised_h(static_cast<size_t>(n_dim));
-    std::vector<double> y(static_cast<size_t>(k_dim));
     for (int slot = 0; slot < slots; ++slot) {
       const int32_t row = plan.slot_row[token * slots + slot];
       if (row < 0) continue;  // expert on another rank
-      fake_quantize_row(p.quant, &h[row * n_dim], n_dim, act2_scale, quantised_h.data());
-      gemm2_row(p, t, row_group[row], quantised_h.data(), y.data());
-      if (h_override != nullptr) std::copy(y.begin(), y.end(), result.y.begin() + row * k_dim);  // own row
+      const double* y = &y_all[row * k_dim];
       double weight = p.shared_expert_scale;
       if (slot < top_k) weight = weight_on_input ? 1.0 : routing.weights[token * top_k + slot];
       double* out_row = &result.out[token * k_dim];
       for (int64_t c = 0; c < k_dim; ++c) out_row[c] += weight * y[c];
     }
   });
+  if (h_override != nullptr) result.y = std::move(y_all);
   *out = std::move(result);
   return Status::Ok();
 }
