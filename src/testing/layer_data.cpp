@@ -8,6 +8,7 @@
 
 #include "fusedmoe/moe.h"
 #include "fusedmoe/reference.h"
+#include "reference/parallel.h"
 
 namespace fusedmoe::testing {
 
@@ -16,11 +17,20 @@ namespace {
 void put_f32(std::vector<uint8_t>& v, size_t i, float f) { std::memcpy(v.data() + 4 * i, &f, 4); }
 
 // Fills one expert matrix [rows, cols] in the weight format, with scales for FP8.
-void fill_matrix(const WeightQuant& wq, DType act, int rows, int cols, std::mt19937_64& rng, size_t expert,
+// The values come from generators seeded from `seed`, one per chunk of rows, generated in parallel
+// (DeepSeek- and Mixtral-size layers took minutes of the GPU tests' time serially).
+void fill_matrix(const WeightQuant& wq, DType act, int rows, int cols, uint64_t seed, size_t expert,
                  std::vector<uint8_t>& w, std::vector<uint8_t>& s) {
-  std::normal_distribution<float> nd(0.f, 1.f / std::sqrt(static_cast<float>(cols)));
   std::vector<float> m(static_cast<size_t>(rows) * cols);
-  for (float& v : m) v = nd(rng);
+  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{1} << 16) / std::max(cols, 1));
+  const int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+  ref::detail::parallel_for(chunks, 1, [&](int64_t c) {
+    std::mt19937_64 rng(seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(c + 1)));
+    std::normal_distribution<float> nd(0.f, 1.f / std::sqrt(static_cast<float>(cols)));
+    const size_t lo = static_cast<size_t>(c * chunk_rows) * cols;
+    const size_t hi = std::min(m.size(), static_cast<size_t>((c + 1) * chunk_rows) * cols);
+    for (size_t i = lo; i < hi; ++i) m[i] = nd(rng);
+  });
   const size_t base = expert * m.size();
   if (wq.format != WeightFormat::kFP8E4M3) {
     for (size_t i = 0; i < m.size(); ++i) {
@@ -195,8 +205,8 @@ bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* d
   d->w1_scale.resize(ge * scale_count(wq, r1, kdim) * sbytes);
   d->w2_scale.resize(ge * scale_count(wq, kdim, ndim) * sbytes);
   for (int x = 0; x < ge; ++x) {
-    fill_matrix(wq, p.act_dtype, r1, kdim, rng, x, d->w1, d->w1_scale);
-    fill_matrix(wq, p.act_dtype, kdim, ndim, rng, x, d->w2, d->w2_scale);
+    fill_matrix(wq, p.act_dtype, r1, kdim, rng(), x, d->w1, d->w1_scale);
+    fill_matrix(wq, p.act_dtype, kdim, ndim, rng(), x, d->w2, d->w2_scale);
   }
   if (p.has_expert_bias) {
     d->b1.resize(static_cast<size_t>(ge) * r1);
