@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fusedmoe/reference.h"
+#include "reference/parallel.h"
 #include "gpu_test_util.h"
 #include "kernels/quant/permute_quant_launch.h"
 
@@ -247,82 +248,97 @@ void run_case(const QCase& c) {
       c.by_token ? to_host<uint32_t>(fk::permute_quant_token_scales(dscratch.get()), static_cast<size_t>(T) * stage_stride)
                  : std::vector<uint32_t>{};
 
-  // Expected row of token t with weight w (has_w) written at row `dest`.
-  std::vector<uint8_t> eq(K * elem);
-  std::vector<float> xw(K), es(kb);
-  std::vector<char> written(static_cast<size_t>(rows_out), 0);
-  int bad = 0;
-  auto check_row = [&](int64_t t, int64_t dest, bool has_w, float w) {
-    if (bad >= 8) return;
-    written[dest] = 1;
-    const float* src = &xf[t * K];
-    for (int i = 0; i < K; ++i) xw[i] = has_w ? src[i] * w : src[i];
-    int nscales = 0;
-    switch (c.quant) {
-      case ActQuant::kNone: {
-        uint16_t* o = reinterpret_cast<uint16_t*>(eq.data());
-        for (int i = 0; i < K; ++i) o[i] = has_w ? to_bits(c.dtype, xw[i]) : x[t * stride + i];
-        break;
-      }
-      case ActQuant::kPerTensorStatic:
-      case ActQuant::kPerTensorDynamic: ref::quantize_fp8_per_tensor(xw.data(), K, tensor_scale, eq.data()); break;
-      case ActQuant::kPerToken:
-        if (c.fmt == ScaleFormat::kFloat32) ref::quantize_fp8_per_token(xw.data(), 1, K, eq.data(), es.data());
-        else ref::quantize_fp8_groups(xw.data(), 1, K, K, c.fmt, eq.data(), es.data());
-        nscales = 1;
-        break;
-      case ActQuant::kGroup128:
-        ref::quantize_fp8_groups(xw.data(), 1, K, 128, c.fmt, eq.data(), es.data());
-        nscales = kb;
-        break;
-    }
-    const uint8_t* got = &out[static_cast<size_t>(dest * K) * elem];
-    if (c.quant == ActQuant::kNone && has_w) {
-      // Weighted copies are arithmetic: any NaN encoding is as good as another.
-      const uint16_t* g16 = reinterpret_cast<const uint16_t*>(got);
-      uint16_t* e16 = reinterpret_cast<uint16_t*>(eq.data());
-      for (int i = 0; i < K; ++i)
-        if (std::isnan(from_bits(c.dtype, g16[i])) && std::isnan(from_bits(c.dtype, e16[i]))) e16[i] = g16[i];
-    }
-    if (std::memcmp(got, eq.data(), K * elem) != 0) {
-      for (int i = 0; i < K; ++i)
-        if (std::memcmp(got + i * elem, &eq[i * elem], elem) != 0) {
-          uint32_t g = 0, e = 0;
-          std::memcpy(&g, got + i * elem, elem);
-          std::memcpy(&e, &eq[i * elem], elem);
-          ADD_FAILURE() << "token " << t << " -> row " << dest << " col " << i << ": got 0x" << std::hex << g
-                        << ", expected 0x" << e << std::dec << " (x = " << src[i] << ", w = " << w << ")";
-          break;
-        }
-      ++bad;
-    }
-    for (int b = 0; b < nscales; ++b) {
-      const size_t at = c.quant == ActQuant::kGroup128 ? static_cast<size_t>(b * rows_pad4 + dest) : static_cast<size_t>(dest);
-      const uint32_t g = c.by_token ? stage[static_cast<size_t>(t) * stage_stride + b] : sc[at];
-      uint32_t e;
-      std::memcpy(&e, &es[b], 4);
-      if (g != e) {
-        float gf;
-        std::memcpy(&gf, &g, 4);
-        ADD_FAILURE() << "scale of token " << t << " row " << dest << " group " << b << ": got " << gf << ", expected "
-                      << es[b];
-        ++bad;
-      }
-    }
+  // Expected row of token t with weight w (has_w) written at row `dest`: computed for batches of
+  // rows in parallel (the float64-exact quantiser is ~20 ns per element on one core: the large
+  // cases spent most of this test's minutes here), then compared in row order.
+  struct Job {
+    int64_t t, dest;
+    bool has_w;
+    float w;
   };
-
+  std::vector<Job> jobs;
   if (c.permute) {
     const ref::DispatchPlan& p = pl.p;
     for (int g = 0; g < p.num_groups; ++g)
       for (int64_t r = p.offsets[g]; r < p.offsets[g + 1]; ++r) {
-        const int64_t dest = p.padded_offsets[g] + (r - p.offsets[g]);
         const int64_t t = p.row_token[r];
         const int s = p.row_slot[r];
         const bool has_w = c.weighted && s < c.k;
-        check_row(t, dest, has_w, has_w ? pl.weights[t * c.k + s] : 1.f);
+        jobs.push_back({t, p.padded_offsets[g] + (r - p.offsets[g]), has_w, has_w ? pl.weights[t * c.k + s] : 1.f});
       }
   } else {
-    for (int64_t t = 0; t < T; ++t) check_row(t, t, c.weighted, c.weighted ? pl.weights[t] : 1.f);
+    for (int64_t t = 0; t < T; ++t) jobs.push_back({t, t, c.weighted, c.weighted ? pl.weights[t] : 1.f});
+  }
+  const int nscales = c.quant == ActQuant::kPerToken ? 1 : c.quant == ActQuant::kGroup128 ? kb : 0;
+  auto expect_row = [&](const Job& j, uint8_t* eq, float* es) {
+    std::vector<float> xw(K);
+    const float* src = &xf[j.t * K];
+    for (int i = 0; i < K; ++i) xw[i] = j.has_w ? src[i] * j.w : src[i];
+    switch (c.quant) {
+      case ActQuant::kNone: {
+        uint16_t* o = reinterpret_cast<uint16_t*>(eq);
+        for (int i = 0; i < K; ++i) o[i] = j.has_w ? to_bits(c.dtype, xw[i]) : x[j.t * stride + i];
+        break;
+      }
+      case ActQuant::kPerTensorStatic:
+      case ActQuant::kPerTensorDynamic: ref::quantize_fp8_per_tensor(xw.data(), K, tensor_scale, eq); break;
+      case ActQuant::kPerToken:
+        if (c.fmt == ScaleFormat::kFloat32) ref::quantize_fp8_per_token(xw.data(), 1, K, eq, es);
+        else ref::quantize_fp8_groups(xw.data(), 1, K, K, c.fmt, eq, es);
+        break;
+      case ActQuant::kGroup128: ref::quantize_fp8_groups(xw.data(), 1, K, 128, c.fmt, eq, es); break;
+    }
+  };
+  std::vector<char> written(static_cast<size_t>(rows_out), 0);
+  int bad = 0;
+  constexpr int64_t kBatch = 2048;
+  std::vector<uint8_t> eqs(static_cast<size_t>(std::min<int64_t>(kBatch, static_cast<int64_t>(jobs.size()))) * K * elem);
+  std::vector<float> ess(static_cast<size_t>(std::min<int64_t>(kBatch, static_cast<int64_t>(jobs.size()))) * std::max(kb, 1));
+  for (int64_t b0 = 0; b0 < static_cast<int64_t>(jobs.size()) && bad < 8; b0 += kBatch) {
+    const int64_t nb = std::min<int64_t>(kBatch, static_cast<int64_t>(jobs.size()) - b0);
+    ref::detail::parallel_for(nb, 16, [&](int64_t i) {
+      expect_row(jobs[b0 + i], &eqs[static_cast<size_t>(i) * K * elem], &ess[static_cast<size_t>(i) * std::max(kb, 1)]);
+    });
+    for (int64_t i = 0; i < nb && bad < 8; ++i) {
+      const Job& j = jobs[b0 + i];
+      const int64_t t = j.t, dest = j.dest;
+      uint8_t* eq = &eqs[static_cast<size_t>(i) * K * elem];
+      const float* es = &ess[static_cast<size_t>(i) * std::max(kb, 1)];
+      written[dest] = 1;
+      const uint8_t* got = &out[static_cast<size_t>(dest * K) * elem];
+      if (c.quant == ActQuant::kNone && j.has_w) {
+        // Weighted copies are arithmetic: any NaN encoding is as good as another.
+        const uint16_t* g16 = reinterpret_cast<const uint16_t*>(got);
+        uint16_t* e16 = reinterpret_cast<uint16_t*>(eq);
+        for (int k = 0; k < K; ++k)
+          if (std::isnan(from_bits(c.dtype, g16[k])) && std::isnan(from_bits(c.dtype, e16[k]))) e16[k] = g16[k];
+      }
+      if (std::memcmp(got, eq, K * elem) != 0) {
+        for (int k = 0; k < K; ++k)
+          if (std::memcmp(got + k * elem, &eq[k * elem], elem) != 0) {
+            uint32_t g = 0, e = 0;
+            std::memcpy(&g, got + k * elem, elem);
+            std::memcpy(&e, &eq[k * elem], elem);
+            ADD_FAILURE() << "token " << t << " -> row " << dest << " col " << k << ": got 0x" << std::hex << g
+                          << ", expected 0x" << e << std::dec << " (x = " << xf[t * K + k] << ", w = " << j.w << ")";
+            break;
+          }
+        ++bad;
+      }
+      for (int b = 0; b < nscales; ++b) {
+        const size_t at = c.quant == ActQuant::kGroup128 ? static_cast<size_t>(b * rows_pad4 + dest) : static_cast<size_t>(dest);
+        const uint32_t g = c.by_token ? stage[static_cast<size_t>(t) * stage_stride + b] : sc[at];
+        uint32_t e;
+        std::memcpy(&e, &es[b], 4);
+        if (g != e) {
+          float gf;
+          std::memcpy(&gf, &g, 4);
+          ADD_FAILURE() << "scale of token " << t << " row " << dest << " group " << b << ": got " << gf << ", expected "
+                        << es[b];
+          ++bad;
+        }
+      }
+    }
   }
   // Rows nobody maps to: untouched.
   for (int64_t r = 0; r < rows_out && bad < 8; ++r) {
