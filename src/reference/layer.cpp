@@ -190,6 +190,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const
       });
     }
   }
+  std::vector<double>().swap(gemm1_in);  // (not needed past GEMM1: keeps the peak at one [R, K] array)
   if (h_override == nullptr) result.h = h;  // the reference's own H (see reference.h)
   const float act2_scale = per_tensor_act_scale(p.quant, h.data(), rows * n_dim, t.act2_scale);
 

@@ -306,7 +306,9 @@ __device__ __forceinline__ void splitk_producer_barriers() {
 // until the store queue took them, and the next tile's first instructions reusing those registers
 // waited on it (ncu, qwen235-tp8-fp8c GEMM2 at 256 tokens, session 21: 19 % of the stall samples,
 // the producer then waiting on empty stages). Row stride kCols + 8 elements: the puts (8 lanes on
-// consecutive columns, 4 token rows) and the 16-byte reads are free of bank conflicts. The output's
+// consecutive columns, 4 token rows) are free of bank conflicts, and so are the 16-byte reads of
+// 64-column tiles; with 32 columns (gated, 80-byte rows) a quarter warp's reads span two rows that
+// share 4 banks (2-way; no padding serves both the puts and these reads). The output's
 // columns (out_cols) and row stride are multiples of 8 and `out` is 16-byte aligned (checked on the
 // host), so a chunk is wholly in or out.
 template <int kTok, int kCols>
