@@ -82,6 +82,19 @@ void dequantize_expert(const WeightQuant& wq, const void* w, const void* scale, 
   detail::parallel_for(rows, 16, [&](int64_t r) { load_weight_row(wq, w, scale, e, rows, cols, r, out->data() + r * cols); });
 }
 
+// For each non-empty group g of the plan: expert g's [rows, cols] weights dequantised once into
+// *wbuf, then f(g, row) for its grouped rows in parallel (each writes only its own row).
+template <class F>
+void per_expert_rows(const DispatchPlan& plan, const WeightQuant& wq, const void* w, const void* scale, int64_t rows,
+                     int64_t cols, std::vector<double>* wbuf, F&& f) {
+  for (int g = 0; g < plan.num_groups; ++g) {
+    const int64_t r0 = plan.offsets[g], r_end = plan.offsets[g + 1];
+    if (r0 == r_end) continue;
+    dequantize_expert(wq, w, scale, g, rows, cols, wbuf);
+    detail::parallel_for(r_end - r0, 4, [&](int64_t i) { f(g, r0 + i); });
+  }
+}
+
 // GEMM1 + activation of one row from expert e's dequantised W1 [R1, K].
 void gemm1_activation_row_w(const MoeProblem& p, const MoeTensors& t, int e, const double* w1, const double* x_row,
                             double* h) {
@@ -168,27 +181,21 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const
   if (h_override != nullptr) {
     std::copy(h_override, h_override + rows * n_dim, h.begin());  // no GEMM1
   } else {
-    for (int g = 0; g < plan.num_groups; ++g) {
-      const int64_t r0 = plan.offsets[g], r_end = plan.offsets[g + 1];
-      if (r0 == r_end) continue;
-      dequantize_expert(p.quant.weight, t.w1, t.w1_scale, g, p.gemm1_rows(), k_dim, &wbuf);
-      detail::parallel_for(r_end - r0, 4, [&](int64_t i) {
-        const int64_t row = r0 + i;
-        std::vector<double> quantised_in(static_cast<size_t>(k_dim));
-        fake_quantize_row(p.quant, &gemm1_in[row * k_dim], k_dim, act1_scale, quantised_in.data());
-        gemm1_activation_row_w(p, t, g, wbuf.data(), quantised_in.data(), &h[row * n_dim]);
-        if (p.quant.act != ActQuant::kNone) {
-          // Quantised activations: H is stored in act_dtype between the GEMMs and quantised from
-          // there (the GPU's GEMM1 writes bf16 H; its quantiser reads it), so the reference rounds
-          // too (from float, as the GPU's epilogue converts its float result).
-          for (int64_t c = 0; c < n_dim; ++c) {
-            const float v = static_cast<float>(h[row * n_dim + c]);
-            h[row * n_dim + c] = p.act_dtype == DType::kFloat16 ? fp16_to_float(float_to_fp16(v))
-                                                                 : bf16_to_float(float_to_bf16(v));
-          }
+    per_expert_rows(plan, p.quant.weight, t.w1, t.w1_scale, p.gemm1_rows(), k_dim, &wbuf, [&](int g, int64_t row) {
+      std::vector<double> quantised_in(static_cast<size_t>(k_dim));
+      fake_quantize_row(p.quant, &gemm1_in[row * k_dim], k_dim, act1_scale, quantised_in.data());
+      gemm1_activation_row_w(p, t, g, wbuf.data(), quantised_in.data(), &h[row * n_dim]);
+      if (p.quant.act != ActQuant::kNone) {
+        // Quantised activations: H is stored in act_dtype between the GEMMs and quantised from
+        // there (the GPU's GEMM1 writes bf16 H; its quantiser reads it), so the reference rounds
+        // too (from float, as the GPU's epilogue converts its float result).
+        for (int64_t c = 0; c < n_dim; ++c) {
+          const float v = static_cast<float>(h[row * n_dim + c]);
+          h[row * n_dim + c] = p.act_dtype == DType::kFloat16 ? fp16_to_float(float_to_fp16(v))
+                                                               : bf16_to_float(float_to_bf16(v));
         }
-      });
-    }
+      }
+    });
   }
   std::vector<double>().swap(gemm1_in);  // (not needed past GEMM1: keeps the peak at one [R, K] array)
   if (h_override == nullptr) result.h = h;  // the reference's own H (see reference.h)
@@ -196,17 +203,11 @@ Status forward(const MoeProblem& p, const MoeTensors& t, LayerResult* out, const
 
   // GEMM2 of every grouped row, one expert at a time as GEMM1 (each row its own Y row).
   std::vector<double> y_all(static_cast<size_t>(rows * k_dim));
-  for (int g = 0; g < plan.num_groups; ++g) {
-    const int64_t r0 = plan.offsets[g], r_end = plan.offsets[g + 1];
-    if (r0 == r_end) continue;
-    dequantize_expert(p.quant.weight, t.w2, t.w2_scale, g, k_dim, n_dim, &wbuf);
-    detail::parallel_for(r_end - r0, 4, [&](int64_t i) {
-      const int64_t row = r0 + i;
-      std::vector<double> quantised_h(static_cast<size_t>(n_dim));
-      fake_quantize_row(p.quant, &h[row * n_dim], n_dim, act2_scale, quantised_h.data());
-      gemm2_row_w(p, t, g, wbuf.data(), quantised_h.data(), &y_all[row * k_dim]);
-    });
-  }
+  per_expert_rows(plan, p.quant.weight, t.w2, t.w2_scale, k_dim, n_dim, &wbuf, [&](int g, int64_t row) {
+    std::vector<double> quantised_h(static_cast<size_t>(n_dim));
+    fake_quantize_row(p.quant, &h[row * n_dim], n_dim, act2_scale, quantised_h.data());
+    gemm2_row_w(p, t, g, wbuf.data(), quantised_h.data(), &y_all[row * k_dim]);
+  });
   // Weighting and combine, in slot order per token (the shared expert's slot is last).
   // (tokens in parallel: each sums its own slots, in slot order, into its own output row)
   result.out.assign(static_cast<size_t>(num_tokens * k_dim), 0.0);
