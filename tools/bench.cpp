@@ -581,7 +581,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
                                        bytes, bw, flops, fp8 ? fp8_peak : peak));
         }
       }
-      if (stages && &v == &variants.front()) {
+      if (stages) {  // (every variant: each backend's or tile's stages side by side)
         // Per stage: the layer stopped after each stage (ForwardOptions::stop_after), timed like
         // the whole layer; a stage's time is the difference of consecutive prefixes (launch gaps
         // included). Bytes per stage: dispatch reads x and writes the permuted rows; GEMM1 the
@@ -734,7 +734,7 @@ int cmd_bench(int argc, char** argv) {
   bool splitk = false;            // --splitk: layer suite, also each case without split-K
   bool balanced = false;          // --balanced: layer suite, also the balanced GEMM2 schedule forced each way
   bool cutlass = false;           // --cutlass: layer suite, also each case on each backend (grouped, CUTLASS)
-  bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences)
+  bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences), for every variant
   bool precomputed = false;       // --precomputed: layer suite, also from precomputed top-k (no router)
   std::vector<int> ksplits, tpcs;  // --ksplits / --tpc: layer suite, also each case with these forced
   std::vector<int> tpcs1;         // --tpc1: ... with GEMM1's weight tiles per CTA forced (GEMM2 as the oracle says)
