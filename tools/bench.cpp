@@ -733,6 +733,7 @@ int cmd_bench(int argc, char** argv) {
   bool front = false;             // --front: layer suite, also each case with the fused front forced on and off
   bool splitk = false;            // --splitk: layer suite, also each case without split-K
   bool balanced = false;          // --balanced: layer suite, also the balanced GEMM2 schedule forced each way
+  bool cutlass_gemm2 = false;     // --cutlass-gemm2: layer suite, also GEMM1 gathered on normal tiles + GEMM2 on CUTLASS, forced each way
   bool cutlass = false;           // --cutlass: layer suite, also each case on each backend (grouped, CUTLASS)
   bool stages = false;            // --stages: layer suite, also per-stage times (prefix differences), for every variant
   bool precomputed = false;       // --precomputed: layer suite, also from precomputed top-k (no router)
@@ -757,6 +758,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--splitk") splitk = true;
     else if (a == "--balanced") balanced = true;
     else if (a == "--cutlass") cutlass = true;
+    else if (a == "--cutlass-gemm2") cutlass_gemm2 = true;
     else if (a == "--stages") stages = true;
     else if (a == "--precomputed") precomputed = true;
     else if (a == "--trace") trace = true;
@@ -778,7 +780,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--early 0,4] [--cutlass] [--stages] [--precomputed] [--cold-inputs] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--early 0,4] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -835,6 +837,10 @@ int cmd_bench(int argc, char** argv) {
     // (FP8 block cases only; elsewhere the switch changes nothing)
     if (scales) add("scales by token off", &fusedmoe::ForwardOptions::scales_by_token, Toggle::kOff);
     if (splitk) add("split-k off", &fusedmoe::ForwardOptions::split_k, Toggle::kOff);
+    if (cutlass_gemm2) {  // prefill: GEMM1 on normal tiles with gathered rows, GEMM2 on CUTLASS, forced on / off
+      add("cutlass gemm2 on", &fusedmoe::ForwardOptions::cutlass_gemm2, Toggle::kOn);
+      add("cutlass gemm2 off", &fusedmoe::ForwardOptions::cutlass_gemm2, Toggle::kOff);
+    }
     if (balanced) {  // BF16 Swap-AB GEMM2: the balanced one-wave schedule forced on / off
       add("balanced on", &fusedmoe::ForwardOptions::balanced_gemm2, Toggle::kOn);
       add("balanced off", &fusedmoe::ForwardOptions::balanced_gemm2, Toggle::kOff);

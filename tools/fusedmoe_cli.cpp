@@ -4,7 +4,7 @@
 //   fusedmoe run [--preset P] [--tokens T] [--seed S] [--skew uniform|zipf|onehot] [--cpu]
 //                                       one MoE layer on a built-in preset with random weights
 //   fusedmoe explain [--preset P] [--tokens T]   the plan forward() would run, and why
-//   fusedmoe bench [--suite S] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--scales] [--cutlass] [--stages] [--precomputed] [--csv F] [--json F]   benchmarks (GPU)
+//   fusedmoe bench [--suite S] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--scales] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--csv F] [--json F]   benchmarks (GPU)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -48,10 +48,10 @@ void usage() {
       "  presets   list the built-in presets\n"
       "  explain   print the plan forward() would run, and why\n"
       "  bench     benchmarks on the GPU: --suite dispatch|layer|crossover|coldstart|rope [--tokens 1,16,256]\n"
-      "            [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--scales] [--cutlass] (layer: also\n"
-      "            with each switch forced: PDL on/off, staged epilogue off, gathered GEMM1 rows on/off,\n"
-      "            split-K off, balanced GEMM2 on/off, row-order FP8 scales; each backend forced: grouped,\n"
-      "            CUTLASS grouped GEMMs)\n"
+      "            [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--scales] [--cutlass] [--cutlass-gemm2]\n"
+      "            (layer: also with each switch forced: PDL on/off, staged epilogue off, gathered GEMM1 rows\n"
+      "            on/off, split-K off, balanced GEMM2 on/off, row-order FP8 scales, GEMM1 gathered + GEMM2 on\n"
+      "            CUTLASS on/off; each backend forced: grouped, CUTLASS grouped GEMMs)\n"
       "            [--ksplits 1,2] [--ksplits1 2,4] [--tpc 2] [--tpc1 3] [--early 0,3] (layer: Swap-AB tuning overrides forced)\n"
       "            [--stages] [--precomputed] (layer: per-stage times; from precomputed top-k)\n"
       "            [--trace] [--trace-csv F] [--cold-inputs] (layer: per-CTA GEMM timeline; inputs left\n"

@@ -110,6 +110,13 @@ struct ForwardOptions {
   // of a row-order copy (DispatchOptions::group_scales_by_token). Same values. Auto: on (bench
   // --scales compares).
   Toggle scales_by_token = Toggle::kAuto;
+  // Prefill on the CUTLASS backend (BF16 weights and activations): GEMM1 runs on the grouped
+  // backend's normal tiles instead, gathering x's rows through the plan (no permuted copy of x) with
+  // the activation in its epilogue (no pre-activation rows and no activation pass), and only GEMM2
+  // runs on CUTLASS (it reads GEMM1's intermediate in place). Applies where the oracle chose the
+  // CUTLASS backend for BF16 x and weights without weights on the input. Auto: off (bench
+  // --cutlass-gemm2 compares).
+  Toggle cutlass_gemm2 = Toggle::kAuto;
   // Benchmarking aid: stop after this stage (kDispatch: route + plan + permute; kGemm1; kGemm2;
   // kAll: the whole layer). The output is left unwritten when it stops early; timing prefixes
   // gives per-stage times (fusedmoe bench --suite layer --stages).
@@ -119,7 +126,8 @@ struct ForwardOptions {
 // The switches above as forward() resolves them for a problem, with the reasons.
 struct ResolvedOptions {
   bool overlap_launches = false, staged_epilogue = false, gather_rows = false, split_k = false,
-       scales_by_token = false, fuse_front = true, balanced_gemm2 = false;
+       scales_by_token = false, fuse_front = true, balanced_gemm2 = false,
+       cutlass_gemm2 = false;  // requested; forward() applies it where the CUTLASS backend runs the layer
   std::string why;
 };
 ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& options);

@@ -131,6 +131,13 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   if (block_fp8)
     r.scales_by_token = pick("scales_by_token", o.scales_by_token, true,
                              "auto: x's 1x128 scales in token order, read through row_token (no gather)");
+  // GEMM1 on the grouped backend (gathered rows, activation in the epilogue), GEMM2 on CUTLASS
+  const bool hybrid_ok = bf16_weights && p.act_dtype == DType::kBFloat16 && gather_ok;
+  r.cutlass_gemm2 = pick("cutlass_gemm2", o.cutlass_gemm2, false,
+                         "auto: off (forced on it applies where the CUTLASS backend runs BF16 x and weights)") &&
+                    hybrid_ok;
+  if (why && o.cutlass_gemm2 == Toggle::kOn && !hybrid_ok)
+    *why << "    (not applicable: BF16 x and weights without weights on the input only)\n";
   return r;
 }
 }  // namespace
@@ -194,6 +201,36 @@ cudaError_t quantise_intermediate(const MoeProblem& p, const MoeTensors& t, cons
   hq.scratch = base + w.quant_scratch.offset;
   hq.scratch_bytes = w.quant_scratch.bytes;
   return kernels::launch_permute_quant(hq, stream);
+}
+
+// The BF16 CUTLASS GEMM2 (H [padded rows, N] at the plan's padded offsets -> Y [R, K], unpadded
+// grouped order) and the combine; after either GEMM1 (CUTLASS + activation, or the grouped
+// backend's under ForwardOptions::cutlass_gemm2). Its group arrays in the scratch's second half:
+// its setup kernel must not overwrite GEMM1's arrays early.
+Status run_cutlass_gemm2_and_combine(const MoeProblem& p, const MoeTensors& t, const DispatchResult& r,
+                                     void* workspace, Stream stream, const ForwardOptions& options) {
+  const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
+  char* base = static_cast<char*>(workspace);
+  void* expert_out = base + w.expert_out.offset;
+  const size_t half = w.cutlass_scratch.bytes / 2 / detail::kWorkspaceAlign * detail::kWorkspaceAlign;
+  kernels::CutlassGroupedArgs c;
+  c.a = base + w.intermediate.offset;
+  c.w = t.w2;
+  c.out = expert_out;  // [R, K], unpadded grouped order (what the combine reads)
+  c.counts = r.counts;
+  c.a_offsets = r.padded_offsets;
+  c.out_offsets = r.offsets;
+  c.num_groups = r.num_groups;
+  c.n = p.hidden;
+  c.k = p.intermediate;
+  c.config = cutlass_override().gemm2;
+  c.rows_hint = detail::expected_rows_per_group(p);
+  c.scratch = base + w.cutlass_scratch.offset + half;
+  c.scratch_bytes = half;
+  const cudaError_t e = kernels::launch_cutlass_grouped_gemm(c, stream);
+  FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS grouped GEMM2: " << cudaGetErrorString(e));
+  if (options.stop_after == Stage::kGemm2) return Status::Ok();
+  return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream);
 }
 
 // Backend::kCutlassGrouped after dispatch: GEMM1 (CUTLASS grouped, pre-activation rows into the
@@ -294,19 +331,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
   e = activation();
   FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm1) return Status::Ok();
-  // GEMM2 in a second scratch half: its setup kernel must not overwrite GEMM1's arrays early
-  c.a = inter;
-  c.w = t.w2;
-  c.out = expert_out;  // [R, K], unpadded grouped order (what the combine reads)
-  c.out_offsets = r.offsets;
-  c.n = p.hidden;
-  c.k = p.intermediate;
-  c.config = cutlass_override().gemm2;
-  c.scratch = base + w.cutlass_scratch.offset + half;
-  e = kernels::launch_cutlass_grouped_gemm(c, stream);
-  FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS grouped GEMM2: " << cudaGetErrorString(e));
-  if (options.stop_after == Stage::kGemm2) return Status::Ok();
-  return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream);
+  return run_cutlass_gemm2_and_combine(p, t, r, workspace, stream, options);
 }
 }  // namespace
 #endif
@@ -337,7 +362,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   const kernels::ScopedOverlap overlap(ro.overlap_launches);  // every launch below (launch_mode.h)
   // Gathered rows (ForwardOptions::gather_rows): BF16 x stays in token order and GEMM1 reads its
   // rows through the plan; not with weights on the input (routed and shared rows would differ).
-  if (d.chosen == Backend::kCutlassGrouped) {
+  // ForwardOptions::cutlass_gemm2: where CUTLASS would run the layer, GEMM1 runs below on normal
+  // tiles with gathered rows, then GEMM2 on CUTLASS
+  const bool hybrid = d.chosen == Backend::kCutlassGrouped && ro.cutlass_gemm2;
+  if (d.chosen == Backend::kCutlassGrouped && !hybrid) {
     // Expert-contiguous rows (no tile padding needed: CUTLASS takes each group's row count; 8
     // keeps every group's first row 16-row aligned, at no cost), then the CUTLASS GEMMs.
     DispatchOptions o;
@@ -350,11 +378,13 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     if (options.stop_after == Stage::kDispatch) return Status::Ok();
     return run_cutlass_layer(p, t, r, workspace, stream, options);
   }
-  const bool gather = ro.gather_rows;
+  const bool gather = ro.gather_rows || hybrid;
+  const TileFamily family = hybrid ? TileFamily::kNormal : d.family;
+  const int tokens_tile = hybrid ? 128 : d.tokens_tile;
   DispatchOptions o;
   o.permute = !gather;
   o.fuse_front = ro.fuse_front;
-  o.tile_m = d.tokens_tile;
+  o.tile_m = tokens_tile;
   // FP8 block scales: x's 1x128 scales stay in token order and GEMM1 reads them through row_token
   // (no gather of the scales into row order: at 16384 tokens of DeepSeek-V3, 21 us and a launch).
   o.group_scales_by_token = ro.scales_by_token;
@@ -376,10 +406,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // The GEMMs' row bound: every (token, slot) row plus the padding of each non-empty group (the
   // permuted layout's act_rows; in token order act_rows is T).
   g.max_rows = gather ? kernels::grouped_gemm_max_padded_rows(p.num_tokens * p.slots_per_token(), r.num_groups,
-                                                              d.tokens_tile)
+                                                              tokens_tile)
                       : r.act_rows;
-  g.family = d.family;
-  g.tokens_tile = d.tokens_tile;
+  g.family = family;
+  g.tokens_tile = tokens_tile;
   g.staged_epilogue = ro.staged_epilogue;
   const int gemm2_k_splits = options.k_splits > 0 ? options.k_splits : ro.split_k ? 0 : 1;  // (a forced value wins)
   g.k_splits = options.gemm1_k_splits > 0 ? options.gemm1_k_splits : gemm2_k_splits;
@@ -436,6 +466,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   cudaError_t e = fp8 ? kernels::launch_fp8_grouped_gemm1(f, stream) : kernels::launch_grouped_gemm1(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm1) return Status::Ok();
+  if (hybrid) return run_cutlass_gemm2_and_combine(p, t, r, workspace, stream, options);
   g.gather_x = nullptr;
   g.row_token = nullptr;
   g.early_weights = true;
@@ -532,6 +563,15 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
            << ", permute + e4m3 quantise, " << kernels::cutlass_fp8_block_gemm_name()
            << " (GEMM1; scales re-laid per group), grouped_activation, quantise the intermediate, the same (GEMM2), "
               "combine\n";
+        return os.str();
+      }
+      if (resolve(p, options, nullptr).cutlass_gemm2) {
+        os << "tiles: normal 128 gathered + cutlass " << brief(co.gemm2, p.hidden, p.intermediate)
+           << " (GEMM1 on the grouped backend, GEMM2 on CUTLASS: ForwardOptions::cutlass_gemm2)\n";
+        const char* g1 = kernels::grouped_gemm1_name(TileFamily::kNormal, 128);
+        os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan") << " (no permute), "
+           << (g1 ? g1 : "?") << " (GEMM1: x's rows gathered, activation in its epilogue), "
+           << cfg(co.gemm2, p.hidden, p.intermediate) << " (GEMM2), combine\n";
         return os.str();
       }
       os << "tiles: cutlass " << brief(co.gemm1, r1, p.hidden) << " + " << brief(co.gemm2, p.hidden, p.intermediate)
