@@ -197,6 +197,34 @@ TEST(Oracle, BalancedGemm2AutoRule) {
 // ForwardOptions::gather_rows' auto rule (moe.cpp resolve): on at decode from a logits router with
 // <= 400 MB of touched expert weights, or for experts of <= 6 MB; off otherwise and for quantised
 // activations; a forced value wins where gathering applies.
+// ForwardOptions::cutlass_gemm2 (auto off, measured slower: session 22): forced on where the CUTLASS
+// backend runs a BF16 layer, GEMM1 on the grouped backend's normal tiles with gathered rows, GEMM2 on
+// CUTLASS; explain() names both kernels; not applicable to FP8 or weights on the input.
+TEST(Oracle, CutlassGemm2Switch) {
+  fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
+  p.quant = fm::QuantScheme::bf16();
+  p.num_tokens = p.max_tokens = 16384;
+  EXPECT_FALSE(fm::resolve_options(p, {}).cutlass_gemm2);
+  fm::ForwardOptions on;
+  on.cutlass_gemm2 = fm::Toggle::kOn;
+  EXPECT_TRUE(fm::resolve_options(p, on).cutlass_gemm2);
+  EXPECT_EQ(fm::detail::decide(p, on, true).chosen, fm::Backend::kCutlassGrouped);  // (the backend stays)
+#if defined(FUSEDMOE_WITH_CUDA)
+  const std::string ex = fm::explain(p, on);
+  EXPECT_NE(ex.find("GEMM1 on the grouped backend, GEMM2 on CUTLASS"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("(no permute)"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("cutlass_sm90_bf16_grouped_gemm_coop_128x256x64 (GEMM2)"), std::string::npos) << ex;
+  EXPECT_EQ(fm::explain(p).find("GEMM2 on CUTLASS"), std::string::npos);
+#endif
+  fm::MoeProblem f = p;
+  f.quant = fm::QuantScheme::fp8_per_channel();
+  EXPECT_FALSE(fm::resolve_options(f, on).cutlass_gemm2);
+  EXPECT_NE(fm::resolve_options(f, on).why.find("not applicable: BF16 x and weights"), std::string::npos);
+  fm::MoeProblem l4 = fm::find_preset("llama4-scout")->problem;  // weight on input
+  l4.num_tokens = l4.max_tokens = 4096;
+  EXPECT_FALSE(fm::resolve_options(l4, on).cutlass_gemm2);
+}
+
 TEST(Oracle, GatherRowsAutoRule) {
   const fm::ForwardOptions o;
   EXPECT_TRUE(fm::resolve_options(bf16("qwen30-tp1", 1), o).gather_rows);    // 8 x 9.4 MB

@@ -872,7 +872,7 @@ TEST(Forward, CutlassGemm2AfterGatheredGemm1) {
   o.cutlass_gemm2 = fm::Toggle::kOn;
   {
     fm::MoeProblem p = small_problem(16, 4, 192, 256);
-    p.num_tokens = 1000;
+    p.num_tokens = p.max_tokens = 1000;
     EXPECT_NE(fm::explain(p, o).find("GEMM1 on the grouped backend, GEMM2 on CUTLASS"), std::string::npos)
         << fm::explain(p, o);
   }
@@ -898,7 +898,8 @@ TEST(Forward, CutlassGemm2AfterGatheredGemm1) {
   fm::MoeProblem l4 = fm::find_preset("llama4-scout")->problem;  // weight on input: not applicable
   l4.hidden = 512;
   l4.intermediate = 256;
-  l4.num_tokens = 100;
+  l4.num_tokens = l4.max_tokens = 100;
+  EXPECT_NE(fm::explain(l4, o).find("chosen: cutlass-grouped"), std::string::npos) << fm::explain(l4, o);
   EXPECT_EQ(fm::explain(l4, o).find("GEMM2 on CUTLASS"), std::string::npos) << fm::explain(l4, o);
   check_forward(l4, 100, o, "weight on input (plain CUTLASS layer)");
   fm::MoeProblem q = fm::find_preset("qwen235-tp8")->problem;  // a suite shape, E 128 k 8 N 192 K 4096
