@@ -151,6 +151,58 @@ inline void fill_random_bf16(void* dst, size_t bytes, uint64_t seed) {
 }
 
 
+// Variants against the default, for suites that time each case with switches forced (rows whose
+// stage ends in " [label]"): per label, the geometric mean of the time ratio variant / default over
+// the (case, tokens) points where both ran, how many points it was faster or slower by over 1 %, and
+// the ratio's range. The default of a point is the unlabelled row of the same kind ("layer from
+// precomputed top-k ..." or the other "layer ..." rows; per-stage rows are not compared). Empty when
+// there is no labelled row.
+inline std::string variant_summary(const std::vector<Row>& rows) {
+  auto kind = [](const std::string& stage) -> int {
+    if (stage.rfind("layer from precomputed", 0) == 0) return 2;
+    return stage.rfind("layer ", 0) == 0 ? 1 : 0;
+  };
+  struct Acc {
+    double log_sum = 0, lo = 1e300, hi = 0;
+    int n = 0, faster = 0, slower = 0;
+  };
+  std::vector<std::pair<std::string, Acc>> acc;  // (in order of first appearance)
+  for (const Row& r : rows) {
+    const int k = kind(r.stage);
+    const size_t open = r.stage.rfind(" [");
+    if (k == 0 || open == std::string::npos || r.stage.back() != ']') continue;
+    const Row* base = nullptr;
+    for (const Row& b : rows)
+      if (b.case_name == r.case_name && b.tokens == r.tokens && kind(b.stage) == k &&
+          b.stage.find(" [") == std::string::npos) {
+        base = &b;
+        break;
+      }
+    if (base == nullptr || base->us <= 0) continue;
+    const std::string label = r.stage.substr(open + 2, r.stage.size() - open - 3);
+    auto it = std::find_if(acc.begin(), acc.end(), [&](const auto& a) { return a.first == label; });
+    if (it == acc.end()) it = acc.insert(acc.end(), {label, Acc{}});
+    const double ratio = r.us / base->us;
+    Acc& a = it->second;
+    a.log_sum += std::log(ratio);
+    a.lo = std::min(a.lo, ratio);
+    a.hi = std::max(a.hi, ratio);
+    ++a.n;
+    a.faster += ratio < 0.99;
+    a.slower += ratio > 1.01;
+  }
+  std::string out;
+  for (const auto& [label, a] : acc) {
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "  [%s]: %.3f over %d points (faster by > 1 %% at %d, slower at %d; %.3f-%.3f)\n", label.c_str(),
+                  std::exp(a.log_sum / a.n), a.n, a.faster, a.slower, a.lo, a.hi);
+    out += line;
+  }
+  if (!out.empty()) out = "variants against the default, time ratio (< 1: faster), geometric mean:\n" + out;
+  return out;
+}
+
 inline void print_rows(const std::vector<Row>& rows) {
   std::printf("%-14s %-26s %7s %10s %9s %10s %9s %8s  %s\n", "case", "stage", "tokens", "us", "TFLOP/s", "GB/s",
               "floor us", "% floor", "peer (shared/peer-figures.md)");
@@ -161,6 +213,7 @@ inline void print_rows(const std::vector<Row>& rows) {
     log_sum += std::log(std::max(r.pct_floor, 1e-3) / 100.0);
   }
   if (!rows.empty()) std::printf("geometric mean of floor/time: %.3f over %zu cases\n", std::exp(log_sum / rows.size()), rows.size());
+  std::fputs(variant_summary(rows).c_str(), stdout);
 }
 
 // Suites in their own files; each appends rows and returns false on a failed check / criterion.
