@@ -208,8 +208,8 @@ cudaError_t quantise_intermediate(const MoeProblem& p, const MoeTensors& t, cons
 // backend's under ForwardOptions::cutlass_gemm2). Its group arrays in the scratch's second half:
 // its setup kernel must not overwrite GEMM1's arrays early.
 Status run_cutlass_gemm2_and_combine(const MoeProblem& p, const MoeTensors& t, const DispatchResult& r,
-                                     void* workspace, Stream stream, const ForwardOptions& options) {
-  const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
+                                     const detail::WorkspaceLayout& w, void* workspace, Stream stream,
+                                     const ForwardOptions& options) {
   char* base = static_cast<char*>(workspace);
   void* expert_out = base + w.expert_out.offset;
   const size_t half = w.cutlass_scratch.bytes / 2 / detail::kWorkspaceAlign * detail::kWorkspaceAlign;
@@ -331,7 +331,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
   e = activation();
   FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm1) return Status::Ok();
-  return run_cutlass_gemm2_and_combine(p, t, r, workspace, stream, options);
+  return run_cutlass_gemm2_and_combine(p, t, r, w, workspace, stream, options);
 }
 }  // namespace
 #endif
@@ -466,7 +466,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   cudaError_t e = fp8 ? kernels::launch_fp8_grouped_gemm1(f, stream) : kernels::launch_grouped_gemm1(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm1) return Status::Ok();
-  if (hybrid) return run_cutlass_gemm2_and_combine(p, t, r, workspace, stream, options);
+  if (hybrid) return run_cutlass_gemm2_and_combine(p, t, r, w, workspace, stream, options);
   g.gather_x = nullptr;
   g.row_token = nullptr;
   g.early_weights = true;
@@ -530,7 +530,8 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
     os << "chosen: " << to_string(d.chosen) << " (" << d.reason << ")\n";
 #if defined(FUSEDMOE_WITH_CUDA)
     // The fused front runs when its shape allows and ForwardOptions::fuse_front resolves on.
-    const bool front_fused = resolve(p, options, nullptr).fuse_front &&
+    const ResolvedOptions ro = resolve(p, options, nullptr);
+    const bool front_fused = ro.fuse_front &&
                              kernels::front_small_shape_ok(p.router.kind, p.num_tokens, p.slots_per_token());
     if (d.chosen == Backend::kCutlassGrouped) {
       const CutlassOverride& co = cutlass_override();
@@ -565,7 +566,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
               "combine\n";
         return os.str();
       }
-      if (resolve(p, options, nullptr).cutlass_gemm2) {
+      if (ro.cutlass_gemm2) {
         os << "tiles: normal 128 gathered + cutlass " << brief(co.gemm2, p.hidden, p.intermediate)
            << " (GEMM1 on the grouped backend, GEMM2 on CUTLASS: ForwardOptions::cutlass_gemm2)\n";
         const char* g1 = kernels::grouped_gemm1_name(TileFamily::kNormal, 128);
@@ -602,7 +603,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
            << to_string(p.quant.weight.granularity) << " scales), quantise the intermediate, the same (GEMM2), combine\n";
       }
       else
-        os << (resolve_options(p, options).gather_rows ? " (GEMM1 gathers x's rows: no permute), " : ", permute, ")
+        os << (ro.gather_rows ? " (GEMM1 gathers x's rows: no permute), " : ", permute, ")
            << (g1 ? g1 : "?") << ", " << (g2 ? g2 : "?") << ", combine\n";
     }
 #endif
