@@ -109,8 +109,14 @@ struct Config {
   using TiledMma = decltype(cute::make_tiled_mma(
       MmaAtom{}, cute::Layout<cute::Shape<cute::Int<kConsumerWGs>, cute::_1, cute::_1>>{}));
 
-  // Bytes of the activation tile of one stage.
-  static constexpr uint32_t kActStageBytes = uint32_t(kTokTile * kTileK * sizeof(Element));
+  // The activation TMA box: Swap-AB loads a stage's token rows in 8-row boxes, the normal family in
+  // 64-row halves (one per consumer warpgroup), and only the boxes holding a row of the expert
+  // (act_boxes): an expert's tile that is mostly padding streams no padding from L2. The rows left
+  // unloaded keep older stage data; they only feed accumulator columns (Swap-AB) or rows (normal)
+  // of tokens past the count, which the epilogue never stores.
+  static constexpr int kActBoxRows = kSwapAB ? 8 : 64;
+  static constexpr uint32_t kActBoxBytes = uint32_t(kActBoxRows * kTileK * sizeof(Element));
+  static_assert(kTokTile % kActBoxRows == 0 && kActBoxRows % 8 == 0, "boxes start on swizzle-pattern rows");
 
   static constexpr uint32_t kProducerRegs = 40;
   static constexpr uint32_t kConsumerRegs = 232;
@@ -633,6 +639,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
       asm volatile("cp.async.wait_all;" ::: "memory");  // nothing in flight when this thread retires
     } else if (warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
+      // The activation boxes of a segment (Cfg::kActBoxRows): those holding a row below the count.
+      auto act_boxes = [](const Segment& sg) {
+        return (min(Cfg::kTokTile, sg.count - sg.local0) + Cfg::kActBoxRows - 1) / Cfg::kActBoxRows;
+      };
+      // stage bases by plain arithmetic: every stage (and box) starts on a 1024-byte swizzle-pattern
+      // boundary (calling the swizzled layout as a function would XOR element offsets)
+      auto load_act = [&](int stage, int k0, int row0, int boxes) {
+        Element* act_dst = ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK);
+        for (int b = 0; b < boxes; ++b)
+          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst + b * (Cfg::kActBoxRows * Cfg::kTileK), k0,
+                                 row0 + b * Cfg::kActBoxRows);
+      };
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_act));
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
       int stage = 0;
@@ -651,7 +669,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
         uint32_t sub_mask = 0;
         const int valid_subs = weight_subs(s0.wb, &sub_mask);
-        const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(valid_subs) * p.sub_bytes;
+        const int boxes0 = act_boxes(s0);
+        const uint32_t stage_bytes = uint32_t(boxes0) * Cfg::kActBoxBytes + uint32_t(valid_subs) * p.sub_bytes;
         skip = min(p.early_stages, kt_end - kt_begin);
         for (int i = 0; i < skip; ++i) {
           Barrier::arrive_and_expect_tx(&ss.full[i], stage_bytes);
@@ -659,20 +678,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
         pdl_wait();
         gemm_stamp(p.trace, 2);
-        for (int i = 0; i < skip; ++i)
-          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[i], kHintAct, ss.act.begin() + i * (Cfg::kTokTile * Cfg::kTileK),
-                                 (kt_begin + i) * Cfg::kTileK, s0.poff + s0.local0);
+        for (int i = 0; i < skip; ++i) load_act(i, (kt_begin + i) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
       } else {
         gemm_stamp(p.trace, 2);
       }
       // Every stage of segment sg; with `queued`, its queue entry goes out with its first stage.
       auto issue = [&](const Segment& sg, bool queued) {
        const int row0 = sg.poff + sg.local0;  // padded row of the token tile
+       const int boxes = act_boxes(sg);
        bool first = true;
        for (int w = sg.wb; w < sg.we; ++w) {
         uint32_t sub_mask = 0;
         const int valid_subs = weight_subs(w, &sub_mask);
-        const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(valid_subs) * p.sub_bytes;
+        const uint32_t stage_bytes = uint32_t(boxes) * Cfg::kActBoxBytes + uint32_t(valid_subs) * p.sub_bytes;
         for (int kt = kt_begin; kt < kt_end; ++kt) {
           if (skip > 0) {
             --skip;
@@ -686,10 +704,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           if (queued && first) ss.seg_q[qn % grouped_schedule::kDynQueue] = sg;
           first = false;
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
-          // stage bases by plain arithmetic: every stage starts on a 1024-byte swizzle-pattern
-          // boundary (calling the swizzled layout as a function would XOR element offsets)
-          Element* act_dst = ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK);
-          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst, k0, row0);
+          load_act(stage, k0, row0, boxes);
           load_weights(stage, sg.e, w, k0, sub_mask);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
@@ -1082,7 +1097,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   if (a.gather_x == nullptr) {
     const uint64_t dims[2] = {uint64_t(red), uint64_t(a.max_rows)};
     const uint64_t strides[1] = {uint64_t(red) * 2};
-    const uint32_t box[2] = {64, uint32_t(Cfg::kTokTile)};
+    const uint32_t box[2] = {64, uint32_t(Cfg::kActBoxRows)};
     if (!encode_bf16_map(&tm_act, a.a, 2, dims, strides, box)) return cudaErrorInvalidValue;
   }
   WeightView v = make_weight_view<Cfg>(a, gemm2, force_simple);

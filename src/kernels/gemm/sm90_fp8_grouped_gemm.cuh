@@ -94,7 +94,11 @@ struct Config {
   using TiledMma = decltype(cute::make_tiled_mma(
       MmaAtom{}, cute::Layout<cute::Shape<cute::Int<kConsumerWGs>, cute::_1, cute::_1>>{}));
 
-  static constexpr uint32_t kActStageBytes = uint32_t(kTokTile * kTileK);  // 1 byte per element
+  // The activation TMA box (as the BF16 kernel's Config::kActBoxRows): 8-row boxes in Swap-AB,
+  // 64-row halves in the normal family, only those holding a row below the expert's count.
+  static constexpr int kActBoxRows = kSwapAB ? 8 : 64;
+  static constexpr uint32_t kActBoxBytes = uint32_t(kActBoxRows * kTileK);  // 1 byte per element
+  static_assert(kTokTile % kActBoxRows == 0 && kActBoxRows % 8 == 0, "boxes start on swizzle-pattern rows");
 
   static constexpr uint32_t kProducerRegs = 40;
   static constexpr uint32_t kConsumerRegs = 232;
@@ -306,7 +310,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
       int stage = 0;
       uint32_t phase = 0;
-      const uint32_t stage_bytes = Cfg::kActStageBytes + uint32_t(p.n_sub) * p.sub_bytes;
+      const uint32_t w_bytes = uint32_t(p.n_sub) * p.sub_bytes;
+      auto act_boxes = [](const grouped_schedule::Segment& sg) {
+        return (min(Cfg::kTokTile, sg.count - sg.local0) + Cfg::kActBoxRows - 1) / Cfg::kActBoxRows;
+      };
       auto load_weights = [&](int st, int e, int w, int k0) {
         Element* w_dst = ss.w.begin() + st * (Cfg::kWRows * Cfg::kTileK);
         for (int s = 0; s < p.n_sub; ++s) {
@@ -316,7 +323,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
       };
       // stage bases by plain arithmetic: every stage starts on a 1024-byte swizzle boundary
-      auto act_dst = [&](int st) { return ss.act.begin() + st * (Cfg::kTokTile * Cfg::kTileK); };
+      auto load_act = [&](int st, int k0, int row0, int boxes) {
+        Element* dst = ss.act.begin() + st * (Cfg::kTokTile * Cfg::kTileK);
+        for (int b = 0; b < boxes; ++b)
+          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[st], kHintAct, dst + b * (Cfg::kActBoxRows * Cfg::kTileK), k0,
+                                 row0 + b * Cfg::kActBoxRows);
+      };
       int skip = 0;  // leading (tile, K step) iterations issued before the PDL wait
       // dynamic schedule: the walk over this CTA's chunks (first: chunk blockIdx.x) and the queue
       grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups, p.out_unpadded != 0, p.w_tiles,
@@ -329,19 +341,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         // stage's bytes expected), their activations once the predecessor is done
         const grouped_schedule::Segment s0 = dyn ? dp.cur : ss.seg[0];
         if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
+        const int boxes0 = act_boxes(s0);
         skip = min(p.early_stages, kt_end - kt_begin);
         for (int i = 0; i < skip; ++i) {
-          Barrier::arrive_and_expect_tx(&ss.full[i], stage_bytes);
+          Barrier::arrive_and_expect_tx(&ss.full[i], uint32_t(boxes0) * Cfg::kActBoxBytes + w_bytes);
           load_weights(i, s0.e, s0.wb, (kt_begin + i) * Cfg::kTileK);
         }
         pdl_wait();
-        for (int i = 0; i < skip; ++i)
-          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[i], kHintAct, act_dst(i), (kt_begin + i) * Cfg::kTileK,
-                                 s0.poff + s0.local0);
+        for (int i = 0; i < skip; ++i) load_act(i, (kt_begin + i) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
       }
       // Every stage of segment sg; with `queued`, its queue entry goes out with its first stage.
       auto issue = [&](const grouped_schedule::Segment& sg, bool queued) {
        const int row0 = sg.poff + sg.local0;  // padded row of the token tile
+       const int boxes = act_boxes(sg);
+       const uint32_t stage_bytes = uint32_t(boxes) * Cfg::kActBoxBytes + w_bytes;
        bool first = true;
        for (int w = sg.wb; w < sg.we; ++w) {
         for (int kt = kt_begin; kt < kt_end; ++kt) {
@@ -358,7 +371,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           if (queued && first) ss.seg_q[qn % grouped_schedule::kDynQueue] = sg;
           first = false;
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
-          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.full[stage], kHintAct, act_dst(stage), k0, row0);
+          load_act(stage, k0, row0, boxes);
           load_weights(stage, sg.e, w, k0);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
@@ -764,7 +777,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   {
     const uint64_t dims[2] = {uint64_t(red), uint64_t(a.max_rows)};
     const uint64_t strides[1] = {uint64_t(red)};
-    const uint32_t box[2] = {uint32_t(Cfg::kTileK), uint32_t(Cfg::kTokTile)};
+    const uint32_t box[2] = {uint32_t(Cfg::kTileK), uint32_t(Cfg::kActBoxRows)};
     if (!encode_u8_map(&tm_act, a.a, 2, dims, strides, box)) return cudaErrorInvalidValue;
   }
   WeightView v = make_weight_view<Cfg>(a, gemm2, /*simple=*/false);
