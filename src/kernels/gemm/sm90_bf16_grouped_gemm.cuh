@@ -641,7 +641,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     } else if (warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
       // The activation boxes of a segment (Cfg::kActBoxRows): those holding a row below the count.
       auto act_boxes = [](const Segment& sg) {
-        return (min(Cfg::kTokTile, sg.count - sg.local0) + Cfg::kActBoxRows - 1) / Cfg::kActBoxRows;
+        if constexpr (Cfg::kTokTile == Cfg::kActBoxRows) return 1;  // (token tile 8: one box, as before)
+        else return (min(Cfg::kTokTile, sg.count - sg.local0) + Cfg::kActBoxRows - 1) / Cfg::kActBoxRows;
       };
       // stage bases by plain arithmetic: every stage (and box) starts on a 1024-byte swizzle-pattern
       // boundary (calling the swizzled layout as a function would XOR element offsets)

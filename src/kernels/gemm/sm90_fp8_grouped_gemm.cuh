@@ -312,7 +312,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       uint32_t phase = 0;
       const uint32_t w_bytes = uint32_t(p.n_sub) * p.sub_bytes;
       auto act_boxes = [](const grouped_schedule::Segment& sg) {
-        return (min(Cfg::kTokTile, sg.count - sg.local0) + Cfg::kActBoxRows - 1) / Cfg::kActBoxRows;
+        if constexpr (Cfg::kTokTile == Cfg::kActBoxRows) return 1;  // (token tile 8: one box, as before)
+        else return (min(Cfg::kTokTile, sg.count - sg.local0) + Cfg::kActBoxRows - 1) / Cfg::kActBoxRows;
       };
       auto load_weights = [&](int st, int e, int w, int k0) {
         Element* w_dst = ss.w.begin() + st * (Cfg::kWRows * Cfg::kTileK);
