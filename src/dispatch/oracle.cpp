@@ -85,6 +85,14 @@ Status can_implement(Backend b, const MoeProblem& p) {
   return Status(StatusCode::kInternal, "kAuto is not a backend");
 }
 
+// The Swap-AB token tile holds this many times the expected rows per expert
+// (kernels::choose_tokens_tile): 8 for BF16 weights behind a router with a correction bias, whose
+// expert loads are skewed (an expert overflowing its tile streams its weights again), else 2.
+int skewed_tile_headroom(const MoeProblem& p) {
+  const bool bf16_weights = p.quant.weight.format != WeightFormat::kFP8E4M3;
+  return bf16_weights && p.router.use_correction_bias && p.router.kind != RouterKind::kPrecomputed ? 8 : 2;
+}
+
 // The tile family and token tile; their reason only with `reasons` (explain(): forward() builds no
 // strings).
 void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, bool reasons) {
@@ -103,16 +111,21 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
     // tiles for FP8 128x128 blocks; kernels/gemm/sm90_bf16_grouped_gemm.h says what was measured)
     const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
     const int wide = !fp8 ? 64 : p.quant.weight.granularity == ScaleGranularity::kBlock ? 0 : 32;
-    const kernels::TokensTileChoice c =
-        kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide);
+    const kernels::TokensTileChoice c = kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts,
+                                                                    wide, skewed_tile_headroom(p));
     d->family = c.family;
     d->tokens_tile = c.tokens_tile;
 #endif
     const double per_expert = static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts;
+    const int headroom = skewed_tile_headroom(p);
     if (reasons)
       why << "expected rows per expert T*slots/E = " << per_expert
         << (d->family == TileFamily::kSwapAB
-                ? (per_expert <= 16 ? " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N)"
+                ? (per_expert <= 16 ? (headroom > 2 ? " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N), the token "
+                                                      "tile holding 8x the expected rows (BF16 with a correction-bias router: "
+                                                      "skewed loads, measured)"
+                                                    : " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N), the token "
+                                                      "tile holding 2x the expected rows")
                                     : " in (16, 32]: swap-ab, the widest token tile (measured faster than normal "
                                       "tiles there)")
                 : per_expert <= 32 ? " in (16, 32] with fp8 128x128 blocks: normal (tokens fill WGMMA's M; measured)"

@@ -270,3 +270,27 @@ TEST(Oracle, GatherRowsAutoRule) {
   EXPECT_FALSE(fm::resolve_options(bf16("qwen30-tp1", 1), off).gather_rows);
   EXPECT_NE(fm::resolve_options(bf16("qwen30-tp1", 1), o).why.find("gather_rows: on"), std::string::npos);
 }
+
+#if defined(FUSEDMOE_WITH_CUDA)
+// The Swap-AB token tile (kernels::choose_tokens_tile, session 23): the smallest of 8/16/32 holding
+// 2x the expected rows per expert; 8x for BF16 weights behind a correction-bias router (skewed
+// loads; not for precomputed ids, not for FP8); explain() says which.
+TEST(Oracle, SwapAbTokenTileRule) {
+  auto tile = [](const fm::MoeProblem& p) {
+    const fm::detail::Decision d = fm::detail::decide(p, {}, false);
+    return d.family == fm::TileFamily::kSwapAB ? d.tokens_tile : -d.tokens_tile;
+  };
+  for (auto [t, want] : {std::pair{64, 8}, {128, 16}, {256, 32}}) EXPECT_EQ(tile(bf16("qwen235-tp8", t)), want) << t;
+  for (auto [t, want] : {std::pair{1, 8}, {16, 8}, {64, 16}, {128, 32}, {256, 32}})
+    EXPECT_EQ(tile(bf16("dsv3-tp8", t)), want) << t;
+  fm::MoeProblem fp8 = fm::find_preset("dsv3-tp8")->problem;  // FP8 128x128 blocks: 2x
+  ASSERT_EQ(fp8.quant.weight.format, fm::WeightFormat::kFP8E4M3);
+  fp8.num_tokens = fp8.max_tokens = 256;
+  EXPECT_EQ(tile(fp8), 16);
+  fm::MoeProblem pre = bf16("dsv3-tp8", 256);  // precomputed ids: no bias, 2x
+  pre.router = fm::RouterConfig::precomputed(pre.router.top_k);
+  EXPECT_EQ(tile(pre), 16);
+  EXPECT_NE(fm::explain(bf16("dsv3-tp8", 256)).find("8x the expected rows"), std::string::npos);
+  EXPECT_NE(fm::explain(bf16("qwen235-tp8", 256)).find("2x the expected rows"), std::string::npos);
+}
+#endif

@@ -120,7 +120,7 @@ constexpr double kUnderflow = 1e-30;
 
 // Error statistics over the checked elements.
 struct Stats {
-  double err_sq = 0, ref_sq = 0, floor_sq = 0, kern_sq = 0, max_abs = 0;
+  double err_sq = 0, ref_sq = 0, ref_4th = 0, floor_sq = 0, kern_sq = 0, max_abs = 0;
   int64_t checked = 0, non_finite = 0, beyond = 0, bit_diff = 0;
   std::string first_bad;
   double worst_ratio = 0;  // max |got - ref| / (the element's allowed error), must be <= 1
@@ -129,6 +129,7 @@ struct Stats {
     ++checked;
     const double got = bf2f(got_bits);
     ref_sq += ref * ref;
+    ref_4th += ref * ref * ref * ref;
     const double rb = bf2f(f2bf(float(ref)));
     floor_sq += (rb - ref) * (rb - ref);
     if (got_bits != f2bf(float(ref))) ++bit_diff;
@@ -162,14 +163,23 @@ struct Stats {
   double floor_rel() const { return ref_sq > 0 ? std::sqrt(floor_sq / ref_sq) : 0.0; }
   // vs the correctly rounded bf16 output: the kernel's own arithmetic error (1-ulp rounding flips)
   double kernel_rel() const { return ref_sq > 0 ? std::sqrt(kern_sq / ref_sq) : std::sqrt(kern_sq); }
+  // The elements that carry the norm: (sum ref^2)^2 / sum ref^4 (the participation ratio; equals
+  // `checked` when every |ref| is the same, 1 when one element dominates).
+  double carriers() const { return ref_4th > 0 ? ref_sq * ref_sq / ref_4th : double(checked); }
   // The bound on rel(): 2e-3, unless rounding the exact result to the bf16 output dtype already
-  // costs more (cases of a few elements: one element's half-ulp is up to 3.9e-3 relative). Under
-  // 1024 outputs a few large elements carry the norm, and one of them rounded to the neighbouring
-  // bf16 value (the kernel's fp32 result a hair across the rounding boundary; every element is
-  // still held to its own bound) moves rel() by up to another floor: 2 x floor there (session 18:
-  // GEMM1 with 5 rows, 640 outputs, floor 1.66e-3, rel 2.33e-3, worst element at 0.13 of its bound).
+  // costs more (cases of a few elements: one element's half-ulp is up to 3.9e-3 relative). When
+  // under 1024 elements carry the norm, one of them rounded to the neighbouring bf16 value (the
+  // kernel's fp32 result a hair across the rounding boundary; every element is still held to its
+  // own bound) moves rel() by up to another floor: 2 x floor there. Seen on the H200:
+  //   - session 18: GEMM1 with 5 rows, 640 outputs, floor 1.66e-3, rel 2.33e-3, worst element at
+  //     0.13 of its bound;
+  //   - session 23: GEMM1 of 64 rows, 5120 outputs whose rows span 2^-4..2^4 and per-channel weight
+  //     scales 1e-8..1e-2 (few large elements carry the norm), floor 1.63e-3, rel 2.26e-3 (1.90e-3
+  //     against bf16(ref)), worst element at 0.17 of its bound; the same bits from two builds
+  //     (FUSEDMOE_TEST_SEED=9737647375288112084, Gemm1ActivationSweep). The old rule counted
+  //     outputs (checked < 1024) instead of the elements carrying the norm.
   double rel_bound() const {
-    return std::max({kTolRel, 1.25 * floor_rel(), checked < 1024 ? 2.0 * floor_rel() : 0.0});
+    return std::max({kTolRel, 1.25 * floor_rel(), carriers() < 1024 ? 2.0 * floor_rel() : 0.0});
   }
 };
 
@@ -482,9 +492,10 @@ void run_case(const Case& c, uint64_t seed) {
   const bool pass = st.rel() <= st.rel_bound() && st.non_finite == 0 && st.beyond == 0 &&
                     stray == 0 && (!c.exact || st.bit_diff == 0);
   std::printf("[ fp8 gemm ] %-30s %-70s rel_l2=%.3e (bound %.1e; bf16 floor %.3e; vs bf16(ref) %.3e) max_abs=%.2e "
-              "bit_diff=%lld/%lld %s\n",
+              "bit_diff=%lld/%lld carriers=%.0f %s\n",
               c.name.c_str(), describe(c, l).c_str(), st.rel(), st.rel_bound(), st.floor_rel(), st.kernel_rel(),
-              st.max_abs, static_cast<long long>(st.bit_diff), static_cast<long long>(st.checked), pass ? "PASS" : "FAIL");
+              st.max_abs, static_cast<long long>(st.bit_diff), static_cast<long long>(st.checked), st.carriers(),
+              pass ? "PASS" : "FAIL");
   if (st.worst_ratio > 0)
     std::printf("             worst |err| / (its allowed error) = %.3f (%s)\n", st.worst_ratio, st.worst.c_str());
   EXPECT_EQ(st.non_finite, 0) << st.first_bad;

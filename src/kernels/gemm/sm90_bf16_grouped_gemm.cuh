@@ -109,12 +109,14 @@ struct Config {
   using TiledMma = decltype(cute::make_tiled_mma(
       MmaAtom{}, cute::Layout<cute::Shape<cute::Int<kConsumerWGs>, cute::_1, cute::_1>>{}));
 
-  // The activation TMA box: Swap-AB loads a stage's token rows in 8-row boxes, the normal family in
-  // 64-row halves (one per consumer warpgroup), and only the boxes holding a row of the expert
-  // (act_boxes): an expert's tile that is mostly padding streams no padding from L2. The rows left
-  // unloaded keep older stage data; they only feed accumulator columns (Swap-AB) or rows (normal)
-  // of tokens past the count, which the epilogue never stores.
-  static constexpr int kActBoxRows = kSwapAB ? 8 : 64;
+  // The activation TMA box: Swap-AB loads a stage's token rows in 16-row boxes (tile 8: one box of
+  // 8), the normal family in 64-row halves (one per consumer warpgroup), and only the boxes holding a
+  // row of the expert (act_boxes): an expert's tile that is mostly padding streams no padding from
+  // L2. The rows left unloaded keep older stage data; they only feed accumulator columns (Swap-AB)
+  // or rows (normal) of tokens past the count, which the epilogue never stores. Measured on the
+  // H200 (session 23): with 8-row boxes token tile 16 ran 0.8-2.4 % slower on dsv3-tp8 at 256 tokens
+  // (two TMA issues per stage for the same bytes), so the tiles up to 16 keep one box.
+  static constexpr int kActBoxRows = kSwapAB ? (kTokTile < 16 ? kTokTile : 16) : 64;
   static constexpr uint32_t kActBoxBytes = uint32_t(kActBoxRows * kTileK * sizeof(Element));
   static_assert(kTokTile % kActBoxRows == 0 && kActBoxRows % 8 == 0, "boxes start on swizzle-pattern rows");
 
@@ -641,7 +643,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     } else if (warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
       // The activation boxes of a segment (Cfg::kActBoxRows): those holding a row below the count.
       auto act_boxes = [](const Segment& sg) {
-        if constexpr (Cfg::kTokTile == Cfg::kActBoxRows) return 1;  // (token tile 8: one box, as before)
+        if constexpr (Cfg::kTokTile == Cfg::kActBoxRows) return 1;  // (token tiles 8, 16: one box)
         else return (min(Cfg::kTokTile, sg.count - sg.local0) + Cfg::kActBoxRows - 1) / Cfg::kActBoxRows;
       };
       // stage bases by plain arithmetic: every stage (and box) starts on a 1024-byte swizzle-pattern

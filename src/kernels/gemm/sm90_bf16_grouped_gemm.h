@@ -106,8 +106,17 @@ struct TokensTileChoice {
 };
 
 // Heuristic on the expected rows per expert e = T * k / E:
-//   - e <= 16: Swap-AB, the token tile the smallest of {8, 16, 32} holding twice the expected rows
-//     (an expert whose rows overflow the tile streams its weights twice);
+//   - e <= 16: Swap-AB, the token tile the smallest of {8, 16, 32} holding `headroom` times the
+//     expected rows (an expert whose rows overflow the tile streams its weights twice). 2 for
+//     balanced routing; the oracle gives 8 to BF16 layers whose router adds a correction bias
+//     (their loads are skewed): measured on the H200 (session 23, bench --suite crossover, layer,
+//     the kernels load only the activation boxes holding rows), dsv3-tp8 at 128 / 256 tokens
+//     (e = 4 / 8) tile 32 458.6 / 523.0 us vs 482.8 (tile 8) / 558.8 (tile 16), dsv3-ep8 438.1 /
+//     477.5 vs 536.5 / 534.1; at 64 tokens (e = 2) tile 16 356.4 vs 364.5; with the bias zeroed
+//     (balanced) at 256 tokens tile 32 is level (735.9 vs 737.2 us; dsv3-ep8 716.6 vs 705.6). The
+//     softmax cases keep 2 (balanced: qwen235-tp8 / qwen235-tp4 / qwen30-tp1 at 128 tokens tile 16
+//     175.1 / 323.6 / 315.1 vs tile 32 191.3 / 327.4 / 319.7), as FP8 (dsv3-tp8-fp8b at 256 tile 16
+//     405.0 vs 32 419.3: its consumers, not bytes, bound it);
 //   - 16 < e <= 32: Swap-AB with tile `wide_swap_tile` (64 for BF16 weights, 32 for FP8 with
 //     per-channel / per-tensor scales), or the normal family when it is 0 (FP8 128x128 blocks);
 //   - e > 32: the normal family (tile 128).
@@ -117,7 +126,8 @@ struct TokensTileChoice {
 // qwen30-tp1 512 270.3 / 421.9 / 400.5 vs 295.1 / 468.2 / 454.8; at e = 64 normal wins (mixtral-tp2
 // 256: 439.4 vs 502.7). FP8: qwen235-tp8-fp8c 512 Swap-AB 32 231.2 vs normal 392.8 us; with 128x128
 // blocks normal wins (dsv3-tp8-fp8b 512 567.9 vs 631.5, qwen235-tp4-fp8b 512 356.8 vs 441.1).
-TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_experts, int wide_swap_tile = 64);
+TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_experts, int wide_swap_tile = 64,
+                                    int headroom = 2);
 
 // GroupedGemmArgs::one_wave: weight tiles per CTA such that the token tiles expected active (rows
 // spread uniformly over the groups: each active with probability 1 - e^-mean, ceil(mean / tile)

@@ -5,6 +5,8 @@
 
 #include <atomic>
 
+#include <algorithm>
+
 #include "kernels/gemm/sm90_bf16_grouped_gemm.cuh"
 #include "kernels/gemm/sm90_bf16_grouped_gemm_internal.h"
 
@@ -94,13 +96,14 @@ cudaError_t launch(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bo
 
 }  // namespace
 
-TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_experts, int wide_swap_tile) {
+TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_experts, int wide_swap_tile,
+                                    int headroom) {
   if (num_tokens <= 0 || top_k <= 0 || num_experts <= 0) return {TileFamily::kSwapAB, 8};
   const double expected = double(num_tokens) * double(top_k) / double(num_experts);
   if (expected > 32.0 || (expected > 16.0 && wide_swap_tile <= 0)) return {TileFamily::kNormal, 128};
   if (expected > 16.0) return {TileFamily::kSwapAB, wide_swap_tile};
   int tile = 8;
-  while (tile < 32 && double(tile) < 2.0 * expected) tile *= 2;
+  while (tile < 32 && double(tile) < double(std::max(headroom, 1)) * expected) tile *= 2;
   return {TileFamily::kSwapAB, tile};
 }
 

@@ -94,9 +94,10 @@ struct Config {
   using TiledMma = decltype(cute::make_tiled_mma(
       MmaAtom{}, cute::Layout<cute::Shape<cute::Int<kConsumerWGs>, cute::_1, cute::_1>>{}));
 
-  // The activation TMA box (as the BF16 kernel's Config::kActBoxRows): 8-row boxes in Swap-AB,
-  // 64-row halves in the normal family, only those holding a row below the expert's count.
-  static constexpr int kActBoxRows = kSwapAB ? 8 : 64;
+  // The activation TMA box (as the BF16 kernel's Config::kActBoxRows): 16-row boxes in Swap-AB
+  // (tile 8: one box of 8), 64-row halves in the normal family, only those holding a row below the
+  // expert's count.
+  static constexpr int kActBoxRows = kSwapAB ? (kTokTile < 16 ? kTokTile : 16) : 64;
   static constexpr uint32_t kActBoxBytes = uint32_t(kActBoxRows * kTileK);  // 1 byte per element
   static_assert(kTokTile % kActBoxRows == 0 && kActBoxRows % 8 == 0, "boxes start on swizzle-pattern rows");
 
@@ -312,7 +313,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       uint32_t phase = 0;
       const uint32_t w_bytes = uint32_t(p.n_sub) * p.sub_bytes;
       auto act_boxes = [](const grouped_schedule::Segment& sg) {
-        if constexpr (Cfg::kTokTile == Cfg::kActBoxRows) return 1;  // (token tile 8: one box, as before)
+        if constexpr (Cfg::kTokTile == Cfg::kActBoxRows) return 1;  // (token tiles 8, 16: one box)
         else return (min(Cfg::kTokTile, sg.count - sg.local0) + Cfg::kActBoxRows - 1) / Cfg::kActBoxRows;
       };
       auto load_weights = [&](int st, int e, int w, int k0) {
