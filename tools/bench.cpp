@@ -1035,6 +1035,7 @@ int cmd_bench(int argc, char** argv) {
     std::printf("\nchecked against the CPU reference before timing: %s\n", all_ok ? "all cases exact" : "FAILURES (see above)");
   std::string cmd = "fusedmoe";
   for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
+  if (g_zero_bias) std::printf("routing: correction bias zeroed (--zero-bias: balanced loads; the oracle still sees a bias router)\n");
   std::printf("command: %s\n", cmd.c_str());
   if (!csv_path.empty()) {
     std::ofstream f(csv_path);

@@ -114,7 +114,7 @@ struct Config {
   // row of the expert (act_boxes): an expert's tile that is mostly padding streams no padding from
   // L2. The rows left unloaded keep older stage data; they only feed accumulator columns (Swap-AB)
   // or rows (normal) of tokens past the count, which the epilogue never stores. Measured on the
-  // H200 (session 23): with 8-row boxes token tile 16 ran 0.8-2.4 % slower on dsv3-tp8 at 256 tokens
+  // H200 (session 23): with 8-row boxes token tile 16 ran 0.8-2.5 % slower on dsv3-tp8 at 256 tokens
   // (two TMA issues per stage for the same bytes), so the tiles up to 16 keep one box.
   static constexpr int kActBoxRows = kSwapAB ? (kTokTile < 16 ? kTokTile : 16) : 64;
   static constexpr uint32_t kActBoxBytes = uint32_t(kActBoxRows * kTileK * sizeof(Element));
@@ -667,7 +667,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       if (dyn) dp.begin<Cfg::kTokTile>();
       if (prefetch) {
         // the ring starts empty: its first stages take the first tile's weights now, with the whole
-        // stage's bytes expected; their activation halves follow once the predecessor is done
+        // stage's bytes expected; their activation boxes follow once the predecessor is done
         const Segment s0 = dyn ? dp.cur : segment_1(0);
         if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
         uint32_t sub_mask = 0;

@@ -107,7 +107,7 @@ struct TokensTileChoice {
 
 // Heuristic on the expected rows per expert e = T * k / E:
 //   - e <= 16: Swap-AB, the token tile the smallest of {8, 16, 32} holding `headroom` times the
-//     expected rows (an expert whose rows overflow the tile streams its weights twice). 2 for
+//     expected rows (an expert whose rows overflow the tile streams its weights again). 2 for
 //     balanced routing; the oracle gives 8 to BF16 layers whose router adds a correction bias
 //     (their loads are skewed): measured on the H200 (session 23, bench --suite crossover, layer,
 //     the kernels load only the activation boxes holding rows), dsv3-tp8 at 128 / 256 tokens
@@ -116,7 +116,9 @@ struct TokensTileChoice {
 //     (balanced) at 256 tokens tile 32 is level (735.9 vs 737.2 us; dsv3-ep8 716.6 vs 705.6). The
 //     softmax cases keep 2 (balanced: qwen235-tp8 / qwen235-tp4 / qwen30-tp1 at 128 tokens tile 16
 //     175.1 / 323.6 / 315.1 vs tile 32 191.3 / 327.4 / 319.7), as FP8 (dsv3-tp8-fp8b at 256 tile 16
-//     405.0 vs 32 419.3: its consumers, not bytes, bound it);
+//     405.0 vs 32 419.3: its consumers, not bytes, bound it). The band stops at 32 although tile 64
+//     was fastest on the skewed dsv3-ep8 at 256 (457.4 vs 477.5 us): balanced, 64 lost (722.6 vs
+//     705.6 at tile 16), and on qwen235-tp8 by 48 % (six stages instead of ten);
 //   - 16 < e <= 32: Swap-AB with tile `wide_swap_tile` (64 for BF16 weights, 32 for FP8 with
 //     per-channel / per-tensor scales), or the normal family when it is 0 (FP8 128x128 blocks);
 //   - e > 32: the normal family (tile 128).

@@ -3,9 +3,8 @@
 // (the Swap-AB instances live in sm90_bf16_grouped_gemm_swapab_{small,large}.cu).
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 
-#include <atomic>
-
 #include <algorithm>
+#include <atomic>
 
 #include "kernels/gemm/sm90_bf16_grouped_gemm.cuh"
 #include "kernels/gemm/sm90_bf16_grouped_gemm_internal.h"
