@@ -26,3 +26,7 @@ for f in "$out"/ncu_*.txt; do echo "== $f"; grep -E "grouped_gemm_kernel|Duratio
 # GEMM2 of qwen235-tp8 at 256 (K = 192: an epilogue per 3 K steps), per SASS instruction
 timeout 90 ncu --clock-control none --launch-skip 1 --launch-count 1 -k "regex:sm90_bf16_grouped_gemm" --section SourceCounters --import-source no --page source --print-source sass --csv $B bench --suite layer --cases qwen235-tp8 --tokens 256 > "$out/ncu_src_qwen256_g2.csv" 2>&1
 echo "src rc=$?"; gzip -f "$out/ncu_src_qwen256_g2.csv"
+# (c) the existing knobs on the same points (no code change): GEMM1 weight tiles per CTA, GEMM2's
+# balanced schedule forced each way, split-K
+timeout 90 $B bench --suite layer --cases qwen235-tp8,mixtral-tp2 --tokens 16,256 --tpc1 1,2,3,4 --balanced --splitk > "$out/bench_knobs.txt" 2>&1
+echo "knobs rc=$?"; grep -A12 "variants against" "$out/bench_knobs.txt"
