@@ -111,30 +111,30 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
     d->tokens_tile = o.tokens_tile > 0 ? o.tokens_tile : 16;
     if (reasons) why << "forced swap-ab";
   } else {
+    const int headroom = skewed_tile_headroom(p);
 #if defined(FUSEDMOE_WITH_CUDA)
     // (the middle band of 16-32 expected rows: Swap-AB 64 for BF16, 32 for row-scaled FP8, normal
     // tiles for FP8 128x128 blocks; kernels/gemm/sm90_bf16_grouped_gemm.h says what was measured)
     const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
     const int wide = !fp8 ? 64 : p.quant.weight.granularity == ScaleGranularity::kBlock ? 0 : 32;
     const kernels::TokensTileChoice c = kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts,
-                                                                    wide, skewed_tile_headroom(p));
+                                                                    wide, headroom);
     d->family = c.family;
     d->tokens_tile = c.tokens_tile;
 #endif
     const double per_expert = static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts;
-    const int headroom = skewed_tile_headroom(p);
-    if (reasons)
-      why << "expected rows per expert T*slots/E = " << per_expert
-        << (d->family == TileFamily::kSwapAB
-                ? (per_expert <= 16 ? (headroom > 2 ? " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N), the token "
-                                                      "tile holding 8x the expected rows (BF16 with a correction-bias router: "
-                                                      "skewed loads, measured)"
-                                                    : " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N), the token "
-                                                      "tile holding 2x the expected rows")
-                                    : " in (16, 32]: swap-ab, the widest token tile (measured faster than normal "
-                                      "tiles there)")
+    if (reasons) {
+      why << "expected rows per expert T*slots/E = " << per_expert;
+      if (d->family == TileFamily::kSwapAB && per_expert <= 16)
+        why << " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N), the token tile holding " << headroom
+            << "x the expected rows"
+            << (headroom > 2 ? " (BF16 with a correction-bias router: skewed loads, measured)" : "");
+      else
+        why << (d->family == TileFamily::kSwapAB ? " in (16, 32]: swap-ab, the widest token tile (measured faster than "
+                                                   "normal tiles there)"
                 : per_expert <= 32 ? " in (16, 32] with fp8 128x128 blocks: normal (tokens fill WGMMA's M; measured)"
                                    : " > 32: normal (tokens fill WGMMA's M)");
+    }
   }
   if (reasons) d->tile_reason = why.str();
 }
