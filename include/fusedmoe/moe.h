@@ -105,6 +105,15 @@ struct ForwardOptions {
   // the memory system to itself: H200, 1 token, it then took ~2 instead of ~11 us, but the layer
   // was not faster). bench --early compares.
   int early_weight_stages = -1;
+  // Tuning override under overlap_launches (grouped backend): how many weight stages GEMM2 streams
+  // before GEMM1 (BF16) or H's quantise (FP8) has finished. -1 = the oracle's choice (BF16: the
+  // whole ring; FP8: as early_weight_stages); 0 = none. The stages may span several weight tiles of
+  // the CTA's first run (a short reduction: qwen235-tp8's GEMM2 has 3 K steps per tile). bench
+  // --early2 compares (3 on qwen235-tp8, 4 on dsv3 = the first tile only, as before session 24).
+  int gemm2_early_weight_stages = -1;
+  // Tuning (grouped backend, both GEMMs, BF16 and FP8): 1 loads the expert weights with the L2
+  // policy evict_first instead of evict_normal. Same values. bench --evict compares.
+  int weights_evict_first = 0;
   // FP8 with 128x128 weight blocks: x's 1x128 activation scales stay in token order (each token's
   // written once by the permute) and GEMM1 reads each row's through the plan's row_token, instead
   // of a row-order copy (DispatchOptions::group_scales_by_token). Same values. Auto: on (bench

@@ -349,6 +349,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
              "ForwardOptions::gemm1_weight_tiles_per_cta " << options.gemm1_weight_tiles_per_cta << " is negative");
   FM_REQUIRE(options.early_weight_stages >= -1, kInvalidArgument,
              "ForwardOptions::early_weight_stages " << options.early_weight_stages << " below -1");
+  FM_REQUIRE(options.gemm2_early_weight_stages >= -1, kInvalidArgument,
+             "ForwardOptions::gemm2_early_weight_stages " << options.gemm2_early_weight_stages << " below -1");
   const detail::Decision d = detail::decide(p, options, /*reasons=*/false);
   if (d.chosen == Backend::kAuto) return d.status;
   if (p.num_tokens == 0) return Status::Ok();
@@ -425,6 +427,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // permute runs and slow it (~2 -> ~11 us at 1 token on the H200), yet the layer came out 1-2 us
   // faster at 1 token than with none (session 12, calls 2-3: the weights are on the way sooner).
   g.early_weight_stages = options.early_weight_stages;
+  g.weights_evict_first = options.weights_evict_first > 0;
   if (gather) {
     g.gather_x = r.act;  // [T, K] dense: x itself or its dense copy
     g.row_token = r.row_token;
@@ -470,7 +473,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.gather_x = nullptr;
   g.row_token = nullptr;
   g.early_weights = true;
-  g.early_weight_stages = -1;  // (BF16: GEMM1 is the predecessor, itself streaming weights)
+  // (BF16: GEMM1 is the predecessor, itself streaming weights: the whole ring)
+  g.early_weight_stages = options.gemm2_early_weight_stages;
   g.k_splits = gemm2_k_splits;
   g.weight_tiles_per_cta = options.weight_tiles_per_cta;
   g.one_wave = false;
@@ -495,7 +499,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     // (safe: the quantise of H above waits for GEMM1 before it triggers, so the plan is complete
     // when GEMM2 starts; a quantise fused into GEMM1 would need GEMM2's early weights off)
     f.early_weights = true;
-    f.early_weight_stages = options.early_weight_stages;  // (H's quantise: as the permute for GEMM1)
+    // (H's quantise: as the permute for GEMM1)
+    f.early_weight_stages =
+        options.gemm2_early_weight_stages >= 0 ? options.gemm2_early_weight_stages : options.early_weight_stages;
     f.w = t.w2;
     f.w_scale = static_cast<const float*>(t.w2_scale);
     f.bias = g.bias;

@@ -220,6 +220,7 @@ struct Params {
   // runs: a ring of weight loads per CTA issued then delayed the permute of 1 token from ~2 to ~11
   // us (H200 timeline, session 12).
   int early_stages;
+  uint64_t w_hint;  // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   // GEMM1 reading its A rows straight from x in token order (no permuted copy): row i of expert e
   // is x[row_token[offsets[e] + i]]; the producer threads gather them with cp.async (null: TMA of a).
   const __nv_bfloat16* gather_x;
@@ -456,9 +457,11 @@ __device__ __forceinline__ void normal_epilogue(const P& p, const Accum& accum, 
   }
 }
 
-// L2 hints: activations are re-read by every weight tile of the token tile; weights stream.
+// L2 hints: activations are re-read by every weight tile of the token tile; weights stream
+// (evict_normal, or evict_first with GroupedGemmArgs::weights_evict_first).
 constexpr uint64_t kHintAct = uint64_t(cute::TMA::CacheHintSm90::EVICT_LAST);
 constexpr uint64_t kHintW = uint64_t(cute::TMA::CacheHintSm90::EVICT_NORMAL);
+constexpr uint64_t kHintWFirst = uint64_t(cute::TMA::CacheHintSm90::EVICT_FIRST);
 
 // kBalanced: the balanced and dynamic schedules compiled in (Params::flat / Params::queue honoured);
 // without it the kernel runs the grouped raster only, and is half the code: at 1-4 tokens a CTA
@@ -584,7 +587,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       for (int s = 0; s < p.n_sub; ++s) {
         if (!(sub_mask & (1u << s))) continue;
         const int q = s >> 1, h = s & 1;
-        SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[stage], kHintW, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
+        SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[stage], p.w_hint, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
                                w * p.mw[0] + q * p.mq[0] + h * p.mh[0],
                                w * p.mw[1] + q * p.mq[1] + h * p.mh[1],
                                w * p.mw[2] + q * p.mq[2] + h * p.mh[2], e);
@@ -666,22 +669,26 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       int qn = 0;  // segments handed to the consumers
       if (dyn) dp.begin<Cfg::kTokTile>();
       if (prefetch) {
-        // the ring starts empty: its first stages take the first tile's weights now, with the whole
-        // stage's bytes expected; their activation boxes follow once the predecessor is done
+        // the ring starts empty: its first stages take the weights of the first segment's tiles now
+        // (a short reduction spans several tiles), with the whole stage's bytes expected; their
+        // activation boxes follow once the predecessor is done
         const Segment s0 = dyn ? dp.cur : segment_1(0);
         if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
-        uint32_t sub_mask = 0;
-        const int valid_subs = weight_subs(s0.wb, &sub_mask);
         const int boxes0 = act_boxes(s0);
-        const uint32_t stage_bytes = uint32_t(boxes0) * Cfg::kActBoxBytes + uint32_t(valid_subs) * p.sub_bytes;
-        skip = min(p.early_stages, kt_end - kt_begin);
+        const int steps = kt_end - kt_begin;
+        skip = min(p.early_stages, steps * (s0.we - s0.wb));
         for (int i = 0; i < skip; ++i) {
-          Barrier::arrive_and_expect_tx(&ss.full[i], stage_bytes);
-          load_weights(i, s0.e, s0.wb, (kt_begin + i) * Cfg::kTileK, sub_mask);
+          const int w = s0.wb + i / steps;
+          uint32_t sub_mask = 0;
+          const int valid_subs = weight_subs(w, &sub_mask);
+          Barrier::arrive_and_expect_tx(&ss.full[i],
+                                        uint32_t(boxes0) * Cfg::kActBoxBytes + uint32_t(valid_subs) * p.sub_bytes);
+          load_weights(i, s0.e, w, (kt_begin + i % steps) * Cfg::kTileK, sub_mask);
         }
         pdl_wait();
         gemm_stamp(p.trace, 2);
-        for (int i = 0; i < skip; ++i) load_act(i, (kt_begin + i) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
+        for (int i = 0; i < skip; ++i)
+          load_act(i, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
       } else {
         gemm_stamp(p.trace, 2);
       }
@@ -1169,6 +1176,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   p.early_weights = (a.early_weights && a.gather_x == nullptr) ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
+  p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
   p.gather_x = static_cast<const __nv_bfloat16*>(a.gather_x);
   p.gather_stride = a.gather_x_stride > 0 ? a.gather_x_stride : a.k;
   p.row_token = a.row_token;

@@ -88,6 +88,9 @@ struct GroupedGemmArgs {
   // the plan lookup ahead of the wait and launches the dependents after it: nothing streams while
   // a latency-bound predecessor (the permute, H's quantise) runs, which such a flood slowed ~5x.
   int early_weight_stages = -1;
+  // The weight TMA's L2 policy: evict_first instead of evict_normal (weights stream once at decode;
+  // H, the expert outputs and the activations then keep their lines). Same values.
+  bool weights_evict_first = false;
   // Normal family: stage each tile's outputs in shared memory and store whole 16-byte row chunks
   // (instead of 4-byte pairs straight from the accumulators). Same values; off until measured.
   bool staged_epilogue = false;
@@ -134,11 +137,13 @@ TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_exper
 // GroupedGemmArgs::one_wave: weight tiles per CTA such that the token tiles expected active (rows
 // spread uniformly over the groups: each active with probability 1 - e^-mean, ceil(mean / tile)
 // tiles each) times the weight chunks make one full wave of CTA slots (90-100 %), chaining at most
-// `max_steps` K steps per CTA; 1 when no such count exists, when one wave already holds the tiles,
-// or when the mean rows per group are under half a token tile (the active tiles are not
-// predictable). A CTA then streams its next tile while the last one's epilogue runs, instead of a
-// new CTA paying the pipeline fill. Measured on the H200 (session 20, BF16 layer from precomputed
-// ids, same run, against one tile per CTA; calls 3-4):
+// `max_steps` K steps per CTA; 1 when no such count exists or when one wave already holds the
+// tiles. A CTA then streams its next tile while the last one's epilogue runs, instead of a new CTA
+// paying the pipeline fill. Under half a token tile of mean rows per group, an active group holds one
+// token tile and the active groups are G (1 - e^-mean) (session 20 left these at one tile, as not
+// predictable; session 24, call 1: qwen235-tp8 at 16 tokens, 81 active experts x 6 tiles on 264 slots,
+// 2 tiles per CTA 116.5 vs 119.3 us with the router). Measured on the H200 (session 20, BF16 layer
+// from precomputed ids, same run, against one tile per CTA; calls 3-4):
 //   - faster: qwen235-tp8 3 tiles of 64 steps (2 x 128 CTAs) at 256 tokens 197.4 -> 191.1 us, at 64
 //     tokens 172.9 -> 168.7; mixtral-tp2 at 256 tokens (normal tiles, 1 CTA per SM) 7 tiles of 64
 //     steps 437.9 -> 425.4;
@@ -151,7 +156,6 @@ inline int one_wave_tiles_per_cta(int64_t rows, int groups, int tok_tile, int w_
                                   int max_steps) {
   if (rows <= 0 || groups <= 0 || tok_tile <= 0 || w_tiles <= 1 || k_tiles <= 0) return 1;
   const double mean = double(rows) / double(groups);
-  if (2.0 * mean < double(tok_tile)) return 1;
   const int64_t active = int64_t(std::ceil(double(groups) * (1.0 - std::exp(-mean))));
   const int64_t tiles = active * int64_t(std::ceil(mean / double(tok_tile)));
   if (tiles * w_tiles <= slots) return 1;

@@ -48,6 +48,7 @@ using sm90_grouped::activate_ct;
 using sm90_grouped::with_activation;
 using sm90_grouped::kHintAct;
 using sm90_grouped::kHintW;
+using sm90_grouped::kHintWFirst;
 
 template <int N>
 struct Fp8MmaAtomFor;
@@ -192,6 +193,7 @@ struct Params {
   // runs: a ring of weight loads per CTA issued then delayed the permute of 1 token from ~2 to ~11
   // us (H200 timeline, session 12).
   int early_stages;
+  uint64_t w_hint;      // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; not with token-order scales)
   int* queue;           // with flat: the dynamic form's work counter (BF16 kernel's Params::queue), or null
@@ -320,7 +322,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         Element* w_dst = ss.w.begin() + st * (Cfg::kWRows * Cfg::kTileK);
         for (int s = 0; s < p.n_sub; ++s) {
           const int h = s & 1;
-          SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[st], kHintW, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
+          SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[st], p.w_hint, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
                                  w * p.mw[0] + h * p.mh[0], w * p.mw[1] + h * p.mh[1], w * p.mw[2] + h * p.mh[2], e);
         }
       };
@@ -339,18 +341,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       int qn = 0;  // segments handed to the consumers
       if (dyn) dp.begin<Cfg::kTokTile>();
       if (prefetch) {
-        // the ring starts empty: the first tile's first stages take their weights now (the whole
-        // stage's bytes expected), their activations once the predecessor is done
+        // the ring starts empty: its first stages take the weights of the first segment's tiles now
+        // (a short reduction spans several tiles; the whole stage's bytes expected), their
+        // activations once the predecessor is done
         const grouped_schedule::Segment s0 = dyn ? dp.cur : ss.seg[0];
         if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
         const int boxes0 = act_boxes(s0);
-        skip = min(p.early_stages, kt_end - kt_begin);
+        const int steps = kt_end - kt_begin;
+        skip = min(p.early_stages, steps * (s0.we - s0.wb));
         for (int i = 0; i < skip; ++i) {
           Barrier::arrive_and_expect_tx(&ss.full[i], uint32_t(boxes0) * Cfg::kActBoxBytes + w_bytes);
-          load_weights(i, s0.e, s0.wb, (kt_begin + i) * Cfg::kTileK);
+          load_weights(i, s0.e, s0.wb + i / steps, (kt_begin + i % steps) * Cfg::kTileK);
         }
         pdl_wait();
-        for (int i = 0; i < skip; ++i) load_act(i, (kt_begin + i) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
+        for (int i = 0; i < skip; ++i)
+          load_act(i, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
       }
       // Every stage of segment sg; with `queued`, its queue entry goes out with its first stage.
       auto issue = [&](const grouped_schedule::Segment& sg, bool queued) {
@@ -856,6 +861,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
 
   p.early_weights = a.early_weights ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
+  p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
