@@ -734,7 +734,7 @@ int cmd_bench(int argc, char** argv) {
   bool tokens_given = false;
   std::vector<std::string> only;  // --cases: names of the cases to run (default: all)
   bool pdl = false;               // --pdl: layer suite, also each case with overlapped launches on / off
-  bool evict = false;             // --evict: layer suite, also each case with the weights loaded evict_first
+  bool evict = false;             // --evict: layer suite, also each case with the weights' L2 evict_first forced on / off
   bool staged = false;            // --staged: layer suite, also each case without the staged GEMM epilogue
   bool scales = false;            // --scales: layer suite, FP8 block cases also with row-order activation scales
   bool gather = false;            // --gather: layer suite, also each case with gathered GEMM1 rows forced on and off
@@ -845,6 +845,10 @@ int cmd_bench(int argc, char** argv) {
       add("front separate", &fusedmoe::ForwardOptions::fuse_front, Toggle::kOff);
     }
     if (staged) add("staged off", &fusedmoe::ForwardOptions::staged_epilogue, Toggle::kOff);
+    if (evict) {
+      add("evict-first on", &fusedmoe::ForwardOptions::weights_evict_first, Toggle::kOn);
+      add("evict-first off", &fusedmoe::ForwardOptions::weights_evict_first, Toggle::kOff);
+    }
     // (FP8 block cases only; elsewhere the switch changes nothing)
     if (scales) add("scales by token off", &fusedmoe::ForwardOptions::scales_by_token, Toggle::kOff);
     if (splitk) add("split-k off", &fusedmoe::ForwardOptions::split_k, Toggle::kOff);
@@ -893,12 +897,6 @@ int cmd_bench(int argc, char** argv) {
       TileVariant v;
       v.label = "early stages " + std::to_string(k);
       v.options.early_weight_stages = k;
-      variants.push_back(v);
-    }
-    if (evict) {  // ForwardOptions::weights_evict_first
-      TileVariant v;
-      v.label = "weights evict-first";
-      v.options.weights_evict_first = 1;
       variants.push_back(v);
     }
     for (int k : earlies2) {  // GEMM2's weight stages before GEMM1 (or H's quantise) is done

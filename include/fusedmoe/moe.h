@@ -62,6 +62,15 @@ struct ForwardOptions {
   // values; not with weight-on-input routers. Auto: off (H200: 3-5 % faster on qwen235-tp8 at
   // 16-256 tokens, but 5-13 % slower on dsv3-tp8 and at prefill; bench --gather).
   Toggle gather_rows = Toggle::kAuto;
+  // Grouped backend (BF16 and FP8 GEMMs): the expert weights load with the L2 policy evict_first
+  // instead of evict_normal, so that they do not push out H, the expert outputs and the activations.
+  // Same values. Auto: on up to 256 tokens where each expert's weights stream once (the token tile
+  // holds the tile rule's headroom times the expected rows per expert; detail::weights_stream_once).
+  // H200, session 24 call 2, on vs off: qwen235-tp8 at 16 / 256 tokens 110.4 vs 116.7 / 190.7 vs
+  // 191.8 us, mixtral-tp2 403.6 vs 415.9 at 256, qwen235-tp8-fp8c 78.6 vs 83.9 at 16; slower on
+  // dsv3-tp8 at 256 (543.1 vs 531.6: skewed loads overflow the tile, so an expert's weights are read
+  // again by its next token tile and should stay in L2), where auto leaves it off. bench --evict.
+  Toggle weights_evict_first = Toggle::kAuto;
   // Route + plan (+ FP8 of x in token order) in one fused kernel at small token counts (logits
   // routers up to 256 tokens, precomputed ids up to 16; DispatchOptions::fuse_front). Same
   // results. Auto: on, except with quantised activations up to 64 tokens: the separate kernels
@@ -106,14 +115,13 @@ struct ForwardOptions {
   // was not faster). bench --early compares.
   int early_weight_stages = -1;
   // Tuning override under overlap_launches (grouped backend): how many weight stages GEMM2 streams
-  // before GEMM1 (BF16) or H's quantise (FP8) has finished. -1 = the oracle's choice (BF16: the
-  // whole ring; FP8: as early_weight_stages); 0 = none. The stages may span several weight tiles of
-  // the CTA's first run (a short reduction: qwen235-tp8's GEMM2 has 3 K steps per tile). bench
-  // --early2 compares (3 on qwen235-tp8, 4 on dsv3 = the first tile only, as before session 24).
+  // before GEMM1 (BF16) or H's quantise (FP8) has finished; they may span several weight tiles of
+  // the CTA's first run (short reductions: qwen235-tp8's GEMM2 has 3 K steps of 64 per tile). -1 =
+  // the oracle's choice: up to 64 tokens the whole ring (BF16; FP8 as early_weight_stages), above
+  // it the first tile's K steps. 0 = none. H200, session 24 call 2, the ring vs the first tile:
+  // FP8 0.6-2.0 % faster at 16-64 tokens, BF16 within +-0.9 %; at 256 tokens 0.1-1.2 % slower on 5
+  // of 6 cases. bench --early2 compares (3 on qwen235-tp8, 4 on dsv3 = the first tile).
   int gemm2_early_weight_stages = -1;
-  // Tuning (grouped backend, both GEMMs, BF16 and FP8): 1 loads the expert weights with the L2
-  // policy evict_first instead of evict_normal. Same values. bench --evict compares.
-  int weights_evict_first = 0;
   // FP8 with 128x128 weight blocks: x's 1x128 activation scales stay in token order (each token's
   // written once by the permute) and GEMM1 reads each row's through the plan's row_token, instead
   // of a row-order copy (DispatchOptions::group_scales_by_token). Same values. Auto: on (bench
@@ -136,7 +144,8 @@ struct ForwardOptions {
 struct ResolvedOptions {
   bool overlap_launches = false, staged_epilogue = false, gather_rows = false, split_k = false,
        scales_by_token = false, fuse_front = true, balanced_gemm2 = false,
-       cutlass_gemm2 = false;  // requested; forward() applies it where the CUTLASS backend runs the layer
+       cutlass_gemm2 = false,  // requested; forward() applies it where the CUTLASS backend runs the layer
+       weights_evict_first = false;
   std::string why;
 };
 ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& options);

@@ -98,6 +98,13 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                   gather_ok;
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)
     *why << "    (not applicable: quantised input or weights on the input)\n";
+  const bool once = detail::weights_stream_once(p);
+  r.weights_evict_first =
+      pick("weights_evict_first", o.weights_evict_first, once,
+           once ? "auto: each expert's weights stream once (the token tile holds the tile rule's headroom x the "
+                  "expected rows; measured)"
+                : "auto: off (> 256 tokens, or an expert's rows may overflow its token tile: its next tile re-reads "
+                  "the weights from L2; measured)");
   r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
                    "auto: swap-ab tiles filling under half of the CTA slots split K over a cluster");
   // The balanced GEMM2 schedule (Swap-AB, kernels/gemm/grouped_schedule.cuh, use_balanced_schedule:
@@ -427,7 +434,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // permute runs and slow it (~2 -> ~11 us at 1 token on the H200), yet the layer came out 1-2 us
   // faster at 1 token than with none (session 12, calls 2-3: the weights are on the way sooner).
   g.early_weight_stages = options.early_weight_stages;
-  g.weights_evict_first = options.weights_evict_first > 0;
+  g.weights_evict_first = ro.weights_evict_first;
   if (gather) {
     g.gather_x = r.act;  // [T, K] dense: x itself or its dense copy
     g.row_token = r.row_token;
@@ -473,8 +480,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.gather_x = nullptr;
   g.row_token = nullptr;
   g.early_weights = true;
-  // (BF16: GEMM1 is the predecessor, itself streaming weights: the whole ring)
+  // (BF16: GEMM1 is the predecessor, itself streaming weights: the whole ring; ForwardOptions::
+  // gemm2_early_weight_stages says what was measured)
   g.early_weight_stages = options.gemm2_early_weight_stages;
+  g.early_weights_span = options.gemm2_early_weight_stages >= 0 || p.num_tokens <= 64;
   g.k_splits = gemm2_k_splits;
   g.weight_tiles_per_cta = options.weight_tiles_per_cta;
   g.one_wave = false;
@@ -502,6 +511,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     // (H's quantise: as the permute for GEMM1)
     f.early_weight_stages =
         options.gemm2_early_weight_stages >= 0 ? options.gemm2_early_weight_stages : options.early_weight_stages;
+    f.early_weights_span = g.early_weights_span;
     f.w = t.w2;
     f.w_scale = static_cast<const float*>(t.w2_scale);
     f.bias = g.bias;

@@ -98,6 +98,17 @@ int skewed_tile_headroom(const MoeProblem& p) {
   return bf16_weights && p.router.use_correction_bias && p.router.kind != RouterKind::kPrecomputed ? 8 : 2;
 }
 
+#if defined(FUSEDMOE_WITH_CUDA)
+// The auto tile family and token tile. (The middle band of 16-32 expected rows: Swap-AB 64 for BF16,
+// 32 for row-scaled FP8, normal tiles for FP8 128x128 blocks; kernels/gemm/sm90_bf16_grouped_gemm.h
+// says what was measured.)
+kernels::TokensTileChoice auto_tiles(const MoeProblem& p) {
+  const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
+  const int wide = !fp8 ? 64 : p.quant.weight.granularity == ScaleGranularity::kBlock ? 0 : 32;
+  return kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide, skewed_tile_headroom(p));
+}
+#endif
+
 // The tile family and token tile; their reason only with `reasons` (explain(): forward() builds no
 // strings).
 void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, bool reasons) {
@@ -113,12 +124,7 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
   } else {
     const int headroom = skewed_tile_headroom(p);
 #if defined(FUSEDMOE_WITH_CUDA)
-    // (the middle band of 16-32 expected rows: Swap-AB 64 for BF16, 32 for row-scaled FP8, normal
-    // tiles for FP8 128x128 blocks; kernels/gemm/sm90_bf16_grouped_gemm.h says what was measured)
-    const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
-    const int wide = !fp8 ? 64 : p.quant.weight.granularity == ScaleGranularity::kBlock ? 0 : 32;
-    const kernels::TokensTileChoice c = kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts,
-                                                                    wide, headroom);
+    const kernels::TokensTileChoice c = auto_tiles(p);
     d->family = c.family;
     d->tokens_tile = c.tokens_tile;
 #endif
@@ -241,6 +247,17 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
   for (const Candidate& c : d.candidates) why += std::string(" [") + to_string(c.backend) + ": " + c.legal.message() + "]";
   d.status = Status(StatusCode::kUnsupported, why);
   return d;
+}
+
+bool weights_stream_once(const MoeProblem& p) {
+#if defined(FUSEDMOE_WITH_CUDA)
+  if (p.num_tokens > 256 || p.num_experts <= 0) return false;
+  const double per_expert = static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts;
+  return auto_tiles(p).tokens_tile >= skewed_tile_headroom(p) * per_expert;
+#else
+  (void)p;
+  return false;
+#endif
 }
 
 }  // namespace fusedmoe::detail

@@ -225,6 +225,36 @@ TEST(Oracle, CutlassGemm2Switch) {
   EXPECT_FALSE(fm::resolve_options(l4, on).cutlass_gemm2);
 }
 
+// ForwardOptions::weights_evict_first's auto rule (oracle weights_stream_once): on up to 256 tokens
+// where the auto token tile holds the tile rule's headroom times the expected rows per expert (each
+// expert's weights stream once); off where skewed loads may overflow the tile (dsv3-tp8 BF16 at
+// 256 tokens: tile 32 for 8 expected rows, headroom 8; measured slower there, session 24 call 2) and
+// at prefill. Forced values win.
+TEST(Oracle, WeightsEvictFirstAutoRule) {
+  const fm::ForwardOptions o;
+#if defined(FUSEDMOE_WITH_CUDA)
+  for (int64_t t : {1, 16, 64, 256}) {
+    EXPECT_TRUE(fm::resolve_options(bf16("qwen235-tp8", t), o).weights_evict_first) << t;  // measured at 16, 256
+    EXPECT_TRUE(fm::resolve_options(bf16("mixtral-tp2", t), o).weights_evict_first) << t;  // measured at 16, 256
+  }
+  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 16), o).weights_evict_first);   // tile 8, 0.5 rows x 8
+  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 128), o).weights_evict_first);  // tile 32, 4 rows x 8
+  EXPECT_FALSE(fm::resolve_options(bf16("dsv3-tp8", 256), o).weights_evict_first);  // tile 32 < 8 rows x 8
+  fm::MoeProblem b = fm::find_preset("dsv3-tp8")->problem;  // FP8 blocks: headroom 2
+  b.num_tokens = b.max_tokens = 256;
+  EXPECT_TRUE(fm::resolve_options(b, o).weights_evict_first);  // tile 16 for 8 rows
+  EXPECT_NE(fm::resolve_options(b, o).why.find("weights_evict_first: on (auto: each expert's weights stream once"),
+            std::string::npos);
+#endif
+  EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 512), o).weights_evict_first);  // > 256 tokens
+  EXPECT_FALSE(fm::resolve_options(bf16("mixtral-tp2", 4096), o).weights_evict_first);
+  fm::ForwardOptions on, off;
+  on.weights_evict_first = fm::Toggle::kOn;
+  off.weights_evict_first = fm::Toggle::kOff;
+  EXPECT_TRUE(fm::resolve_options(bf16("mixtral-tp2", 4096), on).weights_evict_first);
+  EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 16), off).weights_evict_first);
+}
+
 TEST(Oracle, GatherRowsAutoRule) {
   const fm::ForwardOptions o;
   EXPECT_TRUE(fm::resolve_options(bf16("qwen30-tp1", 1), o).gather_rows);    // 8 x 9.4 MB

@@ -563,7 +563,7 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
       so.balanced_gemm2 = on(variant % 2 == 0);
       // (session 24) the weights' L2 policy evict_first in every third variant, and GEMM2's early
       // weight stages cut to 2 in every fourth (the default spans the first run's tiles)
-      so.weights_evict_first = variant % 3 == 0 ? 1 : 0;
+      so.weights_evict_first = on(variant % 3 == 0);
       so.gemm2_early_weight_stages = variant % 4 == 3 ? 2 : -1;
       L.out.poison();
       L.ws.poison();
@@ -573,7 +573,7 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
       EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), plain)
           << "variant " << variant << " (staged " << fm::to_string(so.staged_epilogue) << ", overlap "
           << fm::to_string(so.overlap_launches) << ", gather " << fm::to_string(so.gather_rows) << ", balanced "
-          << fm::to_string(so.balanced_gemm2) << ", evict-first " << so.weights_evict_first << ", gemm2 early "
+          << fm::to_string(so.balanced_gemm2) << ", evict-first " << fm::to_string(so.weights_evict_first) << ", gemm2 early "
           << so.gemm2_early_weight_stages << ") differs";
     }
     cudaStreamDestroy(s);

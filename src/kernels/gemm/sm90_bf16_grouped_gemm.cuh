@@ -221,6 +221,7 @@ struct Params {
   // us (H200 timeline, session 12).
   int early_stages;
   uint64_t w_hint;  // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
+  int early_span;   // GroupedGemmArgs::early_weights_span
   // GEMM1 reading its A rows straight from x in token order (no permuted copy): row i of expert e
   // is x[row_token[offsets[e] + i]]; the producer threads gather them with cp.async (null: TMA of a).
   const __nv_bfloat16* gather_x;
@@ -676,7 +677,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
         const int boxes0 = act_boxes(s0);
         const int steps = kt_end - kt_begin;
-        skip = min(p.early_stages, steps * (s0.we - s0.wb));
+        skip = min(p.early_stages, p.early_span ? steps * (s0.we - s0.wb) : steps);
         for (int i = 0; i < skip; ++i) {
           const int w = s0.wb + i / steps;
           uint32_t sub_mask = 0;
@@ -1177,6 +1178,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.early_weights = (a.early_weights && a.gather_x == nullptr) ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
+  p.early_span = a.early_weights_span ? 1 : 0;
   p.gather_x = static_cast<const __nv_bfloat16*>(a.gather_x);
   p.gather_stride = a.gather_x_stride > 0 ? a.gather_x_stride : a.k;
   p.row_token = a.row_token;

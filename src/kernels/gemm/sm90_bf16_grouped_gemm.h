@@ -88,6 +88,9 @@ struct GroupedGemmArgs {
   // the plan lookup ahead of the wait and launches the dependents after it: nothing streams while
   // a latency-bound predecessor (the permute, H's quantise) runs, which such a flood slowed ~5x.
   int early_weight_stages = -1;
+  // With early_weights: those stages continue into the next weight tiles of the CTA's first run
+  // when a tile has fewer K steps (short reductions); false: the first tile's K steps at most.
+  bool early_weights_span = true;
   // The weight TMA's L2 policy: evict_first instead of evict_normal (weights stream once at decode;
   // H, the expert outputs and the activations then keep their lines). Same values.
   bool weights_evict_first = false;

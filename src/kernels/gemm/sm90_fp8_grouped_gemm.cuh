@@ -194,6 +194,7 @@ struct Params {
   // us (H200 timeline, session 12).
   int early_stages;
   uint64_t w_hint;      // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
+  int early_span;       // GroupedGemmArgs::early_weights_span
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; not with token-order scales)
   int* queue;           // with flat: the dynamic form's work counter (BF16 kernel's Params::queue), or null
@@ -348,7 +349,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
         const int boxes0 = act_boxes(s0);
         const int steps = kt_end - kt_begin;
-        skip = min(p.early_stages, steps * (s0.we - s0.wb));
+        skip = min(p.early_stages, p.early_span ? steps * (s0.we - s0.wb) : steps);
         for (int i = 0; i < skip; ++i) {
           Barrier::arrive_and_expect_tx(&ss.full[i], uint32_t(boxes0) * Cfg::kActBoxBytes + w_bytes);
           load_weights(i, s0.e, s0.wb + i / steps, (kt_begin + i % steps) * Cfg::kTileK);
@@ -862,6 +863,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.early_weights = a.early_weights ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
+  p.early_span = a.early_weights_span ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
