@@ -65,11 +65,14 @@ struct ForwardOptions {
   // Grouped backend (BF16 and FP8 GEMMs): the expert weights load with the L2 policy evict_first
   // instead of evict_normal, so that they do not push out H, the expert outputs and the activations.
   // Same values. Auto: on up to 256 tokens where each expert's weights stream once (the token tile
-  // holds the tile rule's headroom times the expected rows per expert; detail::weights_stream_once).
-  // H200, session 24 call 2, on vs off: qwen235-tp8 at 16 / 256 tokens 110.4 vs 116.7 / 190.7 vs
-  // 191.8 us, mixtral-tp2 403.6 vs 415.9 at 256, qwen235-tp8-fp8c 78.6 vs 83.9 at 16; slower on
-  // dsv3-tp8 at 256 (543.1 vs 531.6: skewed loads overflow the tile, so an expert's weights are read
-  // again by its next token tile and should stay in L2), where auto leaves it off. bench --evict.
+  // holds the tile rule's headroom times the expected rows per expert; detail::weights_stream_once),
+  // except FP8 layers with <= 40 MB of touched expert weights. H200, session 24 calls 2-4, on vs off:
+  // BF16 1-22 % faster at 1-64 tokens on every suite case (dsv4f-tp4 at 1 token 40.1 vs 49.3 us,
+  // qwen235-tp8 at 16 111.5 vs 117.6), mixtral-tp2 413.1 vs 422.1 at 256; FP8 2-16 % faster at 2-64
+  // tokens, but 4-8 % slower at 1 token on qwen235-tp8 / dsv4f-tp4 / qwen235-tp4 (19-38 MB touched;
+  // level on dsv3's 44 MB); 2.4-2.7 % slower on BF16 dsv3-tp8 at 256 (skewed loads overflow the
+  // tile, so an expert's weights are read again by its next token tile and should stay in L2),
+  // where auto leaves it off (1.8 % faster on dsv3-ep8 there, also left off). bench --evict.
   Toggle weights_evict_first = Toggle::kAuto;
   // Route + plan (+ FP8 of x in token order) in one fused kernel at small token counts (logits
   // routers up to 256 tokens, precomputed ids up to 16; DispatchOptions::fuse_front). Same

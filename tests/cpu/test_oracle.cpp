@@ -225,11 +225,11 @@ TEST(Oracle, CutlassGemm2Switch) {
   EXPECT_FALSE(fm::resolve_options(l4, on).cutlass_gemm2);
 }
 
-// ForwardOptions::weights_evict_first's auto rule (oracle weights_stream_once): on up to 256 tokens
-// where the auto token tile holds the tile rule's headroom times the expected rows per expert (each
-// expert's weights stream once); off where skewed loads may overflow the tile (dsv3-tp8 BF16 at
-// 256 tokens: tile 32 for 8 expected rows, headroom 8; measured slower there, session 24 call 2) and
-// at prefill. Forced values win.
+// ForwardOptions::weights_evict_first's auto rule (oracle weights_stream_once, moe.cpp resolve): on up
+// to 256 tokens where the auto token tile holds the tile rule's headroom times the expected rows per
+// expert (each expert's weights stream once); off where skewed loads may overflow the tile (dsv3-tp8
+// BF16 at 256 tokens: tile 32 for 8 expected rows, headroom 8; measured slower there, session 24
+// calls 2-4), for FP8 with <= 40 MB of touched weights (call 4) and at prefill. Forced values win.
 TEST(Oracle, WeightsEvictFirstAutoRule) {
   const fm::ForwardOptions o;
 #if defined(FUSEDMOE_WITH_CUDA)
@@ -245,6 +245,24 @@ TEST(Oracle, WeightsEvictFirstAutoRule) {
   EXPECT_TRUE(fm::resolve_options(b, o).weights_evict_first);  // tile 16 for 8 rows
   EXPECT_NE(fm::resolve_options(b, o).why.find("weights_evict_first: on (auto: each expert's weights stream once"),
             std::string::npos);
+  // FP8 with <= 40 MB of touched weights: off (qwen235-tp8 at 1-2 tokens: 8 / 16 x 2.36 MB; dsv4f-tp4
+  // and qwen235-tp4 at 1 token: 37.7 MB); dsv3-tp8's 8 x 5.5 MB at 1 token: on.
+  fm::MoeProblem q8 = bf16("qwen235-tp8", 2);
+  q8.quant = fm::QuantScheme::fp8_per_channel();
+  EXPECT_FALSE(fm::resolve_options(q8, o).weights_evict_first);
+  EXPECT_NE(fm::resolve_options(q8, o).why.find("weights_evict_first: off (auto: off (FP8 with <= 40 MB"),
+            std::string::npos);
+  q8.num_tokens = q8.max_tokens = 4;
+  EXPECT_TRUE(fm::resolve_options(q8, o).weights_evict_first);
+  for (const char* name : {"dsv4f-tp4", "qwen235-tp4"}) {
+    fm::MoeProblem f = fm::find_preset(name)->problem;  // FP8 128x128 blocks
+    f.num_tokens = f.max_tokens = 1;
+    EXPECT_FALSE(fm::resolve_options(f, o).weights_evict_first) << name;
+    f.num_tokens = f.max_tokens = 2;
+    EXPECT_TRUE(fm::resolve_options(f, o).weights_evict_first) << name;
+  }
+  b.num_tokens = b.max_tokens = 1;
+  EXPECT_TRUE(fm::resolve_options(b, o).weights_evict_first);
 #endif
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 512), o).weights_evict_first);  // > 256 tokens
   EXPECT_FALSE(fm::resolve_options(bf16("mixtral-tp2", 4096), o).weights_evict_first);
