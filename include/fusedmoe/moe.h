@@ -67,9 +67,10 @@ struct ForwardOptions {
   // Same values. Auto: on up to 256 tokens where each expert's weights stream once (the token tile
   // holds the tile rule's headroom times the expected rows per expert; detail::weights_stream_once),
   // except FP8 layers with <= 40 MB of touched expert weights. H200, session 24 calls 2-4, on vs off:
-  // BF16 1-22 % faster at 1-64 tokens on every suite case (dsv4f-tp4 at 1 token 40.1 vs 49.3 us,
-  // qwen235-tp8 at 16 111.5 vs 117.6), mixtral-tp2 413.1 vs 422.1 at 256; FP8 2-16 % faster at 2-64
-  // tokens, but 4-8 % slower at 1 token on qwen235-tp8 / dsv4f-tp4 / qwen235-tp4 (19-38 MB touched;
+  // BF16 1.1-22 % faster at 1-16 tokens on every suite case (dsv4f-tp4 at 1 token 40.1 vs 49.3 us,
+  // qwen235-tp8 at 16 111.5 vs 117.6), 1.3-5 % at 64 on 6 of 8 (level on dsv3-tp8, dsv4f-tp4),
+  // mixtral-tp2 413.1 vs 422.1 at 256; FP8 1.5-16 % faster at 4-64 tokens, but 4-8 % slower at 1-2
+  // tokens with 19-38 MB touched (qwen235-tp8, dsv4f-tp4, qwen235-tp4 at 1; qwen235-tp8 at 2;
   // level on dsv3's 44 MB); 2.4-2.7 % slower on BF16 dsv3-tp8 at 256 (skewed loads overflow the
   // tile, so an expert's weights are read again by its next token tile and should stay in L2),
   // where auto leaves it off (1.8 % faster on dsv3-ep8 there, also left off). bench --evict.

@@ -24,12 +24,12 @@ struct Decision {
   std::string tile_reason;
 };
 
-// reasons = false (forward()): no candidate list or reason text when the grouped backend runs the
-// problem (the choice itself is the same).
 // Each expert's weights stream once at decode (<= 256 tokens): the auto token tile holds the tile
 // rule's headroom times the expected rows per expert (ForwardOptions::weights_evict_first's auto).
 bool weights_stream_once(const MoeProblem& p);
 
+// reasons = false (forward()): no candidate list or reason text when the grouped backend runs the
+// problem (the choice itself is the same).
 Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons = true);
 
 }  // namespace fusedmoe::detail
