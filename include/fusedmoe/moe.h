@@ -64,9 +64,10 @@ struct ForwardOptions {
   Toggle gather_rows = Toggle::kAuto;
   // Grouped backend (BF16 and FP8 GEMMs): the expert weights load with the L2 policy evict_first
   // instead of evict_normal, so that they do not push out H, the expert outputs and the activations.
-  // Same values. Auto: on up to 256 tokens where each expert's weights stream once (the token tile
-  // holds the tile rule's headroom times the expected rows per expert; detail::weights_stream_once),
-  // except FP8 layers with <= 40 MB of touched expert weights. H200, session 24 calls 2-4, on vs off:
+  // Same values. Auto: on up to 256 tokens where each expert's weights stream once (the auto token
+  // tile holds the tile rule's headroom times the expected rows per expert, T * slots / E; forced
+  // tiles are not considered), except FP8 layers whose touched expert weights (min(local experts,
+  // T * slots) + shared experts, times one expert's bytes) are <= 40 MB. H200, session 24 calls 2-4, on vs off:
   // BF16 1.1-22 % faster at 1-16 tokens on every suite case (dsv4f-tp4 at 1 token 40.1 vs 49.3 us,
   // qwen235-tp8 at 16 111.5 vs 117.6), 1.3-5 % at 64 on 6 of 8 (level on dsv3-tp8, dsv4f-tp4),
   // mixtral-tp2 413.1 vs 422.1 at 256; FP8 1.5-16 % faster at 4-64 tokens, but 4-8 % slower at 1-2
@@ -112,8 +113,9 @@ struct ForwardOptions {
   // For tuning (bench --tpc1).
   int gemm1_weight_tiles_per_cta = 0;
   // Tuning override under overlap_launches (grouped backend, permuted rows): how many weight stages
-  // GEMM1 streams before the permute has finished, and the FP8 GEMM2 before H's quantise has (-1 =
-  // the oracle's choice: the whole ring, so
+  // GEMM1 streams before the permute has finished (its first weight tile's K steps at most), and the
+  // FP8 GEMM2 before H's quantise has unless gemm2_early_weight_stages is set (-1 = the default:
+  // the whole ring, so
   // that weights stream while the permute runs; 0 = none, which leaves the latency-bound permute
   // the memory system to itself: H200, 1 token, it then took ~2 instead of ~11 us, but the layer
   // was not faster). bench --early compares.
@@ -121,8 +123,8 @@ struct ForwardOptions {
   // Tuning override under overlap_launches (grouped backend): how many weight stages GEMM2 streams
   // before GEMM1 (BF16) or H's quantise (FP8) has finished; they may span several weight tiles of
   // the CTA's first run (short reductions: qwen235-tp8's GEMM2 has 3 K steps of 64 per tile). -1 =
-  // the oracle's choice: up to 64 tokens the whole ring (BF16; FP8 as early_weight_stages), above
-  // it the first tile's K steps. 0 = none. H200, session 24 call 2, the ring vs the first tile:
+  // the default forward() applies: up to 64 tokens the whole ring across tiles (BF16; FP8 as
+  // early_weight_stages), above it the first tile's K steps. 0 = none. H200, session 24 call 2, the ring vs the first tile:
   // FP8 0.6-2.0 % faster at 16-64 tokens, BF16 within +-0.9 %; at 256 tokens 0.1-1.2 % slower on 5
   // of 6 cases. bench --early2 compares (3 on qwen235-tp8, 4 on dsv3 = the first tile).
   int gemm2_early_weight_stages = -1;

@@ -105,11 +105,11 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   const bool small_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 && touched_experts * expert_bytes <= 40e6;
   r.weights_evict_first =
       pick("weights_evict_first", o.weights_evict_first, once && !small_fp8,
-           small_fp8 ? "auto: off (FP8 with <= 40 MB of touched expert weights: measured faster with evict_normal)"
-           : once    ? "auto: each expert's weights stream once (the token tile holds the tile rule's headroom x the "
-                       "expected rows; measured)"
-                     : "auto: off (> 256 tokens, or an expert's rows may overflow its token tile: its next tile re-reads "
-                       "the weights from L2; measured)");
+           !once       ? "auto: off (> 256 tokens, or an expert's rows may overflow its token tile: its next tile "
+                         "re-reads the weights from L2; measured)"
+           : small_fp8 ? "auto: off (FP8 with <= 40 MB of touched expert weights: measured faster with evict_normal)"
+                       : "auto: each expert's weights stream once (the token tile holds the tile rule's headroom x "
+                         "the expected rows; measured)");
   r.split_k = pick("split_k", o.split_k == Toggle::kOff ? Toggle::kOff : Toggle::kAuto, true,
                    "auto: swap-ab tiles filling under half of the CTA slots split K over a cluster");
   // The balanced GEMM2 schedule (Swap-AB, kernels/gemm/grouped_schedule.cuh, use_balanced_schedule:
@@ -485,7 +485,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.gather_x = nullptr;
   g.row_token = nullptr;
   g.early_weights = true;
-  // (BF16: GEMM1 is the predecessor, itself streaming weights: the whole ring; ForwardOptions::
+  // (BF16: GEMM1 is the predecessor, itself streaming weights: up to 64 tokens the whole ring
+  // across the first run's tiles, above it the first tile's K steps; ForwardOptions::
   // gemm2_early_weight_stages says what was measured)
   g.early_weight_stages = options.gemm2_early_weight_stages;
   g.early_weights_span = options.gemm2_early_weight_stages >= 0 || p.num_tokens <= 64;

@@ -44,7 +44,11 @@ TEST(GemmSchedule, OneWaveGemm1TakesTheMeasuredPoints) {
   // 116.5 vs 119.3 us); at 1 and 4 tokens one wave holds them already.
   EXPECT_EQ(gemm1_one_wave(16, 8, 128, 192, 4096), 2);
   for (int64_t t : {1, 4}) EXPECT_EQ(gemm1_one_wave(t, 8, 128, 192, 4096), 1) << t;
-  // dsv3-tp8 (112-step tiles: no chain fits 192 steps) and gptoss-tp1 (no count fits one wave).
+  // Also new with session 24's rule, not measured: mixtral-tp2 at 129-255 tokens (normal tiles,
+  // 48-64 expected rows per expert) takes the 7 tiles measured at 256.
+  EXPECT_EQ(gemm1_one_wave(192, 2, 8, 7168, 4096), 7);
+  // dsv3-tp8 (112-step tiles: no chain fits 192 steps) and gptoss-tp1 (no count that fits one wave
+  // fills 90 % of it).
   for (int64_t t : {1, 4, 16}) {
     EXPECT_EQ(gemm1_one_wave(t, 8, 256, 256, 7168), 1) << t;
     EXPECT_EQ(gemm1_one_wave(t, 4, 128, 2880, 2880), 1) << t;

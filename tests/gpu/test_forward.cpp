@@ -562,7 +562,8 @@ TEST(Forward, OverlappedLaunchesMatchPlainBitwise) {
       so.gather_rows = on((v >= 2) != flip);
       so.balanced_gemm2 = on(variant % 2 == 0);
       // (session 24) the weights' L2 policy evict_first in every third variant, and GEMM2's early
-      // weight stages cut to 2 in every fourth (the default spans the first run's tiles)
+      // weight stages cut to 2 in every fourth (by default they span the first run's tiles up to 64
+      // tokens)
       so.weights_evict_first = on(variant % 3 == 0);
       so.gemm2_early_weight_stages = variant % 4 == 3 ? 2 : -1;
       L.out.poison();

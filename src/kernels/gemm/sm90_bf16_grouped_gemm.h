@@ -90,7 +90,8 @@ struct GroupedGemmArgs {
   int early_weight_stages = -1;
   // With early_weights: those stages continue into the next weight tiles of the CTA's first run
   // when a tile has fewer K steps (short reductions); false: the first tile's K steps at most.
-  bool early_weights_span = true;
+  // The layer sets it for GEMM2 up to 64 tokens (ForwardOptions::gemm2_early_weight_stages).
+  bool early_weights_span = false;
   // The weight TMA's L2 policy: evict_first instead of evict_normal (weights stream once at decode;
   // H, the expert outputs and the activations then keep their lines). Same values.
   bool weights_evict_first = false;
