@@ -128,11 +128,6 @@ struct ForwardOptions {
   // FP8 0.6-2.0 % faster at 16-64 tokens, BF16 within +-0.9 %; at 256 tokens 0.1-1.2 % slower on 5
   // of 6 cases. bench --early2 compares (3 on qwen235-tp8, 4 on dsv3 = the first tile).
   int gemm2_early_weight_stages = -1;
-  // BF16 GEMM1 with gathered rows (right after the fused front): before its wait each CTA
-  // prefetches into L2 the first n K steps (of 64) of every local expert's weight tiles, while the
-  // front routes and the memory system is otherwise idle (no plan is needed to know what to fetch).
-  // -1 = the oracle's choice (explain() prints it), 0 = none. bench --l2pf compares.
-  int gemm1_l2_prefetch_steps = -1;
   // FP8 with 128x128 weight blocks: x's 1x128 activation scales stay in token order (each token's
   // written once by the permute) and GEMM1 reads each row's through the plan's row_token, instead
   // of a row-order copy (DispatchOptions::group_scales_by_token). Same values. Auto: on (bench
@@ -157,7 +152,6 @@ struct ResolvedOptions {
        scales_by_token = false, fuse_front = true, balanced_gemm2 = false,
        cutlass_gemm2 = false,  // requested; forward() applies it where the CUTLASS backend runs the layer
        weights_evict_first = false;
-  int gemm1_l2_prefetch_steps = 0;  // applied where GEMM1 gathers its rows (BF16)
   std::string why;
 };
 ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& options);

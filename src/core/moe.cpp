@@ -150,12 +150,6 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                     hybrid_ok;
   if (why && o.cutlass_gemm2 == Toggle::kOn && !hybrid_ok)
     *why << "    (not applicable: BF16 x and weights without weights on the input only)\n";
-  // GEMM1's L2 prefetch of every expert's leading K steps before its wait (gathered rows, BF16):
-  // not yet measured, so off unless forced.
-  r.gemm1_l2_prefetch_steps = o.gemm1_l2_prefetch_steps >= 0 ? o.gemm1_l2_prefetch_steps : 0;
-  if (why && r.gather_rows && bf16_weights)
-    *why << "  gemm1_l2_prefetch_steps: " << r.gemm1_l2_prefetch_steps
-         << (o.gemm1_l2_prefetch_steps >= 0 ? " (forced by ForwardOptions)\n" : " (auto: off, not yet measured)\n");
   return r;
 }
 }  // namespace
@@ -367,8 +361,6 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
              "ForwardOptions::gemm1_weight_tiles_per_cta " << options.gemm1_weight_tiles_per_cta << " is negative");
   FM_REQUIRE(options.early_weight_stages >= -1, kInvalidArgument,
              "ForwardOptions::early_weight_stages " << options.early_weight_stages << " below -1");
-  FM_REQUIRE(options.gemm1_l2_prefetch_steps >= -1, kInvalidArgument,
-             "ForwardOptions::gemm1_l2_prefetch_steps " << options.gemm1_l2_prefetch_steps << " below -1");
   FM_REQUIRE(options.gemm2_early_weight_stages >= -1, kInvalidArgument,
              "ForwardOptions::gemm2_early_weight_stages " << options.gemm2_early_weight_stages << " below -1");
   const detail::Decision d = detail::decide(p, options, /*reasons=*/false);
@@ -448,7 +440,6 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // faster at 1 token than with none (session 12, calls 2-3: the weights are on the way sooner).
   g.early_weight_stages = options.early_weight_stages;
   g.weights_evict_first = ro.weights_evict_first;
-  g.l2_prefetch_steps = gather ? ro.gemm1_l2_prefetch_steps : 0;
   if (gather) {
     g.gather_x = r.act;  // [T, K] dense: x itself or its dense copy
     g.row_token = r.row_token;
@@ -499,7 +490,6 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // gemm2_early_weight_stages says what was measured)
   g.early_weight_stages = options.gemm2_early_weight_stages;
   g.early_weights_span = options.gemm2_early_weight_stages >= 0 || p.num_tokens <= 64;
-  g.l2_prefetch_steps = 0;
   g.k_splits = gemm2_k_splits;
   g.weight_tiles_per_cta = options.weight_tiles_per_cta;
   g.one_wave = false;

@@ -38,8 +38,7 @@ struct CCase {
   int stride_pad = 0;
   float shared_scale = 1.f;
   // Adversarial values: slot 1 cancels slot 0 (same weight, negated values) in two of every three
-  // columns, and every 101st value is near the format's largest (sums that overflow float32). Most
-  // outputs then leave the kernel's certified float32 path for its float64 one.
+  // columns, and every 101st value is near the format's largest (sums that overflow float32).
   bool cancel = false;
 };
 
@@ -190,7 +189,7 @@ TEST(Combine, MatchesReferenceAndIsDeterministic) {
       {1, 4096, 8, 0, true, bf},
       {1, 7168, 8, 1, true, bf},
       {3, 2880, 4, 0, false, hf},
-      // the certified float32 path's fallbacks: cancellation and overflow, at decode and beyond
+      // cancellation and overflow, at decode and beyond
       {1, 4096, 8, 0, true, bf, 0, 1.f, true},
       {256, 7168, 8, 0, true, bf, 0, 1.f, true},
       {64, 2880, 4, 0, false, hf, 8, 1.f, true},

@@ -12,18 +12,6 @@
 // A row team (vec.cuh) owns one token (or its chunk): lane loads 16-byte units lane + j * TS of kBatch slot
 // rows at a time (kBatch x VPT <= 8 loads in flight: 8 slots at once with one unit per thread),
 // then accumulates them in slot order.
-//
-// Certified float32 path (p.f32_certified: one unit per thread and at most 8 slots, the decode
-// shape). float64 is costly on the SM (a float -> double conversion issues at a quarter of the
-// FMA rate: at 256 tokens of qwen235-tp8 ~2 µs of the combine's ~9 µs). So each element is first
-// summed in float32 by the same fma chain in slot order, s, next to a = sum |w| |v| (float32).
-// Both chains are within (slots + 2) * 2^-24 * a of the exact sum, and so is float(the float64
-// chain); the interval s ± d with d = (slots + 4) * 2^-24 * 1.0625 * a + 2^-140 contains them all
-// (the 2^-140 covers subnormal steps). Where both ends of the interval round to the same bf16/f16
-// value, so does every value in it: the output is that value, the same bits as the float64 path.
-// Elsewhere (about 1e-3 of the elements of random data: near a rounding boundary, cancellation,
-// Inf/NaN, overflow) the element is summed again in float64 from the values still in registers.
-// a == 0 means every product is zero: both chains give +0.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -51,77 +39,11 @@ struct CombineParams {
   int64_t out_stride;
   int ts;
   int teams;
-  bool f32_certified;  // the certified float32 path (needs VPT == 1 and slots <= 8)
-  float cert_rel;      // (slots + 4) * 2^-24 * 1.0625
 };
 
 // 8 units per thread hold 64 float64 accumulators: at most 256 threads (255 registers each)
 // or they spill; that bounds K at 8 * 8 * 256 = 16384.
 __host__ __device__ constexpr int combine_max_block(int vpt) { return vpt >= 8 ? 256 : 512; }
-
-// bf16/f16 rounding of lo and hi agree (both finite).
-template <class T>
-__device__ __forceinline__ bool same_rounding(float lo, float hi) {
-  const uint32_t b = vec::Elem<T>::from_float2(lo, hi);
-  return (b & 0xFFFFu) == (b >> 16);
-}
-
-// One token (or its column chunk) on the certified float32 path: unit u of up to 8 slot rows.
-template <class T>
-__device__ __forceinline__ void combine_token_f32_certified(const CombineParams& p, const uint4* __restrict__ src,
-                                                            int64_t t, int u, int u_end) {
-  constexpr int kSlots = 8;
-  int32_t r[kSlots];
-  float w[kSlots];
-#pragma unroll
-  for (int q = 0; q < kSlots; ++q) {
-    r[q] = q < p.slots ? __ldcg(p.slot_row + t * p.slots + q) : -1;
-    w[q] = q < p.top_k ? (p.weights != nullptr ? __ldcg(p.weights + t * p.top_k + q) : 1.f) : p.shared_scale;
-  }
-  if (u >= u_end) return;
-  uint4 v[kSlots];
-#pragma unroll
-  for (int q = 0; q < kSlots; ++q)
-    v[q] = r[q] >= 0 ? __ldcg(src + static_cast<int64_t>(r[q]) * p.units + u) : make_uint4(0, 0, 0, 0);
-  float s[8], a[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) s[e] = 0.f, a[e] = 0.f;
-#pragma unroll
-  for (int q = 0; q < kSlots; ++q) {
-    if (r[q] < 0) continue;  // -1: routed elsewhere, contributes nothing (not even 0 * NaN)
-    float f[8];
-    vec::unpack8<T>(v[q], f);
-    const float aw = fabsf(w[q]);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      s[e] = __fmaf_rn(w[q], f[e], s[e]);
-      a[e] = __fmaf_rn(aw, fabsf(f[e]), a[e]);
-    }
-  }
-  float o[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    const float d = __fmaf_rn(a[e], p.cert_rel, 0x1p-140f);
-    const float lo = s[e] - d, hi = s[e] + d;
-    const bool ok = a[e] == 0.f ||
-                    (a[e] <= 3.4028234e38f && fabsf(lo) <= 3.4028234e38f && fabsf(hi) <= 3.4028234e38f &&
-                     same_rounding<T>(lo, hi));
-    o[e] = s[e];
-    if (!ok) {  // rare: the float64 chain of the plain path, from the registers
-      double acc = 0.0;
-#pragma unroll
-      for (int q = 0; q < kSlots; ++q) {
-        if (r[q] < 0) continue;
-        float f[8];
-        vec::unpack8<T>(v[q], f);
-        acc = __fma_rn(static_cast<double>(w[q]), static_cast<double>(f[e]), acc);
-      }
-      o[e] = static_cast<float>(acc);
-    }
-  }
-  uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(p.out) + t * p.out_stride);
-  dst[u] = vec::pack8<T>(o);
-}
 
 template <class T, int VPT>
 __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(CombineParams p) {
@@ -135,13 +57,6 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
   const uint4* __restrict__ src = static_cast<const uint4*>(p.expert_out);
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.teams;
   const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, nullptr);
-  if constexpr (VPT == 1) {
-    if (p.f32_certified) {
-      for (int64_t t = static_cast<int64_t>(blockIdx.x) * p.teams + team; t < num_tokens; t += step)
-        combine_token_f32_certified<T>(p, src, t, u0 + lane, u_end);
-      return;
-    }
-  }
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * p.teams + team; t < num_tokens; t += step) {
     double acc[VPT][8];
 #pragma unroll

@@ -1,6 +1,5 @@
 // combine_launch.cu — host side of the weighted combine: checks, launch shape, launch.
 #include <algorithm>
-#include <cstdlib>
 
 #include "kernels/combine/combine.cuh"
 #include "kernels/combine/combine_launch.h"
@@ -22,16 +21,6 @@ cudaError_t launch_typed(const CombineParams& p, int vpt, dim3 grid, int block, 
     case 8: return launch_chain(combine_kernel<T, 8>, dim3(grid), dim3(block), 0, stream, p);
     default: return cudaErrorInvalidValue;
   }
-}
-
-// FUSEDMOE_COMBINE (read once; a diagnostic for same-run A/B, unset in production): bit 0 forces
-// the float64 path everywhere, bit 1 restores session 24's column-chunk rule.
-int combine_mode() {
-  static const int mode = [] {
-    const char* e = std::getenv("FUSEDMOE_COMBINE");
-    return e != nullptr ? std::atoi(e) : 0;
-  }();
-  return mode;
 }
 
 }  // namespace
@@ -69,32 +58,19 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
     return cudaErrorInvalidValue;
   int64_t blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
+  // Few tokens (decode): split rows into column chunks of >= 64 units (1 KB of bf16) so that about
+  // every SM streams a part (H200, qwen235-tp8 at 1 token: one 256-thread block took ~5 us).
   const int64_t sms = vec::sm_count();
-  const int mode = combine_mode();
   int chunks = 1;
   p.chunk_units = p.units;
-  if ((mode & 2) != 0) {
-    // Session 24's rule (FUSEDMOE_COMBINE bit 1, a diagnostic): chunks only where the tokens fill
-    // at most half the SMs.
-    if (2 * blocks_needed <= sms && p.units >= 128)
-      chunks = static_cast<int>(std::min<int64_t>(p.units / 64, sms / blocks_needed));
-  } else if (blocks_needed < 4 * sms && p.units >= 128) {
-    // Few tokens (decode): split rows into column chunks of >= 64 units (1 KB of bf16), enough
-    // blocks for ~4 per SM and chunks of at most 256 units, so one unit per thread: every slot's
-    // row is loaded in one round trip and the certified float32 path applies (H200: one 256-thread
-    // block per token of qwen235-tp8 took ~5 us at 1 token).
-    chunks = static_cast<int>(std::min<int64_t>(
-        p.units / 64, std::max<int64_t>((4 * sms + blocks_needed - 1) / blocks_needed, (p.units + 255) / 256)));
-  }
-  if (chunks > 1) {
+  if (2 * blocks_needed <= sms && p.units >= 128) {
+    chunks = static_cast<int>(std::min<int64_t>(p.units / 64, sms / blocks_needed));
     p.chunk_units = (p.units + chunks - 1) / chunks;
     chunks = (p.units + p.chunk_units - 1) / p.chunk_units;
     if (!vec::pick_team_shape(p.chunk_units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
       return cudaErrorInvalidValue;
     blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
   }
-  p.f32_certified = (mode & 1) == 0 && shape.vpt == 1 && slots <= 8;
-  p.cert_rel = static_cast<float>((slots + 4) * 1.0625 * 0x1p-24);
   p.ts = shape.ts;
   p.teams = shape.teams;
   const int64_t resident = sms * std::max(1, 2048 / shape.block);

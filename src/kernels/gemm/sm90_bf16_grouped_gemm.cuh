@@ -222,7 +222,6 @@ struct Params {
   int early_stages;
   uint64_t w_hint;  // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int early_span;   // GroupedGemmArgs::early_weights_span
-  int l2_pf_steps;  // GroupedGemmArgs::l2_prefetch_steps (0: none)
   // GEMM1 reading its A rows straight from x in token order (no permuted copy): row i of expert e
   // is x[row_token[offsets[e] + i]]; the producer threads gather them with cp.async (null: TMA of a).
   const __nv_bfloat16* gather_x;
@@ -512,26 +511,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   // wait moves below (the producer streams its first weight stages before it; the expert lookup
   // reads the plan, complete since two launches back, see Params::early_weights).
   const bool prefetch = p.early_weights && p.early_stages > 0;
-  if (Cfg::kSwapAB && p.l2_pf_steps > 0 && warp == 0) {
-    // L2 prefetch of the leading K steps of every group's weight tiles (GroupedGemmArgs::
-    // l2_prefetch_steps), before the wait: no plan needed, the memory system is idle while the
-    // predecessor (the fused front) runs. Items (group, weight tile, K step), K step fastest, spread
-    // over the grid's first warps. (Swap-AB only: decode; the normal family's registers are tight.)
-    const int steps = min(p.l2_pf_steps, p.k_tiles);
-    const int64_t items = int64_t(p.num_groups) * p.w_tiles * steps;
-    for (int64_t i = int64_t(blockIdx.x) * 32 + lane; i < items; i += int64_t(gridDim.x) * 32) {
-      const int kt = int(i % steps);
-      const int64_t rest = i / steps;
-      const int w = int(rest % p.w_tiles), e = int(rest / p.w_tiles);
-      for (int s = 0; s < p.n_sub; ++s) {
-        const int q = s >> 1, h = s & 1;
-        if (w * p.sub_col_w + q * p.sub_col_q >= p.sub_col_limit) continue;
-        SM90_TMA_LOAD_5D::PREFETCH::copy(&tm_w, kt * Cfg::kTileK, w * p.mw[0] + q * p.mq[0] + h * p.mh[0],
-                                         w * p.mw[1] + q * p.mq[1] + h * p.mh[1],
-                                         w * p.mw[2] + q * p.mq[2] + h * p.mh[2], e);
-      }
-    }
-  }
   if (prefetch) pdl_launch_dependents();
   else if (!p.early_weights) pdl_enter();
   // (L2 loads of the plan: with early_weights they run before griddepcontrol.wait, see Params)
@@ -1200,7 +1179,6 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
   p.early_span = a.early_weights_span ? 1 : 0;
-  p.l2_pf_steps = a.l2_prefetch_steps > 0 ? a.l2_prefetch_steps : 0;
   p.gather_x = static_cast<const __nv_bfloat16*>(a.gather_x);
   p.gather_stride = a.gather_x_stride > 0 ? a.gather_x_stride : a.k;
   p.row_token = a.row_token;

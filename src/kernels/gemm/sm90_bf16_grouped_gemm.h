@@ -92,12 +92,6 @@ struct GroupedGemmArgs {
   // when a tile has fewer K steps (short reductions); false: the first tile's K steps at most.
   // The layer sets it for GEMM2 up to 64 tokens (ForwardOptions::gemm2_early_weight_stages).
   bool early_weights_span = false;
-  // The kernel's first warp of every CTA prefetches into L2 the first n K steps (of 64) of every
-  // group's weight tiles before it waits for its predecessor (cp.async.bulk.prefetch.tensor): no
-  // plan is read, so it suits GEMM1 straight after the fused front, where every expert is touched
-  // and the memory system idles while the front routes. 0: none (BF16 grouped backend;
-  // ForwardOptions::gemm1_l2_prefetch_steps). Swap-AB tiles only.
-  int l2_prefetch_steps = 0;
   // The weight TMA's L2 policy: evict_first instead of evict_normal (weights stream once at decode;
   // H, the expert outputs and the activations then keep their lines). Same values.
   bool weights_evict_first = false;
