@@ -416,6 +416,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     using TileMN = Shape<Int<Cfg::kMmaM>, Int<Cfg::kMmaN>>;
     Tensor accum = partition_fragment_C(tiled_mma, TileMN{});  // promoted fp32 sum of the weight tile
     Tensor part = partition_fragment_C(tiled_mma, TileMN{});   // P: one stage (128 K) from the tensor core
+    // Swap-AB: a second P, so that two stages are on the tensor core (the K loop alternates them)
+    // (unused by the normal family)
+    Tensor part_b = partition_fragment_C(tiled_mma, TileMN{});
     Tensor tCcC = thr_mma.partition_C(make_identity_tensor(TileMN{}));  // (m, n) of each value
     constexpr int kKBlocks = decltype(size<2>(tCrA))::value;             // k32 WGMMAs per stage
     static_assert(kKBlocks == Cfg::kMmasPerStage);
@@ -548,59 +551,122 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
       int64_t swb_g = 0, swb_u = 0;
       if (p.block_scales) scale_rows(w, &swb_g, &swb_u);
-      for (int kt = kt_begin; kt < kt_end; ++kt) {
-        // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
-        float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
-        if (p.block_scales) {
-          CUTE_UNROLL
-          for (int q = 0; q < kTokVals; ++q) {
-            // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
-            // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
-            // L2-only __ldcg, so the next K blocks hit L1
-            // (branch-free: a valid address either way, the value masked; row order: plain loads
-            // too, the same values in every weight tile of the segment hit L1)
-            if (p.a_scale_row_token != nullptr) {
-              const int o = tok_off[q];
-              const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
-              sa_k[q] = o >= 0 ? v : 0.f;
-            } else {
-              const int tq = tok_of(q);
-              const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
-              sa_k[q] = tq < rows_valid ? v : 0.f;
-            }
-          }
-          if (p.w_scale_ue8m0) {
-            const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
-            sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
-            sw_u = ue8m0_to_float(__ldg(ws + swb_u + kt));
+      // Block scales of K block kt (token columns' / rows' activation scales, gate and up weight
+      // scales). Token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
+      // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not L2-only
+      // __ldcg, so the next K blocks hit L1 (branch-free: a valid address either way, the value
+      // masked; row order: plain loads too, the same values in every weight tile of the segment
+      // hit L1).
+      struct KScales {
+        float sa[kTokVals];
+        float g, u;
+      };
+      auto load_scales = [&](int kt, KScales& ks) {
+        CUTE_UNROLL
+        for (int q = 0; q < kTokVals; ++q) {
+          if (p.a_scale_row_token != nullptr) {
+            const int o = tok_off[q];
+            const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
+            ks.sa[q] = o >= 0 ? v : 0.f;
           } else {
-            sw_g = __ldg(p.w_scale + swb_g + kt);
-            sw_u = __ldg(p.w_scale + swb_u + kt);
+            const int tq = tok_of(q);
+            const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+            ks.sa[q] = tq < rows_valid ? v : 0.f;
           }
         }
-        Barrier::wait(&ss.full[stage], phase);
-        warpgroup_fence_operand(part);
+        if (p.w_scale_ue8m0) {
+          const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
+          ks.g = ue8m0_to_float(__ldg(ws + swb_g + kt));
+          ks.u = ue8m0_to_float(__ldg(ws + swb_u + kt));
+        } else {
+          ks.g = __ldg(p.w_scale + swb_g + kt);
+          ks.u = __ldg(p.w_scale + swb_u + kt);
+        }
+      };
+      // One stage's WGMMAs into frag (P starts from zero every stage), committed as one batch.
+      auto issue_stage = [&](int stg, auto& frag) {
+        warpgroup_fence_operand(frag);
         warpgroup_arrive();
-        tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
+        tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
         CUTE_UNROLL
         for (int kb = 0; kb < kKBlocks; ++kb) {
-          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), part);
+          cute::gemm(tiled_mma, tCrA(_, _, kb, stg), tCrB(_, _, kb, stg), frag);
           tiled_mma.accumulate_ = GMMA::ScaleOut::One;
         }
         warpgroup_commit_batch();
+      };
+      // Promotion of a finished stage into the fp32 sum, with its K block's scales (blocks) or
+      // plain (FADD).
+      auto promote = [&](auto& frag, const KScales& ks) {
+        warpgroup_fence_operand(frag);
+        if (p.block_scales) {
+          CUTE_UNROLL
+          for (int i = 0; i < size(accum); ++i)
+            accum(i) = fmaf(frag(i), ks.sa[tok_slot(i)] * (is_up(i) ? ks.u : ks.g), accum(i));
+        } else {
+          CUTE_UNROLL
+          for (int i = 0; i < size(accum); ++i) accum(i) += frag(i);
+        }
+      };
+      if constexpr (Cfg::kSwapAB) {
+        // Swap-AB (decode, memory-bound): two stages on the tensor core. Stage kt+1's WGMMAs are
+        // issued before stage kt's are waited for and promoted, and the block scales of K block
+        // kt+1 load while stage kt is promoted, so neither the WGMMA latency nor the scale loads
+        // sit between consecutive stages (H200, session 25 call 1, ncu of dsv3-tp8-fp8b's GEMM1 at
+        // 256 tokens with one stage at a time: 7.7 % of the stall samples on the WGMMA wait and
+        // ~13 % on the scale loads' first uses). A stage's slot is released once the next stage's
+        // WGMMAs are issued (the ring then holds one stage fewer for the producer).
+        if (kt_begin < kt_end) {
+          KScales s_cur, s_nxt;
+          s_nxt.g = s_nxt.u = 1.f;
+          CUTE_UNROLL
+          for (int q = 0; q < kTokVals; ++q) s_nxt.sa[q] = 0.f;
+          s_cur = s_nxt;
+          if (p.block_scales) load_scales(kt_begin, s_cur);
+          Barrier::wait(&ss.full[stage], phase);
+          issue_stage(stage, part);
+          int cur = stage;  // the ring slot of the stage whose WGMMAs are the older batch
+          if (++stage == kStages) { stage = 0; phase ^= 1u; }
+          // older: K block kt's fragment (in flight); newer: kt+1's (issued here)
+          auto step = [&](auto& older, auto& newer, int kt) {
+            const bool more = kt + 1 < kt_end;
+            if (more) {
+              if (p.block_scales) load_scales(kt + 1, s_nxt);
+              Barrier::wait(&ss.full[stage], phase);
+              issue_stage(stage, newer);
+              warpgroup_wait<1>();  // kt's batch is done (kt+1's stays on the tensor core)
+            } else {
+              warpgroup_wait<0>();
+            }
+            warpgroup_fence_operand(older);
+            if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[cur]);
+            promote(older, s_cur);
+            s_cur = s_nxt;
+            if (more) {
+              cur = stage;
+              if (++stage == kStages) { stage = 0; phase ^= 1u; }
+            }
+          };
+          for (int kt = kt_begin; kt < kt_end; kt += 2) {
+            step(part, part_b, kt);
+            if (kt + 1 < kt_end) step(part_b, part, kt + 1);
+          }
+        }
+      } else {
+       for (int kt = kt_begin; kt < kt_end; ++kt) {
+        // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
+        KScales ks;
+        ks.g = ks.u = 1.f;
+        if (p.block_scales) load_scales(kt, ks);
+        Barrier::wait(&ss.full[stage], phase);
+        issue_stage(stage, part);
         warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup)
         warpgroup_fence_operand(part);
         // P is in registers: the stage can be refilled while we promote
         if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[stage]);
-        if (p.block_scales) {
-          CUTE_UNROLL
-          for (int i = 0; i < size(accum); ++i)  // promotion with this K block's scales
-            accum(i) = fmaf(part(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u : sw_g), accum(i));
-        } else {
-          CUTE_UNROLL
-          for (int i = 0; i < size(accum); ++i) accum(i) += part(i);  // promotion (FADD)
-        }
+        promote(part, ks);
         if (++stage == kStages) { stage = 0; phase ^= 1u; }
+       }
       }
 
       // ---------------- epilogue: y = (sa * sw) * acc [+ bias] -> act -> bf16 ----------------
