@@ -416,9 +416,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     using TileMN = Shape<Int<Cfg::kMmaM>, Int<Cfg::kMmaN>>;
     Tensor accum = partition_fragment_C(tiled_mma, TileMN{});  // promoted fp32 sum of the weight tile
     Tensor part = partition_fragment_C(tiled_mma, TileMN{});   // P: one stage (128 K) from the tensor core
-    // Swap-AB: a second P, so that two stages are on the tensor core (the K loop alternates them)
-    // (unused by the normal family)
-    Tensor part_b = partition_fragment_C(tiled_mma, TileMN{});
     Tensor tCcC = thr_mma.partition_C(make_identity_tensor(TileMN{}));  // (m, n) of each value
     constexpr int kKBlocks = decltype(size<2>(tCrA))::value;             // k32 WGMMAs per stage
     static_assert(kKBlocks == Cfg::kMmasPerStage);
@@ -608,65 +605,30 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           for (int i = 0; i < size(accum); ++i) accum(i) += frag(i);
         }
       };
-      if constexpr (Cfg::kSwapAB) {
-        // Swap-AB (decode, memory-bound): two stages on the tensor core. Stage kt+1's WGMMAs are
-        // issued before stage kt's are waited for and promoted, and the block scales of K block
-        // kt+1 load while stage kt is promoted, so neither the WGMMA latency nor the scale loads
-        // sit between consecutive stages (H200, session 25 call 1, ncu of dsv3-tp8-fp8b's GEMM1 at
-        // 256 tokens with one stage at a time: 7.7 % of the stall samples on the WGMMA wait and
-        // ~13 % on the scale loads' first uses). A stage's slot is released once the next stage's
-        // WGMMAs are issued (the ring then holds one stage fewer for the producer).
-        if (kt_begin < kt_end) {
-          KScales s_cur, s_nxt;
-          s_nxt.g = s_nxt.u = 1.f;
-          CUTE_UNROLL
-          for (int q = 0; q < kTokVals; ++q) s_nxt.sa[q] = 0.f;
-          s_cur = s_nxt;
-          if (p.block_scales) load_scales(kt_begin, s_cur);
-          Barrier::wait(&ss.full[stage], phase);
-          issue_stage(stage, part);
-          int cur = stage;  // the ring slot of the stage whose WGMMAs are the older batch
-          if (++stage == kStages) { stage = 0; phase ^= 1u; }
-          // older: K block kt's fragment (in flight); newer: kt+1's (issued here)
-          auto step = [&](auto& older, auto& newer, int kt) {
-            const bool more = kt + 1 < kt_end;
-            if (more) {
-              if (p.block_scales) load_scales(kt + 1, s_nxt);
-              Barrier::wait(&ss.full[stage], phase);
-              issue_stage(stage, newer);
-              warpgroup_wait<1>();  // kt's batch is done (kt+1's stays on the tensor core)
-            } else {
-              warpgroup_wait<0>();
-            }
-            warpgroup_fence_operand(older);
-            if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[cur]);
-            promote(older, s_cur);
-            s_cur = s_nxt;
-            if (more) {
-              cur = stage;
-              if (++stage == kStages) { stage = 0; phase ^= 1u; }
-            }
-          };
-          for (int kt = kt_begin; kt < kt_end; kt += 2) {
-            step(part, part_b, kt);
-            if (kt + 1 < kt_end) step(part_b, part, kt + 1);
-          }
-        }
-      } else {
-       for (int kt = kt_begin; kt < kt_end; ++kt) {
-        // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
-        KScales ks;
-        ks.g = ks.u = 1.f;
-        if (p.block_scales) load_scales(kt, ks);
+      // One stage at a time: issue, wait, release the slot, promote. The block scales of K block
+      // kt+1 are loaded while stage kt is on the tensor core, so their latency is off the loop's
+      // critical path (H200, session 25 call 1, ncu of dsv3-tp8-fp8b's GEMM1 at 256 tokens with the
+      // scales loaded in their own K block: ~13 % of the stall samples on their first uses).
+      // Measured and dropped (call 2): two stages on the tensor core (stage kt+1 issued before
+      // stage kt is promoted). ptxas serialises the WGMMAs of such a loop (C7514: accumulator
+      // registers read inside a pipeline stage), and it ran 4-27 % slower.
+      KScales s_cur, s_nxt;
+      s_nxt.g = s_nxt.u = 1.f;
+      CUTE_UNROLL
+      for (int q = 0; q < kTokVals; ++q) s_nxt.sa[q] = 0.f;
+      s_cur = s_nxt;
+      if (p.block_scales && kt_begin < kt_end) load_scales(kt_begin, s_cur);
+      for (int kt = kt_begin; kt < kt_end; ++kt) {
+        if (p.block_scales && kt + 1 < kt_end) load_scales(kt + 1, s_nxt);
         Barrier::wait(&ss.full[stage], phase);
         issue_stage(stage, part);
-        warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup)
+        warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup / CTA)
         warpgroup_fence_operand(part);
         // P is in registers: the stage can be refilled while we promote
         if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[stage]);
-        promote(part, ks);
+        promote(part, s_cur);
+        s_cur = s_nxt;
         if (++stage == kStages) { stage = 0; phase ^= 1u; }
-       }
       }
 
       // ---------------- epilogue: y = (sa * sw) * acc [+ bias] -> act -> bf16 ----------------
@@ -891,8 +853,14 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K blocks
   // weight tiles per CTA: the BF16 launch's rule (sm90_grouped::choose_tiles_per_cta), both families
-  const int tpc = sm90_grouped::choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
-                                                     slots, Cfg::kStages, Cfg::kSwapAB);
+  int tpc = sm90_grouped::choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
+                                               slots, Cfg::kStages, Cfg::kSwapAB);
+  // GEMM1's chained weight tiles sized to one wave of the expected active token tiles, as the BF16
+  // launch (one_wave_tiles_per_cta; a 128-wide FP8 K step moves the bytes of a 64-wide BF16 one,
+  // so the same caps in steps: 192 Swap-AB, 512 normal).
+  if (a.one_wave && a.weight_tiles_per_cta == 0 && p.k_splits == 1 && tpc == 1)
+    tpc = one_wave_tiles_per_cta(a.rows_hint, a.num_groups, Cfg::kTokTile, p.w_tiles, p.k_tiles, slots,
+                                 Cfg::kSwapAB ? 192 : 512);
   p.tiles_per_cta = tpc;
   p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
 
