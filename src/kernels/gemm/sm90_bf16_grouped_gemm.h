@@ -56,8 +56,9 @@ struct GroupedGemmArgs {
   int weight_tiles_per_cta = 0;  // 0 = heuristic; >= 1 forces consecutive weight tiles per CTA
   // With the heuristic (weight_tiles_per_cta 0, no split-K), size the chained weight tiles so that
   // the expected active token tiles (from rows_hint, uniform routing) fill one wave of CTA slots
-  // (one_wave_tiles_per_cta). The layer sets it for GEMM1 at decode (<= 256 tokens). Both
-  // launchers (FP8 since session 25; it applies only where the plain rule leaves one tile per CTA).
+  // (one_wave_tiles_per_cta). The layer sets it for GEMM1 at decode (<= 256 tokens). Read by the
+  // BF16 launcher only: FP8 GEMM1 already chains its tiles by their short K steps (forcing fewer
+  // was slower on every FP8 case, session 20 call 6).
   bool one_wave = false;
   // Valid rows (T x slots) when the host knows them (an upper bound does), 0 = unknown. The
   // balanced schedule's rule reads them (grouped_schedule.cuh, use_balanced_schedule).

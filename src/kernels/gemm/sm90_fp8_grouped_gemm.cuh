@@ -548,86 +548,58 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
       int64_t swb_g = 0, swb_u = 0;
       if (p.block_scales) scale_rows(w, &swb_g, &swb_u);
-      // Block scales of K block kt (token columns' / rows' activation scales, gate and up weight
-      // scales). Token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
-      // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not L2-only
-      // __ldcg, so the next K blocks hit L1 (branch-free: a valid address either way, the value
-      // masked; row order: plain loads too, the same values in every weight tile of the segment
-      // hit L1).
-      struct KScales {
-        float sa[kTokVals];
-        float g, u;
-      };
-      auto load_scales = [&](int kt, KScales& ks) {
-        CUTE_UNROLL
-        for (int q = 0; q < kTokVals; ++q) {
-          if (p.a_scale_row_token != nullptr) {
-            const int o = tok_off[q];
-            const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
-            ks.sa[q] = o >= 0 ? v : 0.f;
+      for (int kt = kt_begin; kt < kt_end; ++kt) {
+        // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
+        float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
+        if (p.block_scales) {
+          CUTE_UNROLL
+          for (int q = 0; q < kTokVals; ++q) {
+            // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
+            // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
+            // L2-only __ldcg, so the next K blocks hit L1
+            // (branch-free: a valid address either way, the value masked; row order: plain loads
+            // too, the same values in every weight tile of the segment hit L1)
+            if (p.a_scale_row_token != nullptr) {
+              const int o = tok_off[q];
+              const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
+              sa_k[q] = o >= 0 ? v : 0.f;
+            } else {
+              const int tq = tok_of(q);
+              const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+              sa_k[q] = tq < rows_valid ? v : 0.f;
+            }
+          }
+          if (p.w_scale_ue8m0) {
+            const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
+            sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
+            sw_u = ue8m0_to_float(__ldg(ws + swb_u + kt));
           } else {
-            const int tq = tok_of(q);
-            const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
-            ks.sa[q] = tq < rows_valid ? v : 0.f;
+            sw_g = __ldg(p.w_scale + swb_g + kt);
+            sw_u = __ldg(p.w_scale + swb_u + kt);
           }
         }
-        if (p.w_scale_ue8m0) {
-          const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
-          ks.g = ue8m0_to_float(__ldg(ws + swb_g + kt));
-          ks.u = ue8m0_to_float(__ldg(ws + swb_u + kt));
-        } else {
-          ks.g = __ldg(p.w_scale + swb_g + kt);
-          ks.u = __ldg(p.w_scale + swb_u + kt);
-        }
-      };
-      // One stage's WGMMAs into frag (P starts from zero every stage), committed as one batch.
-      auto issue_stage = [&](int stg, auto& frag) {
-        warpgroup_fence_operand(frag);
+        Barrier::wait(&ss.full[stage], phase);
+        warpgroup_fence_operand(part);
         warpgroup_arrive();
-        tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+        tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
         CUTE_UNROLL
         for (int kb = 0; kb < kKBlocks; ++kb) {
-          cute::gemm(tiled_mma, tCrA(_, _, kb, stg), tCrB(_, _, kb, stg), frag);
+          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), part);
           tiled_mma.accumulate_ = GMMA::ScaleOut::One;
         }
         warpgroup_commit_batch();
-      };
-      // Promotion of a finished stage into the fp32 sum, with its K block's scales (blocks) or
-      // plain (FADD).
-      auto promote = [&](auto& frag, const KScales& ks) {
-        warpgroup_fence_operand(frag);
-        if (p.block_scales) {
-          CUTE_UNROLL
-          for (int i = 0; i < size(accum); ++i)
-            accum(i) = fmaf(frag(i), ks.sa[tok_slot(i)] * (is_up(i) ? ks.u : ks.g), accum(i));
-        } else {
-          CUTE_UNROLL
-          for (int i = 0; i < size(accum); ++i) accum(i) += frag(i);
-        }
-      };
-      // One stage at a time: issue, wait, release the slot, promote. The block scales of K block
-      // kt+1 are loaded while stage kt is on the tensor core, so their latency is off the loop's
-      // critical path (H200, session 25 call 1, ncu of dsv3-tp8-fp8b's GEMM1 at 256 tokens with the
-      // scales loaded in their own K block: ~13 % of the stall samples on their first uses).
-      // Measured and dropped (call 2): two stages on the tensor core (stage kt+1 issued before
-      // stage kt is promoted). ptxas serialises the WGMMAs of such a loop (C7514: accumulator
-      // registers read inside a pipeline stage), and it ran 4-27 % slower.
-      KScales s_cur, s_nxt;
-      s_nxt.g = s_nxt.u = 1.f;
-      CUTE_UNROLL
-      for (int q = 0; q < kTokVals; ++q) s_nxt.sa[q] = 0.f;
-      s_cur = s_nxt;
-      if (p.block_scales && kt_begin < kt_end) load_scales(kt_begin, s_cur);
-      for (int kt = kt_begin; kt < kt_end; ++kt) {
-        if (p.block_scales && kt + 1 < kt_end) load_scales(kt + 1, s_nxt);
-        Barrier::wait(&ss.full[stage], phase);
-        issue_stage(stage, part);
-        warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup / CTA)
+        warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup)
         warpgroup_fence_operand(part);
         // P is in registers: the stage can be refilled while we promote
         if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[stage]);
-        promote(part, s_cur);
-        s_cur = s_nxt;
+        if (p.block_scales) {
+          CUTE_UNROLL
+          for (int i = 0; i < size(accum); ++i)  // promotion with this K block's scales
+            accum(i) = fmaf(part(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u : sw_g), accum(i));
+        } else {
+          CUTE_UNROLL
+          for (int i = 0; i < size(accum); ++i) accum(i) += part(i);  // promotion (FADD)
+        }
         if (++stage == kStages) { stage = 0; phase ^= 1u; }
       }
 
@@ -853,14 +825,8 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K blocks
   // weight tiles per CTA: the BF16 launch's rule (sm90_grouped::choose_tiles_per_cta), both families
-  int tpc = sm90_grouped::choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
-                                               slots, Cfg::kStages, Cfg::kSwapAB);
-  // GEMM1's chained weight tiles sized to one wave of the expected active token tiles, as the BF16
-  // launch (one_wave_tiles_per_cta; a 128-wide FP8 K step moves the bytes of a 64-wide BF16 one,
-  // so the same caps in steps: 192 Swap-AB, 512 normal).
-  if (a.one_wave && a.weight_tiles_per_cta == 0 && p.k_splits == 1 && tpc == 1)
-    tpc = one_wave_tiles_per_cta(a.rows_hint, a.num_groups, Cfg::kTokTile, p.w_tiles, p.k_tiles, slots,
-                                 Cfg::kSwapAB ? 192 : 512);
+  const int tpc = sm90_grouped::choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
+                                                     slots, Cfg::kStages, Cfg::kSwapAB);
   p.tiles_per_cta = tpc;
   p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
 
