@@ -524,6 +524,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.out = expert_out;
     f.balanced = g.balanced;
     f.k_splits = g.k_splits;
+    // GEMM2's forced chain (weight_tiles_per_cta), not GEMM1's override copied in above (before
+    // session 25, bench --tpc1 on FP8 layers also forced FP8 GEMM2; defaults are 0 either way)
+    f.weight_tiles_per_cta = g.weight_tiles_per_cta;
     f.queue = nullptr;  // (static ranges: the FP8 kernel's dynamic form measured no faster, session 17)
     f.zero_queue = nullptr;
   }
