@@ -507,28 +507,21 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
     e = quantise_intermediate(p, t, r, w, base, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
+    // GEMM2's shared arguments exactly as the BF16 GEMM2 has them (all of them, so that nothing set
+    // for GEMM1 carries over: before session 25 FP8 GEMM2 kept GEMM1's forced weight tiles per CTA,
+    // bench --tpc1), then FP8's own. The FP8-only fields (scale formats) are the same for both GEMMs.
+    static_cast<kernels::GroupedGemmArgs&>(f) = g;
     f.a = inter_q;
     f.a_scale = inter_scales;  // H's scales in row order
     f.a_scale_stride = rows_pad4;
     f.a_scale_row_token = nullptr;
-    // (safe: the quantise of H above waits for GEMM1 before it triggers, so the plan is complete
-    // when GEMM2 starts; a quantise fused into GEMM1 would need GEMM2's early weights off)
-    f.early_weights = true;
+    // (early weights are safe: the quantise of H above waits for GEMM1 before it triggers, so the
+    // plan is complete when GEMM2 starts; a quantise fused into GEMM1 would need them off)
     // (H's quantise: as the permute for GEMM1)
     f.early_weight_stages =
         options.gemm2_early_weight_stages >= 0 ? options.gemm2_early_weight_stages : options.early_weight_stages;
-    f.early_weights_span = g.early_weights_span;
-    f.w = t.w2;
     f.w_scale = static_cast<const float*>(t.w2_scale);
-    f.bias = g.bias;
-    f.out = expert_out;
-    f.balanced = g.balanced;
-    f.k_splits = g.k_splits;
-    // GEMM2's forced chain (weight_tiles_per_cta), not GEMM1's override copied in above (before
-    // session 25, bench --tpc1 on FP8 layers also forced FP8 GEMM2; defaults are 0 either way)
-    f.weight_tiles_per_cta = g.weight_tiles_per_cta;
     f.queue = nullptr;  // (static ranges: the FP8 kernel's dynamic form measured no faster, session 17)
-    f.zero_queue = nullptr;
   }
   e = fp8 ? kernels::launch_fp8_grouped_gemm2(f, stream) : kernels::launch_grouped_gemm2(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2: " << cudaGetErrorString(e));
