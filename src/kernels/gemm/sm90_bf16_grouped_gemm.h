@@ -57,8 +57,9 @@ struct GroupedGemmArgs {
   // With the heuristic (weight_tiles_per_cta 0, no split-K), size the chained weight tiles so that
   // the expected active token tiles (from rows_hint, uniform routing) fill one wave of CTA slots
   // (one_wave_tiles_per_cta). The layer sets it for GEMM1 at decode (<= 256 tokens). Read by the
-  // BF16 launcher only: FP8 GEMM1 already chains its tiles by their short K steps (forcing fewer
-  // was slower on every FP8 case, session 20 call 6).
+  // BF16 launcher only. (Session 20 call 6 found forcing fewer tiles slower on every FP8 case, but
+  // that run also forced FP8 GEMM2, a forward() bug fixed in session 25; session 25 call 3 gave FP8
+  // GEMM1 this rule and it came out mixed: docs/design.md.)
   bool one_wave = false;
   // Valid rows (T x slots) when the host knows them (an upper bound does), 0 = unknown. The
   // balanced schedule's rule reads them (grouped_schedule.cuh, use_balanced_schedule).
