@@ -97,6 +97,10 @@ struct ForwardOptions {
   // ranges: auto for rows in (experts / 4, experts] with chained tiles (2-17 us faster at 16
   // tokens). bench --balanced.
   Toggle balanced_gemm2 = Toggle::kAuto;
+  // FP8 Swap-AB GEMM1 on the same one-wave grid with equal static ranges of the active (token tile,
+  // weight tile) items (token-order block scales included): each CTA runs a chain of tiles found on
+  // the device, instead of one weight tile per CTA over many waves. Same results. bench --balanced1.
+  Toggle balanced_gemm1 = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1
   // splits each weight tile's reduction over a cluster of n CTAs (1 = none; at most 8, capped to the
@@ -149,7 +153,7 @@ struct ForwardOptions {
 // The switches above as forward() resolves them for a problem, with the reasons.
 struct ResolvedOptions {
   bool overlap_launches = false, staged_epilogue = false, gather_rows = false, split_k = false,
-       scales_by_token = false, fuse_front = true, balanced_gemm2 = false,
+       scales_by_token = false, fuse_front = true, balanced_gemm2 = false, balanced_gemm1 = false,
        cutlass_gemm2 = false,  // requested; forward() applies it where the CUTLASS backend runs the layer
        weights_evict_first = false;
   std::string why;

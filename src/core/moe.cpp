@@ -138,6 +138,10 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                 "(measured)"
                               : "auto: off (rows outside (experts / 4, experts]: the raster's grid fits; measured)") &&
                      (bf16_weights || fp8_weights);
+  // FP8 GEMM1 on the balanced schedule's static ranges (the kernel runs it for Swap-AB tiles without
+  // split-K).
+  r.balanced_gemm1 = pick("balanced_gemm1", o.balanced_gemm1, false, "auto: off (not measured faster yet)") &&
+                     fp8_weights;
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
   if (block_fp8)
@@ -477,6 +481,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
       f.a_scale_row_token = r.row_token;
     }
     f.w_scale_ue8m0 = p.quant.weight.scale_format == ScaleFormat::kUE8M0;
+    f.balanced = ro.balanced_gemm1 ? 1 : -1;  // (static ranges: GEMM1 has no queue)
   }
   cudaError_t e = fp8 ? kernels::launch_fp8_grouped_gemm1(f, stream) : kernels::launch_grouped_gemm1(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));

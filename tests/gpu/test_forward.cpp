@@ -472,6 +472,54 @@ TEST(Forward, BalancedGemm2Dynamic) {
   }
 }
 
+// FP8 GEMM1 on the balanced schedule's static ranges (ForwardOptions::balanced_gemm1): a CTA's
+// range spans several token tiles, each with its own token-order block scales (UE8M0 and f32) or
+// row scales. Against the reference with skewed loads, then the same bits as the raster.
+TEST(Forward, BalancedGemm1Fp8) {
+  fm::MoeProblem f8b = small_problem(64, 4, 256, 512);
+  f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  fm::MoeProblem f8f = small_problem(32, 6, 128, 384);
+  f8f.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  fm::MoeProblem f8c = small_problem(64, 4, 192, 512);
+  f8c.quant = fm::QuantScheme::fp8_per_channel();
+  fm::ForwardOptions on, off;
+  on.balanced_gemm1 = fm::Toggle::kOn;
+  off.balanced_gemm1 = fm::Toggle::kOff;
+  on.backend = off.backend = fm::Backend::kGrouped;
+  on.tiles = off.tiles = fm::TileFamily::kSwapAB;
+  on.split_k = off.split_k = fm::Toggle::kOff;  // (split-K launches run the raster)
+  int variant = 0;
+  for (const fm::MoeProblem& base : {f8b, f8f, f8c}) {
+    for (const int tile : {8, 16, 32}) {
+      on.tokens_tile = off.tokens_tile = tile;
+      for (const int64_t t : {3, 40, 200}) {
+        const fm::testing::Skew skew = (variant++ % 2) ? fm::testing::Skew::kZipf : fm::testing::Skew::kUniform;
+        check_forward(base, t, on, "fp8 gemm1 balanced, tile " + std::to_string(tile), skew);
+        fm::MoeProblem p = base;
+        p.num_tokens = p.max_tokens = t;
+        SCOPED_TRACE("tile " + std::to_string(tile) + " T=" + std::to_string(t));
+        Layer L;
+        upload(p, fm::gputest::test_seed(), fm::testing::Skew::kZipf, &L);
+        if (::testing::Test::HasFatalFailure()) return;
+        const size_t n = static_cast<size_t>(t) * p.hidden;
+        ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, off).ok());
+        FM_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto raster = to_host<uint16_t>(L.out.get(), n);
+        L.out.poison();
+        L.ws.poison();
+        ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, on).ok());
+        FM_CUDA_CHECK(cudaDeviceSynchronize());
+        EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), raster) << "balanced GEMM1 differs from the raster";
+        fm::ForwardOptions g1 = on;  // GEMM1 alone: the launch that ran last is GEMM1's
+        g1.stop_after = fm::Stage::kGemm1;
+        ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, g1).ok());
+        FM_CUDA_CHECK(cudaDeviceSynchronize());
+        EXPECT_EQ(fm::kernels::last_grouped_gemm_balanced(), 1) << "GEMM1 ran the static balanced schedule";
+      }
+    }
+  }
+}
+
 // Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches), the
 // staged GEMM epilogue (staged_epilogue) and gathered GEMM1 rows (gather_rows): the same bits as the
 // plain path, called directly and (overlap) replayed from a captured graph, over the

@@ -122,7 +122,9 @@ struct SharedStorage {
   grouped_schedule::Segment seg[grouped_schedule::kMaxSegments];  // the CTA's runs (grouped_schedule.cuh)
   int nseg;
   int scan[Cfg::kThreads / 32];  // balanced schedule: per-warp sums of active token tiles
-  int tok_scale[Cfg::kTokTile];  // token-order block scales: token * a_scale_stride per tile row (-1: padding)
+  // token-order block scales: token * a_scale_stride per tile row (-1: padding), per segment (the
+  // raster has one; the static balanced schedule up to kMaxSegments)
+  int tok_scale[grouped_schedule::kMaxSegments * Cfg::kTokTile];
   // Swap-AB epilogue "row" values of two weight tiles (w & 1), copied a tile ahead (cp.async):
   // plain [64 scales, 64 biases] by tile column, gated [32 gate scales, 32 up, 32 gate biases, 32 up]
   alignas(16) float tile_rows[2][128];
@@ -196,7 +198,7 @@ struct Params {
   uint64_t w_hint;      // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int early_span;       // GroupedGemmArgs::early_weights_span
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
-  int flat;             // the balanced schedule (BF16 kernel's Params::flat; not with token-order scales)
+  int flat;             // the balanced schedule (BF16 kernel's Params::flat; with token-order scales: static only)
   int* queue;           // with flat: the dynamic form's work counter (BF16 kernel's Params::queue), or null
   int* zero_queue;      // zeroed by thread 0 of CTA 0 after griddepcontrol.wait, or null
 };
@@ -287,18 +289,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   // the uniform datapath, R2UR before every WGMMA: 3-9 us at 1-4 tokens, session 17)
   const int nseg = __shfl_sync(0xffffffff, dyn ? (int64_t(blockIdx.x) < dc.chunks ? 1 : 0) : ss.nseg, 0);
   if (nseg == 0) return;  // beyond padded_offsets[G], in an expert's padding, or no items
-  // Token-order block scales (a_scale_row_token; raster only, one segment): where each tile row's
-  // scales start, token * a_scale_stride (32-bit: checked on the host; -1 for padding rows), from
-  // the grouped row offsets[e] + local0 + i. In shared memory, not registers: the consumers read
-  // them once per K block. (row_token is the plan's, complete two launches back: readable before
-  // the PDL wait, as padded_offsets above.)
-  if (p.block_scales && p.a_scale_row_token != nullptr) {  // block-uniform
-    const grouped_schedule::Segment s0 = grouped_schedule::uniform_segment(ss.seg[0]);
-    const int rows_valid = min(Cfg::kTokTile, s0.count - s0.local0);
-    const int64_t grow0 = int64_t(s0.off) + s0.local0;
+  // Token-order block scales (a_scale_row_token; the raster's one segment or the static balanced
+  // schedule's segments, not the dynamic schedule: the host does not launch it so): where each
+  // tile row's scales start, token * a_scale_stride (32-bit: checked on the host; -1 for padding
+  // rows), from the grouped row offsets[e] + local0 + i. In shared memory, not registers: the
+  // consumers read them once per segment. (row_token is the plan's, complete two launches back:
+  // readable before the PDL wait, as padded_offsets above.)
+  if (p.block_scales && p.a_scale_row_token != nullptr && !dyn) {  // block-uniform
     const int stride = int(p.a_scale_stride);
-    for (int i = tid; i < Cfg::kTokTile; i += Cfg::kThreads)
-      ss.tok_scale[i] = i < rows_valid ? __ldcg(p.a_scale_row_token + grow0 + i) * stride : -1;
+    for (int j = tid; j < nseg * Cfg::kTokTile; j += Cfg::kThreads) {
+      const int si = j / Cfg::kTokTile, i = j - si * Cfg::kTokTile;
+      const grouped_schedule::Segment s = ss.seg[si];
+      const int rows_valid = min(Cfg::kTokTile, s.count - s.local0);
+      ss.tok_scale[j] = i < rows_valid ? __ldcg(p.a_scale_row_token + int64_t(s.off) + s.local0 + i) * stride : -1;
+    }
     __syncthreads();
   }
 
@@ -537,7 +541,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      // once per segment (not a shared-memory read and a branch per K block)
      int tok_off[kTokVals];
      CUTE_UNROLL
-     for (int q = 0; q < kTokVals; ++q) tok_off[q] = p.block_scales && p.a_scale_row_token != nullptr ? ss.tok_scale[tok_of(q)] : -1;
+     for (int q = 0; q < kTokVals; ++q)
+      tok_off[q] = p.block_scales && p.a_scale_row_token != nullptr ? ss.tok_scale[(dyn ? 0 : si) * Cfg::kTokTile + tok_of(q)] : -1;
      for (int w = w_begin; w < w_end; ++w) {
       CUTE_UNROLL
       for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
@@ -867,11 +872,12 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
-  const bool balanced_ok = Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads &&
-                           a.a_scale_row_token == nullptr;
+  const bool balanced_ok = Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads;
+  // (token-order block scales: the static ranges only, whose segments are known at the CTA's start)
+  const bool use_queue = a.queue != nullptr && a.a_scale_row_token == nullptr;
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
       balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
-      a.queue != nullptr, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages);
+      use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages);
   p.flat = sched.kind != 0 ? 1 : 0;
   p.queue = sched.kind == 2 ? a.queue : nullptr;
   grid = sched.grid;

@@ -56,7 +56,8 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
   // offsets[e] + i) takes token t = a_scale_row_token[offsets[e] + i]'s scales,
   //   sa(r, kb) = a_scale[t * a_scale_stride + kb]   (a_scale_stride >= ceil(K/128); needs offsets).
   const int32_t* a_scale_row_token = nullptr;
-  // (GroupedGemmArgs::balanced / rows_hint: the balanced schedule, not with a_scale_row_token)
+  // (GroupedGemmArgs::balanced / rows_hint: the balanced schedule; with a_scale_row_token the static
+  // ranges only: a queue is then ignored and the forced schedule runs static)
 };
 
 // Host-only argument checks (no CUDA call): cudaErrorInvalidValue for N or K not a positive
