@@ -7,6 +7,7 @@
 
 #include "kernels/gemm/grouped_schedule_rules.h"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+#include "kernels/gemm/sm90_fp8_grouped_gemm.h"
 
 namespace {
 
@@ -57,6 +58,35 @@ TEST(GemmSchedule, OneWaveGemm1TakesTheMeasuredPoints) {
   EXPECT_EQ(fk::one_wave_tiles_per_cta(0, 128, 8, 6, 64, 264, 192), 1);
   EXPECT_EQ(fk::one_wave_tiles_per_cta(512, 0, 8, 6, 64, 264, 192), 1);
   EXPECT_EQ(fk::one_wave_tiles_per_cta(512, 128, 8, 1, 64, 264, 192), 1);
+}
+
+// GEMM1 of an FP8 layer (Swap-AB, weight tiles of 64 rows, K blocks of 128, 264 slots) with the
+// oracle's measured tile: the FP8 launch's one-wave rule (sm90_fp8_grouped_gemm.h) with the rows the
+// layer passes (expected local rows).
+int fp8_gemm1_one_wave(int64_t tokens, int top_k, int local, int experts, int n, int k, int tile) {
+  const int k_tiles = (k + 127) / 128;
+  if (!fk::one_wave_fp8_applies(true, k_tiles)) return 1;
+  const int64_t rows = (tokens * top_k * local + experts - 1) / experts;
+  return fk::one_wave_tiles_per_cta(rows, local, tile, 2 * n / 64, k_tiles, 264, fk::kOneWaveFp8MaxSteps);
+}
+
+TEST(GemmSchedule, OneWaveFp8Gemm1TakesTheMeasuredPoints) {
+  // Faster on the H200 (session 26, calls 1-2, 8 tiles per CTA forced): dsv3-tp8-fp8b and
+  // dsv3-ep8-fp8b at 128 tokens (tile 8) and 256 (tile 16).
+  EXPECT_EQ(fp8_gemm1_one_wave(128, 8, 256, 256, 256, 7168, 8), 8);
+  EXPECT_EQ(fp8_gemm1_one_wave(256, 8, 256, 256, 256, 7168, 16), 8);
+  EXPECT_EQ(fp8_gemm1_one_wave(128, 8, 32, 256, 2048, 7168, 8), 8);
+  EXPECT_EQ(fp8_gemm1_one_wave(256, 8, 32, 256, 2048, 7168, 16), 8);
+  // Slower or level there, so one tile: the same cases at 16 and 64 tokens; K 4096 (32 blocks):
+  // qwen235-tp4-fp8b, qwen235-tp8-fp8c, dsv4f-tp4-fp8b.
+  for (int64_t t : {16, 64}) {
+    EXPECT_EQ(fp8_gemm1_one_wave(t, 8, 256, 256, 256, 7168, 8), 1) << t;
+    EXPECT_EQ(fp8_gemm1_one_wave(t, 8, 32, 256, 2048, 7168, 8), 1) << t;
+  }
+  EXPECT_EQ(fp8_gemm1_one_wave(256, 8, 128, 128, 384, 4096, 32), 1);
+  EXPECT_EQ(fp8_gemm1_one_wave(256, 8, 128, 128, 192, 4096, 32), 1);
+  EXPECT_EQ(fp8_gemm1_one_wave(256, 6, 256, 256, 512, 4096, 16), 1);
+  EXPECT_FALSE(fk::one_wave_fp8_applies(false, 56));  // (the normal family never chains this way)
 }
 
 // GEMM2's balanced schedule rule (use_balanced_schedule). `short_reduction` is the launch's

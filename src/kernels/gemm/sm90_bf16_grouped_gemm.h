@@ -56,10 +56,11 @@ struct GroupedGemmArgs {
   int weight_tiles_per_cta = 0;  // 0 = heuristic; >= 1 forces consecutive weight tiles per CTA
   // With the heuristic (weight_tiles_per_cta 0, no split-K), size the chained weight tiles so that
   // the expected active token tiles (from rows_hint, uniform routing) fill one wave of CTA slots
-  // (one_wave_tiles_per_cta). The layer sets it for GEMM1 at decode (<= 256 tokens). Read by the
-  // BF16 launcher only. (Session 20 call 6 found forcing fewer tiles slower on every FP8 case, but
-  // that run also forced FP8 GEMM2, a forward() bug fixed in session 25; session 25 call 3 gave FP8
-  // GEMM1 this rule and it came out mixed: docs/design.md.)
+  // (one_wave_tiles_per_cta). The layer sets it for GEMM1 at decode (<= 256 tokens). The FP8
+  // launcher applies it to long reductions only (sm90_fp8_grouped_gemm.h, one_wave_fp8_applies:
+  // session 25 call 3 gave every FP8 GEMM1 this rule and it came out mixed, session 26 measured K
+  // 7168 faster).
+
   bool one_wave = false;
   // Valid rows (T x slots) when the host knows them (an upper bound does), 0 = unknown. The
   // balanced schedule's rule reads them (grouped_schedule.cuh, use_balanced_schedule).

@@ -830,8 +830,13 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K blocks
   // weight tiles per CTA: the BF16 launch's rule (sm90_grouped::choose_tiles_per_cta), both families
-  const int tpc = sm90_grouped::choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
-                                                     slots, Cfg::kStages, Cfg::kSwapAB);
+  int tpc = sm90_grouped::choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
+                                               slots, Cfg::kStages, Cfg::kSwapAB);
+  // GroupedGemmArgs::one_wave (GEMM1 at decode) for long reductions only: one_wave_fp8_applies
+  if (a.one_wave && a.weight_tiles_per_cta == 0 && p.k_splits == 1 && tpc == 1 &&
+      one_wave_fp8_applies(Cfg::kSwapAB, p.k_tiles))
+    tpc = one_wave_tiles_per_cta(a.rows_hint, a.num_groups, Cfg::kTokTile, p.w_tiles, p.k_tiles, slots,
+                                 kOneWaveFp8MaxSteps);
   p.tiles_per_cta = tpc;
   p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
 

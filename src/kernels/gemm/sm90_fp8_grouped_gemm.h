@@ -60,6 +60,21 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
   // ranges only: a queue is then ignored and the forced schedule runs static)
 };
 
+// GroupedGemmArgs::one_wave in the FP8 launch: Swap-AB GEMM1 chains weight tiles so that the
+// expected active token tiles fill one wave (one_wave_tiles_per_cta, up to kOneWaveFp8MaxSteps K
+// blocks of 128 per CTA) only where the reduction is long (>= kOneWaveFp8MinKTiles blocks: K >=
+// 6144). Measured on the H200 (session 26, calls 1-2, GEMM1's chain forced, whole layer with the
+// router): K 7168 (56 blocks) faster, dsv3-tp8-fp8b 8 tiles per CTA at 128 / 256 tokens 331.7 ->
+// 313.0 / 412.2 -> 390.0 us (GEMM1 177.0 -> 160.3 / 231.2 -> 204.2), dsv3-ep8-fp8b 309.8 -> 278.7
+// / 340.5 -> 318.0; K 4096 (32 blocks) slower or level (qwen235-tp4-fp8b at 256 tokens 6 tiles per
+// CTA 266 -> 282 us, session 25 call 3; qwen235-tp8-fp8c 3 tiles 135.0 -> 137.7; dsv4f-tp4-fp8b
+// 4-8 tiles at 128 tokens +2-3 %). The one-wave GEMM1 leaves GEMM2's early weights no free CTA
+// slots (session 25, call 3: qwen235-tp8-fp8c GEMM2 53.0 -> 62.1 us); a long GEMM1 gains more
+// than that costs. The layer passes the expected local rows (expert parallelism: T x k x local / E).
+constexpr int kOneWaveFp8MinKTiles = 48;
+constexpr int kOneWaveFp8MaxSteps = 448;
+inline bool one_wave_fp8_applies(bool swap_ab, int k_tiles) { return swap_ab && k_tiles >= kOneWaveFp8MinKTiles; }
+
 // Host-only argument checks (no CUDA call): cudaErrorInvalidValue for N or K not a positive
 // multiple of 16 (TMA global strides of 1-byte rows must be multiples of 16 B), G outside
 // [1, 65536], max_rows < 0 or too large, an unsupported family/tile; and when max_rows > 0: null
