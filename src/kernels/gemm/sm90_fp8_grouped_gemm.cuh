@@ -201,7 +201,6 @@ struct Params {
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; with token-order scales: static only)
   int* queue;           // with flat: the dynamic form's work counter (BF16 kernel's Params::queue), or null
   int* zero_queue;      // zeroed by thread 0 of CTA 0 after griddepcontrol.wait, or null
-  int pair_k;           // Swap-AB: two K blocks per tensor-core round trip (FUSEDMOE_FP8_PAIR=0: one)
 };
 
 // A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
@@ -421,7 +420,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     using TileMN = Shape<Int<Cfg::kMmaM>, Int<Cfg::kMmaN>>;
     Tensor accum = partition_fragment_C(tiled_mma, TileMN{});  // promoted fp32 sum of the weight tile
     Tensor part = partition_fragment_C(tiled_mma, TileMN{});   // P: one stage (128 K) from the tensor core
-    Tensor part2 = partition_fragment_C(tiled_mma, TileMN{});  // Swap-AB: the second stage of a pair
     Tensor tCcC = thr_mma.partition_C(make_identity_tensor(TileMN{}));  // (m, n) of each value
     constexpr int kKBlocks = decltype(size<2>(tCrA))::value;             // k32 WGMMAs per stage
     static_assert(kKBlocks == Cfg::kMmasPerStage);
@@ -555,9 +553,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
       int64_t swb_g = 0, swb_u = 0;
       if (p.block_scales) scale_rows(w, &swb_g, &swb_u);
-      // block scales of K block kt, loaded before the stage's wait (their latency overlaps it)
-      auto load_scales = [&](int kt, float* sa_k, float& sw_g, float& sw_u) {
-        sw_g = sw_u = 1.f;
+      for (int kt = kt_begin; kt < kt_end; ++kt) {
+        // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
+        float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
         if (p.block_scales) {
           CUTE_UNROLL
           for (int q = 0; q < kTokVals; ++q) {
@@ -584,76 +582,30 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             sw_g = __ldg(p.w_scale + swb_g + kt);
             sw_u = __ldg(p.w_scale + swb_u + kt);
           }
-        } else {
-          CUTE_UNROLL
-          for (int q = 0; q < kTokVals; ++q) sa_k[q] = 1.f;
         }
-      };
-      // the stage's 4 WGMMAs into P (zeroed first), once the stage is full
-      auto issue_stage = [&](decltype(part)& P, int st, uint32_t ph) {
-        Barrier::wait(&ss.full[st], ph);
-        warpgroup_fence_operand(P);
+        Barrier::wait(&ss.full[stage], phase);
+        warpgroup_fence_operand(part);
         warpgroup_arrive();
         tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
         CUTE_UNROLL
         for (int kb = 0; kb < kKBlocks; ++kb) {
-          cute::gemm(tiled_mma, tCrA(_, _, kb, st), tCrB(_, _, kb, st), P);
+          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), part);
           tiled_mma.accumulate_ = GMMA::ScaleOut::One;
         }
-      };
-      auto promote = [&](const decltype(part)& P, const float* sa_k, float sw_g, float sw_u) {
-        if (p.block_scales) {
-          CUTE_UNROLL
-          for (int i = 0; i < size(accum); ++i)  // promotion with this K block's scales
-            accum(i) = fmaf(P(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u : sw_g), accum(i));
-        } else {
-          CUTE_UNROLL
-          for (int i = 0; i < size(accum); ++i) accum(i) += P(i);  // promotion (FADD)
-        }
-      };
-      auto next_stage = [&]() {
-        if (++stage == kStages) { stage = 0; phase ^= 1u; }
-      };
-      int kt = kt_begin;
-      if constexpr (Cfg::kSwapAB) {
-        // Two K blocks per tensor-core round trip: both stages' WGMMAs (each into its own P) go out
-        // before one wait, and both are promoted after it, each with its own block's scales (still
-        // one promotion per 128 K). Nothing reads a WGMMA's registers while it runs (no C7514).
-        for (; p.pair_k && kt + 1 < kt_end; kt += 2) {
-          float sa0[kTokVals], sa1[kTokVals], sg0, su0, sg1, su1;
-          load_scales(kt, sa0, sg0, su0);
-          load_scales(kt + 1, sa1, sg1, su1);
-          const int s0 = stage;
-          const uint32_t ph0 = phase;
-          next_stage();
-          const int s1 = stage;
-          const uint32_t ph1 = phase;
-          next_stage();
-          issue_stage(part, s0, ph0);
-          issue_stage(part2, s1, ph1);
-          warpgroup_commit_batch();
-          warpgroup_wait<0>();
-          warpgroup_fence_operand(part);
-          warpgroup_fence_operand(part2);
-          if (lane == 0) {  // both P in registers: the stages can be refilled while we promote
-            cutlass::arch::ClusterBarrier::arrive(&ss.empty[s0]);
-            cutlass::arch::ClusterBarrier::arrive(&ss.empty[s1]);
-          }
-          promote(part, sa0, sg0, su0);
-          promote(part2, sa1, sg1, su1);
-        }
-      }
-      for (; kt < kt_end; ++kt) {
-        float sa_k[kTokVals], sw_g, sw_u;
-        load_scales(kt, sa_k, sw_g, sw_u);
-        issue_stage(part, stage, phase);
         warpgroup_commit_batch();
         warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup)
         warpgroup_fence_operand(part);
         // P is in registers: the stage can be refilled while we promote
         if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[stage]);
-        promote(part, sa_k, sw_g, sw_u);
-        next_stage();
+        if (p.block_scales) {
+          CUTE_UNROLL
+          for (int i = 0; i < size(accum); ++i)  // promotion with this K block's scales
+            accum(i) = fmaf(part(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u : sw_g), accum(i));
+        } else {
+          CUTE_UNROLL
+          for (int i = 0; i < size(accum); ++i) accum(i) += part(i);  // promotion (FADD)
+        }
+        if (++stage == kStages) { stage = 0; phase ^= 1u; }
       }
 
       // ---------------- epilogue: y = (sa * sw) * acc [+ bias] -> act -> bf16 ----------------
@@ -935,8 +887,6 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.queue = sched.kind == 2 ? a.queue : nullptr;
   grid = sched.grid;
   p.zero_queue = a.zero_queue;
-  static const int pair_k = env_int("FUSEDMOE_FP8_PAIR").value_or(1) != 0 ? 1 : 0;  // (A/B override, read once)
-  p.pair_k = pair_k;
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
   sm90_grouped::note_balanced(sched.kind);
   if (const cudaError_t e = sm90_grouped::record_splits(gemm2, p.k_splits, grid, kernel_fn, Cfg::kThreads, kSmem,
