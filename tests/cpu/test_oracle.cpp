@@ -194,6 +194,25 @@ TEST(Oracle, BalancedGemm2AutoRule) {
   EXPECT_NE(fm::resolve_options(q, o).why.find("balanced_gemm2: off (auto: off (rows outside"), std::string::npos);
 }
 
+// The balanced FP8 GEMM1 schedule (ForwardOptions::balanced_gemm1): auto off (measured slower,
+// session 26), forced on for FP8 weights only; forcing it keeps the grouped backend.
+TEST(Oracle, BalancedGemm1Switch) {
+  const fm::ForwardOptions o;
+  fm::ForwardOptions on;
+  on.balanced_gemm1 = fm::Toggle::kOn;
+  fm::MoeProblem q = bf16("dsv3-tp8", 256);
+  q.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  EXPECT_FALSE(fm::resolve_options(q, o).balanced_gemm1);
+  EXPECT_TRUE(fm::resolve_options(q, on).balanced_gemm1);
+  EXPECT_NE(fm::resolve_options(q, o).why.find("balanced_gemm1: off (auto: off"), std::string::npos);
+  EXPECT_FALSE(fm::resolve_options(bf16("dsv3-tp8", 256), on).balanced_gemm1);  // BF16 weights: not applied
+#if defined(FUSEDMOE_WITH_CUDA)
+  q.num_tokens = q.max_tokens = 4096;  // prefill: the CUTLASS backend unless a grouped switch is forced
+  EXPECT_EQ(fm::detail::decide(q, o, true).chosen, fm::Backend::kCutlassGrouped);
+  EXPECT_EQ(fm::detail::decide(q, on, true).chosen, fm::Backend::kGrouped);
+#endif
+}
+
 // ForwardOptions::gather_rows' auto rule (moe.cpp resolve): on at decode from a logits router with
 // <= 400 MB of touched expert weights, or for experts of <= 6 MB; off otherwise and for quantised
 // activations; a forced value wins where gathering applies.
