@@ -485,9 +485,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.balanced = ro.balanced_gemm1 ? 1 : -1;  // (static ranges: GEMM1 has no queue)
     // the one-wave rule's rows (kernels/gemm/sm90_fp8_grouped_gemm.h, one_wave_fp8_applies): the
     // expected local rows, T x k x local / E (+ T per shared expert), not all T x slots
-    f.rows_hint = static_cast<int64_t>(std::ceil(static_cast<double>(p.num_tokens) * p.top_k() * p.local_experts() /
-                                                 std::max(p.num_experts, 1))) +
-                  p.num_tokens * p.num_shared_experts;
+    f.rows_hint = static_cast<int64_t>(std::ceil(detail::expected_local_rows(p)));
   }
   cudaError_t e = fp8 ? kernels::launch_fp8_grouped_gemm1(f, stream) : kernels::launch_grouped_gemm1(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));

@@ -91,10 +91,13 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   return w;
 }
 
-int64_t expected_rows_per_group(const MoeProblem& p) {
+double expected_local_rows(const MoeProblem& p) {
   const double routed = static_cast<double>(p.num_tokens) * p.top_k() * p.local_experts() / std::max(p.num_experts, 1);
-  const double rows = routed + static_cast<double>(p.num_tokens) * p.num_shared_experts;
-  return static_cast<int64_t>(rows / std::max(p.weight_experts(), 1));
+  return routed + static_cast<double>(p.num_tokens) * p.num_shared_experts;
+}
+
+int64_t expected_rows_per_group(const MoeProblem& p) {
+  return static_cast<int64_t>(expected_local_rows(p) / std::max(p.weight_experts(), 1));
 }
 
 }  // namespace fusedmoe::detail

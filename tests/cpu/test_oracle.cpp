@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/workspace.h"
 #include "dispatch/oracle.h"
 #include "fusedmoe/fusedmoe.h"
 
@@ -192,6 +193,19 @@ TEST(Oracle, BalancedGemm2AutoRule) {
   EXPECT_FALSE(fm::resolve_options(q, o).balanced_gemm2);
   EXPECT_TRUE(fm::resolve_options(q, on).balanced_gemm2);
   EXPECT_NE(fm::resolve_options(q, o).why.find("balanced_gemm2: off (auto: off (rows outside"), std::string::npos);
+}
+
+// The expected rows of this rank (uniform routing) that FP8 GEMM1's one-wave rule and the tile hint
+// read: expert parallelism counts only its local experts' share, a shared expert adds every token.
+TEST(Oracle, ExpectedLocalRows) {
+  EXPECT_DOUBLE_EQ(fm::detail::expected_local_rows(bf16("dsv3-tp8", 128)), 1024.0);    // 128 x 8
+  EXPECT_DOUBLE_EQ(fm::detail::expected_local_rows(bf16("dsv3-ep8", 256)), 256.0);     // 256 x 8 x 32 / 256
+  EXPECT_DOUBLE_EQ(fm::detail::expected_local_rows(bf16("qwen235-tp8", 3)), 24.0);
+  fm::MoeProblem s = bf16("dsv3-tp8", 16);
+  s.num_shared_experts = 1;
+  EXPECT_DOUBLE_EQ(fm::detail::expected_local_rows(s), 16.0 * 8 + 16);
+  EXPECT_EQ(fm::detail::expected_rows_per_group(s), (16 * 8 + 16) / 257);
+  EXPECT_EQ(fm::detail::expected_rows_per_group(bf16("dsv3-ep8", 256)), 8);
 }
 
 // The balanced FP8 GEMM1 schedule (ForwardOptions::balanced_gemm1): auto off (measured slower,

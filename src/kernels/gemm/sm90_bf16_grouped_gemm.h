@@ -60,7 +60,6 @@ struct GroupedGemmArgs {
   // launcher applies it to long reductions only (sm90_fp8_grouped_gemm.h, one_wave_fp8_applies:
   // session 25 call 3 gave every FP8 GEMM1 this rule and it came out mixed, session 26 measured K
   // 7168 faster).
-
   bool one_wave = false;
   // Valid rows (T x slots) when the host knows them (an upper bound does), 0 = unknown. The
   // balanced schedule's rule reads them (grouped_schedule.cuh, use_balanced_schedule).
