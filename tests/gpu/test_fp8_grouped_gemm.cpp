@@ -209,6 +209,7 @@ struct Case {
   bool staged = false;         // normal family: the staged epilogue (outputs through shared memory)
   int balanced = 0;            // Swap-AB: the balanced schedule (0 the rule, 1 forced, -1 off)
   bool dyn = false;            // with it, a zeroed work counter: the dynamic form (GroupedGemmArgs::queue)
+  bool dense = false;          // Swap-AB: the instances with 3-4 CTAs per SM (Fp8GroupedGemmArgs::dense)
 };
 
 std::string describe(const Case& c, const Layout& l) {
@@ -216,7 +217,7 @@ std::string describe(const Case& c, const Layout& l) {
   std::snprintf(buf, sizeof(buf), "%s G=%d N=%d K=%d rows=%lld a:%s w:%s sw=[%.0e,%.0e]%s%s%s%s%s", c.gemm2 ? "gemm2" : "gemm1",
                 c.G, c.N, c.K, static_cast<long long>(l.rows), c.block ? "1x128" : c.a_per_token ? "token" : "tensor",
                 c.block ? (c.ue8m0 ? "block-ue8m0" : "block") : c.w_per_channel ? "channel" : "tensor", c.sw_lo, c.sw_hi,
-                c.bias ? " bias" : "", c.exact ? " exact" : "", c.swap_tile ? " swap-ab" : "",
+                c.bias ? " bias" : "", c.exact ? " exact" : "", c.swap_tile ? (c.dense ? " swap-ab dense" : " swap-ab") : "",
                 c.early_weights ? " early-weights" : "", c.staged ? " staged" : "");
   return buf;
 }
@@ -364,6 +365,7 @@ void run_case(const Case& c, uint64_t seed) {
   a.early_weight_stages = c.early_stages;
   a.staged_epilogue = c.staged;
   a.balanced = c.balanced;
+  a.dense = c.dense;
   a.rows_hint = l.rows;
   a.a_scale_stride = a_stride;
   a.w_scale_ue8m0 = c.block && c.ue8m0;
@@ -699,6 +701,9 @@ TEST(Fp8GroupedGemm, SwapAbTiles) {
         c.tpc = 3;
       }
       run_case(c, seed + uint64_t(idx++));
+      c.name = "dense_" + c.name;  // the same case on the instance with 3-4 CTAs per SM
+      c.dense = true;
+      run_case(c, seed + uint64_t(idx++));
     }
   }
   // split-K over a cluster: a gated GEMM1 (K = 4096: 32 K blocks over 5 ranks, the last short) and
@@ -766,6 +771,9 @@ TEST(Fp8GroupedGemm, BalancedSchedule) {
       run_case(c, seed + uint64_t(idx++));
       c.name = "dyn_" + c.name;  // the dynamic form: chunks from a work counter
       c.dyn = true;
+      run_case(c, seed + uint64_t(idx++));
+      c.name = "dense_" + c.name;  // ... on the instance with 3-4 CTAs per SM
+      c.dense = true;
       run_case(c, seed + uint64_t(idx++));
     }
   // several token tiles per CTA, the grid past one wave: 8 experts, 15001 rows, 2 weight tiles

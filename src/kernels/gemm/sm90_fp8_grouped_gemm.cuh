@@ -58,7 +58,10 @@ template <> struct Fp8MmaAtomFor<32>  { using type = cute::SM90_64x32x32_F32E4M3
 template <> struct Fp8MmaAtomFor<64>  { using type = cute::SM90_64x64x32_F32E4M3E4M3_SS_TN<>; };
 template <> struct Fp8MmaAtomFor<128> { using type = cute::SM90_64x128x32_F32E4M3E4M3_SS_TN<>; };
 
-template <bool kSwapAB_, int kTokTile_, int kStages_>
+// kBlocks_: CTAs per SM the instance is built for (__launch_bounds__ and the stage count's shared
+// memory): 1 normal, 2 Swap-AB; the Swap-AB "dense" instances (sm90_fp8_grouped_gemm_swapab_dense.cu)
+// take 3-4 with fewer stages each, so that more consumer warpgroups share an SM.
+template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1)>
 struct Config {
   using Element = cutlass::float_e4m3_t;
   static constexpr bool kSwapAB = kSwapAB_;
@@ -71,7 +74,8 @@ struct Config {
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
   static constexpr int kProducerThreads = kSwapAB ? 32 : 128;
   static constexpr int kThreads = kConsumerThreads + kProducerThreads;
-  static constexpr int kMinBlocks = kSwapAB ? 2 : 1;
+  static constexpr int kMinBlocks = kBlocks_;
+  static constexpr bool kDense = kSwapAB ? kBlocks_ != 2 : kBlocks_ != 1;  // (named with _c<blocks>)
   static constexpr int kMmaM = kSwapAB ? kWRows : kTokTile;
   static constexpr int kMmaN = kSwapAB ? kTokTile : kWRows;
   static constexpr int kMmaK = 32;                        // e4m3 WGMMA K per instruction
@@ -138,10 +142,10 @@ template <class Cfg>
 constexpr int smem_bytes() {
   return int(sizeof(SharedStorage<Cfg>)) + 1024;
 }
-// (two Swap-AB CTAs per SM: 228 KB of shared memory less 1 KB reserved per CTA)
+// (kMinBlocks CTAs per SM: 228 KB of shared memory, 1 KB of it reserved per CTA; 227 KB at most per CTA)
 template <class Cfg>
 constexpr bool smem_fits() {
-  return Cfg::kMinBlocks == 2 ? smem_bytes<Cfg>() <= 113 * 1024 : smem_bytes<Cfg>() <= 227 * 1024;
+  return smem_bytes<Cfg>() <= 227 * 1024 && Cfg::kMinBlocks * (smem_bytes<Cfg>() + 1024) <= 228 * 1024;
 }
 
 // Kernel arguments besides the two tensor maps (the BF16 kernel's, plus the scales).
@@ -919,7 +923,7 @@ std::string config_name() {
   const std::string tile = Cfg::kSwapAB ? "swapab_" + std::to_string(Cfg::kWRows) + "x" + std::to_string(Cfg::kTokTile)
                                         : std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows);
   return "sm90_fp8e4m3_grouped_gemm_" + tile + "x" + std::to_string(Cfg::kTileK) + "_s" + std::to_string(Cfg::kStages) +
-         "_row";
+         (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : std::string()) + "_row";
 }
 
 // The kernels of a config for the registry (family "grouped_gemm_fp8"): gated (GEMM1 with a

@@ -56,6 +56,10 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
   // offsets[e] + i) takes token t = a_scale_row_token[offsets[e] + i]'s scales,
   //   sa(r, kb) = a_scale[t * a_scale_stride + kb]   (a_scale_stride >= ceil(K/128); needs offsets).
   const int32_t* a_scale_row_token = nullptr;
+  // Swap-AB: the "dense" instances, 3 (token tile 32) or 4 (tiles 8, 16) CTAs per SM with fewer
+  // stages each instead of 2, so that more consumer warpgroups share an SM (the decode FP8 GEMMs
+  // wait on their one consumer warpgroup per CTA; H200 session 21). Ignored by the normal family.
+  bool dense = false;
   // (GroupedGemmArgs::balanced / rows_hint: the balanced schedule; with a_scale_row_token the static
   // ranges only: a queue is then ignored and the forced schedule runs static)
 };

@@ -39,6 +39,19 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_gated",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced",
+    // the dense Swap-AB instances (Fp8GroupedGemmArgs::dense: 4 / 4 / 3 CTAs per SM)
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s5_c4_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s5_c4_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s5_c4_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s5_c4_row_balanced",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s4_c4_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s4_c4_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s4_c4_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s4_c4_row_balanced",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row_balanced",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 

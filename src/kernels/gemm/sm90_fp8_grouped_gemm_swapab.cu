@@ -16,7 +16,14 @@ using SwapAB32 = Config<true, 32, sm90_grouped::kSwapStages32>;
 static_assert(2 * (smem_bytes<SwapAB32>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
 static_assert(2 * (smem_bytes<SwapAB8>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
 
+// sm90_fp8_grouped_gemm_swapab_dense.cu
+cudaError_t launch_swapab_dense(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
+void append_swapab_dense_instances(KernelList* out);
+
 cudaError_t launch_swapab(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream) {
+  // (experiment switch, session 27: FUSEDMOE_FP8_DENSE bit 0 GEMM1, bit 1 GEMM2)
+  static const int env_dense = env_int("FUSEDMOE_FP8_DENSE").value_or(0);
+  if (a.dense || (env_dense & (gemm2 ? 2 : 1)) != 0) return launch_swapab_dense(a, tile, gemm2, stream);
   switch (tile) {
     case 8: return launch_instance<SwapAB8>(a, gemm2, stream);
     case 16: return launch_instance<SwapAB16>(a, gemm2, stream);
@@ -29,6 +36,7 @@ void append_swapab_instances(KernelList* out) {
   append_config_instances<SwapAB8>(out);
   append_config_instances<SwapAB16>(out);
   append_config_instances<SwapAB32>(out);
+  append_swapab_dense_instances(out);
 }
 
 }  // namespace fusedmoe::kernels::sm90_fp8_grouped
