@@ -62,8 +62,9 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   // Swap-AB tiles also with the balanced / dynamic schedules (session 20).
   EXPECT_EQ(per_family["grouped_gemm"], 10 + 8);
   // FP8 grouped GEMM (issue #5): 4 tiles (normal, swap-AB 8/16/32) x (gated, plain), row or block
-  // scales; the 3 Swap-AB tiles also with the balanced / dynamic schedules.
-  EXPECT_EQ(per_family["grouped_gemm_fp8"], 8 + 6);
+  // scales; the 3 Swap-AB tiles also with the balanced / dynamic schedules; the 3 Swap-AB tiles again
+  // as dense instances (3-4 CTAs per SM, session 27), each with both schedules.
+  EXPECT_EQ(per_family["grouped_gemm_fp8"], 8 + 6 + 12);
   // CUTLASS grouped GEMMs: 4 BF16 configurations x (kernel, setup), the gated and plain activation,
   // the FP8 blockwise GEMM with its setup and scale kernels, the FP8 row-scaled GEMM and its setup.
   EXPECT_EQ(per_family["cutlass_grouped"], 15);
