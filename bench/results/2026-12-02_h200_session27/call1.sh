@@ -43,10 +43,11 @@ out = sys.argv[1]
 t = {}
 for d in (0, 3):
     for line in open(f"{out}/bench_stages_d{d}.txt"):
-        m = re.match(r"(\S+)\s+(layer|stage \S+).*?\s(\d+)\s+([\d.]+)\s", line)
-        if m and "[" not in line:
+        m = re.match(r"(\S+)\s+(layer|stage \S+)", line)
+        n = re.search(r"\s(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+%", line)
+        if m and n and "[" not in line:
             st = "layer" if m.group(2) == "layer" else m.group(2).split()[1]
-            t.setdefault((m.group(1), int(m.group(3))), {}).setdefault(st, {})[d] = float(m.group(4))
+            t.setdefault((m.group(1), int(n.group(1))), {}).setdefault(st, {})[d] = float(n.group(2))
 print("case tokens | layer base/dense | gemm1 base/dense | gemm2 base/dense")
 for (c, n), v in sorted(t.items()):
     f = lambda s: f"{v.get(s,{}).get(0,0):.1f}/{v.get(s,{}).get(3,0):.1f}"
