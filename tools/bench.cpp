@@ -741,6 +741,7 @@ int cmd_bench(int argc, char** argv) {
   bool front = false;             // --front: layer suite, also each case with the fused front forced on and off
   bool splitk = false;            // --splitk: layer suite, also each case without split-K
   bool balanced = false;          // --balanced: layer suite, also the balanced GEMM2 schedule forced each way
+  bool dense = false;             // --dense: the Swap-AB GEMMs' dense instances forced each way
   bool balanced1 = false;         // --balanced1: ... the FP8 GEMM1's balanced schedule forced each way
   bool cutlass_gemm2 = false;     // --cutlass-gemm2: layer suite, also GEMM1 gathered on normal tiles + GEMM2 on CUTLASS, forced each way
   bool cutlass = false;           // --cutlass: layer suite, also each case on each backend (grouped, CUTLASS)
@@ -769,6 +770,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--splitk") splitk = true;
     else if (a == "--balanced") balanced = true;
     else if (a == "--balanced1") balanced1 = true;
+    else if (a == "--dense") dense = true;
     else if (a == "--cutlass") cutlass = true;
     else if (a == "--cutlass-gemm2") cutlass_gemm2 = true;
     else if (a == "--stages") stages = true;
@@ -793,7 +795,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -861,6 +863,10 @@ int cmd_bench(int argc, char** argv) {
     if (balanced) {  // BF16 Swap-AB GEMM2: the balanced one-wave schedule forced on / off
       add("balanced on", &fusedmoe::ForwardOptions::balanced_gemm2, Toggle::kOn);
       add("balanced off", &fusedmoe::ForwardOptions::balanced_gemm2, Toggle::kOff);
+    }
+    if (dense) {  // Swap-AB GEMMs on the dense instances (3-4 CTAs per SM) forced on / off
+      add("dense on", &fusedmoe::ForwardOptions::dense_swapab, Toggle::kOn);
+      add("dense off", &fusedmoe::ForwardOptions::dense_swapab, Toggle::kOff);
     }
     if (balanced1) {  // FP8 Swap-AB GEMM1: the balanced one-wave schedule (static ranges) forced on / off
       add("gemm1 balanced on", &fusedmoe::ForwardOptions::balanced_gemm1, Toggle::kOn);

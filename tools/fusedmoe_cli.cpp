@@ -4,7 +4,7 @@
 //   fusedmoe run [--preset P] [--tokens T] [--seed S] [--skew uniform|zipf|onehot] [--cpu]
 //                                       one MoE layer on a built-in preset with random weights
 //   fusedmoe explain [--preset P] [--tokens T]   the plan forward() would run, and why
-//   fusedmoe bench [--suite S] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--scales] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--csv F] [--json F]   benchmarks (GPU)
+//   fusedmoe bench [--suite S] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--scales] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--csv F] [--json F]   benchmarks (GPU)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -48,7 +48,7 @@ void usage() {
       "  presets   list the built-in presets\n"
       "  explain   print the plan forward() would run, and why\n"
       "  bench     benchmarks on the GPU: --suite dispatch|layer|crossover|coldstart|rope [--tokens 1,16,256]\n"
-      "            [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--scales] [--cutlass] [--cutlass-gemm2]\n"
+      "            [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--scales] [--cutlass] [--cutlass-gemm2]\n"
       "            (layer: also with each switch forced: PDL on/off, staged epilogue off, gathered GEMM1 rows\n"
       "            on/off, split-K off, balanced GEMM2 on/off, row-order FP8 scales, GEMM1 gathered + GEMM2 on\n"
       "            CUTLASS on/off; each backend forced: grouped, CUTLASS grouped GEMMs)\n"

@@ -101,6 +101,13 @@ struct ForwardOptions {
   // weight tile) items (token-order block scales included): each CTA runs a chain of tiles found on
   // the device, instead of one weight tile per CTA over many waves. Same results. bench --balanced1.
   Toggle balanced_gemm1 = Toggle::kAuto;
+  // Swap-AB GEMMs on the "dense" kernel instances: 3 (token tile 32) or 4 (tiles 8, 16) CTAs per SM
+  // with fewer pipeline stages each, instead of 2, so that more consumer warpgroups share an SM.
+  // Same results. Auto: FP8 where measured faster (H200, session 27: GEMM1 with block scales except
+  // where the one-wave chain runs, GEMM1 with row scales from token tile 16, GEMM2 on the raster
+  // with token tiles 8-16; e.g. qwen235-tp4-fp8b at 256 tokens 265 -> 232 us, dsv3-tp8-fp8b at 64
+  // 235 -> 211); BF16: off. bench --dense.
+  Toggle dense_swapab = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1
   // splits each weight tile's reduction over a cluster of n CTAs (1 = none; at most 8, capped to the
@@ -156,6 +163,7 @@ struct ResolvedOptions {
        scales_by_token = false, fuse_front = true, balanced_gemm2 = false, balanced_gemm1 = false,
        cutlass_gemm2 = false,  // requested; forward() applies it where the CUTLASS backend runs the layer
        weights_evict_first = false;
+  int dense_swapab = 0;  // the Swap-AB GEMMs' GroupedGemmArgs::dense: 0 the launchers' rule, 1 on, -1 off
   std::string why;
 };
 ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& options);

@@ -143,6 +143,16 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // split-K).
   r.balanced_gemm1 = pick("balanced_gemm1", o.balanced_gemm1, false, "auto: off (not measured faster yet)") &&
                      fp8_weights;
+  // The dense Swap-AB instances (3-4 CTAs per SM): FP8 by the launcher's measured rule
+  // (kernels::dense_fp8_auto, which needs the launch's tile, chain and schedule), BF16 off.
+  r.dense_swapab = o.dense_swapab == Toggle::kOn ? 1 : o.dense_swapab == Toggle::kOff ? -1 : fp8_weights ? 0 : -1;
+  if (why)
+    *why << "  dense_swapab: "
+         << (o.dense_swapab != Toggle::kAuto ? (r.dense_swapab > 0 ? "on (forced by ForwardOptions)" : "off (forced by ForwardOptions)")
+             : fp8_weights ? "rule (auto: FP8 Swap-AB GEMM1 with block scales unless the one-wave chain runs, or with "
+                             "row scales from token tile 16; GEMM2 on the raster with token tiles 8-16; measured)"
+                           : "off (auto: FP8 only, BF16 not measured faster)")
+         << "\n";
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
   if (block_fp8)
@@ -445,6 +455,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // faster at 1 token than with none (session 12, calls 2-3: the weights are on the way sooner).
   g.early_weight_stages = options.early_weight_stages;
   g.weights_evict_first = ro.weights_evict_first;
+  g.dense = ro.dense_swapab;  // (both GEMMs; GEMM2 copies g)
   if (gather) {
     g.gather_x = r.act;  // [T, K] dense: x itself or its dense copy
     g.row_token = r.row_token;

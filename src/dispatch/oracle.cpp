@@ -167,7 +167,7 @@ bool grouped_switch_forced(const MoeProblem& p, const ForwardOptions& o) {
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock;
   return o.gather_rows != Toggle::kAuto || o.staged_epilogue != Toggle::kAuto || o.split_k != Toggle::kAuto ||
-         o.balanced_gemm2 != Toggle::kAuto || o.balanced_gemm1 != Toggle::kAuto || (block_fp8 && o.scales_by_token != Toggle::kAuto);
+         o.balanced_gemm2 != Toggle::kAuto || o.balanced_gemm1 != Toggle::kAuto || o.dense_swapab != Toggle::kAuto || (block_fp8 && o.scales_by_token != Toggle::kAuto);
 }
 
 bool cutlass_preferred(const MoeProblem& p, const ForwardOptions& o) {

@@ -89,6 +89,27 @@ TEST(GemmSchedule, OneWaveFp8Gemm1TakesTheMeasuredPoints) {
   EXPECT_FALSE(fk::one_wave_fp8_applies(false, 56));  // (the normal family never chains this way)
 }
 
+// The dense FP8 Swap-AB instances' rule (dense_fp8_auto), at the points measured on the H200
+// (session 27, call 1, both GEMMs dense vs 2 CTAs per SM, stage split).
+TEST(GemmSchedule, DenseFp8TakesTheMeasuredPoints) {
+  // GEMM1, block scales: dense (dsv3-tp8-fp8b at 64 tokens, tile 8; qwen235-tp4-fp8b at 256, tile 16)
+  EXPECT_TRUE(fk::dense_fp8_auto(false, true, 8, false, false));
+  EXPECT_TRUE(fk::dense_fp8_auto(false, true, 16, false, false));
+  // ... but not under the one-wave chain (dsv3-tp8-fp8b at 128 / 256 tokens)
+  EXPECT_FALSE(fk::dense_fp8_auto(false, true, 8, true, false));
+  EXPECT_FALSE(fk::dense_fp8_auto(false, true, 16, true, false));
+  // GEMM1, row scales (qwen235-tp8-fp8c): tile 8 no (16 / 64 tokens), 16-32 yes (128 / 256)
+  EXPECT_FALSE(fk::dense_fp8_auto(false, false, 8, false, false));
+  EXPECT_TRUE(fk::dense_fp8_auto(false, false, 16, false, false));
+  EXPECT_TRUE(fk::dense_fp8_auto(false, false, 32, false, false));
+  // GEMM2: the raster with tiles 8-16 yes; the balanced schedule (16 tokens) and tile 32 no
+  EXPECT_TRUE(fk::dense_fp8_auto(true, true, 8, false, false));
+  EXPECT_TRUE(fk::dense_fp8_auto(true, false, 16, false, false));
+  EXPECT_FALSE(fk::dense_fp8_auto(true, true, 8, false, true));
+  EXPECT_FALSE(fk::dense_fp8_auto(true, false, 32, false, false));
+  EXPECT_FALSE(fk::dense_fp8_auto(true, true, 32, false, false));
+}
+
 // GEMM2's balanced schedule rule (use_balanced_schedule). `short_reduction` is the launch's
 // k_tiles < 4 x stages: K steps of 64 over N for BF16 (Swap-AB 8: 11 stages, 16: 10, 32: 8).
 TEST(GemmSchedule, BalancedGemm2Rule) {

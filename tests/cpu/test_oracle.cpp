@@ -227,6 +227,28 @@ TEST(Oracle, BalancedGemm1Switch) {
 #endif
 }
 
+// ForwardOptions::dense_swapab: FP8 weights leave it to the launcher's rule (0), BF16 off (-1);
+// forced either way for both; forcing it keeps the grouped backend.
+TEST(Oracle, DenseSwapAbSwitch) {
+  const fm::ForwardOptions o;
+  fm::ForwardOptions on, off;
+  on.dense_swapab = fm::Toggle::kOn;
+  off.dense_swapab = fm::Toggle::kOff;
+  fm::MoeProblem q = bf16("dsv3-tp8", 256);
+  q.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  EXPECT_EQ(fm::resolve_options(q, o).dense_swapab, 0);
+  EXPECT_EQ(fm::resolve_options(q, on).dense_swapab, 1);
+  EXPECT_EQ(fm::resolve_options(q, off).dense_swapab, -1);
+  EXPECT_NE(fm::resolve_options(q, o).why.find("dense_swapab: rule"), std::string::npos);
+  EXPECT_EQ(fm::resolve_options(bf16("dsv3-tp8", 256), o).dense_swapab, -1);
+  EXPECT_EQ(fm::resolve_options(bf16("dsv3-tp8", 256), on).dense_swapab, 1);
+#if defined(FUSEDMOE_WITH_CUDA)
+  q.num_tokens = q.max_tokens = 4096;
+  EXPECT_EQ(fm::detail::decide(q, o, true).chosen, fm::Backend::kCutlassGrouped);
+  EXPECT_EQ(fm::detail::decide(q, on, true).chosen, fm::Backend::kGrouped);
+#endif
+}
+
 // ForwardOptions::gather_rows' auto rule (moe.cpp resolve): on at decode from a logits router with
 // <= 400 MB of touched expert weights, or for experts of <= 6 MB; off otherwise and for quantised
 // activations; a forced value wins where gathering applies.

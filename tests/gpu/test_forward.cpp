@@ -520,6 +520,49 @@ TEST(Forward, BalancedGemm1Fp8) {
   }
 }
 
+// The dense Swap-AB instances (ForwardOptions::dense_swapab: 3-4 CTAs per SM, fewer stages), BF16
+// and FP8 (128x128 blocks with UE8M0 scales, per-channel), token tiles 8 / 16 / 32, uniform and Zipf
+// loads: against the reference, and bitwise against the 2-CTA instances (split-K off: its split
+// count follows the CTA slots).
+TEST(Forward, DenseSwapAb) {
+  fm::MoeProblem b16 = small_problem(64, 4, 256, 512);
+  fm::MoeProblem f8b = small_problem(64, 4, 256, 512);
+  f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  fm::MoeProblem f8c = small_problem(32, 6, 192, 384);
+  f8c.quant = fm::QuantScheme::fp8_per_channel();
+  fm::ForwardOptions on, off;
+  on.dense_swapab = fm::Toggle::kOn;
+  off.dense_swapab = fm::Toggle::kOff;
+  on.backend = off.backend = fm::Backend::kGrouped;
+  on.tiles = off.tiles = fm::TileFamily::kSwapAB;
+  on.split_k = off.split_k = fm::Toggle::kOff;
+  int variant = 0;
+  for (const fm::MoeProblem& base : {b16, f8b, f8c}) {
+    for (const int tile : {8, 16, 32}) {
+      on.tokens_tile = off.tokens_tile = tile;
+      for (const int64_t t : {3, 40, 200}) {
+        const fm::testing::Skew skew = (variant++ % 2) ? fm::testing::Skew::kZipf : fm::testing::Skew::kUniform;
+        check_forward(base, t, on, "dense swap-ab, tile " + std::to_string(tile), skew);
+        fm::MoeProblem p = base;
+        p.num_tokens = p.max_tokens = t;
+        SCOPED_TRACE("tile " + std::to_string(tile) + " T=" + std::to_string(t));
+        Layer L;
+        upload(p, fm::gputest::test_seed(), skew, &L);
+        if (::testing::Test::HasFatalFailure()) return;
+        const size_t n = static_cast<size_t>(t) * p.hidden;
+        ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, off).ok());
+        FM_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto two = to_host<uint16_t>(L.out.get(), n);
+        L.out.poison();
+        L.ws.poison();
+        ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, on).ok());
+        FM_CUDA_CHECK(cudaDeviceSynchronize());
+        EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), two) << "the dense instances differ from the 2-CTA ones";
+      }
+    }
+  }
+}
+
 // Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches), the
 // staged GEMM epilogue (staged_epilogue) and gathered GEMM1 rows (gather_rows): the same bits as the
 // plain path, called directly and (overlap) replayed from a captured graph, over the

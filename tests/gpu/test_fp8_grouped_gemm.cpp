@@ -365,7 +365,7 @@ void run_case(const Case& c, uint64_t seed) {
   a.early_weight_stages = c.early_stages;
   a.staged_epilogue = c.staged;
   a.balanced = c.balanced;
-  a.dense = c.dense;
+  a.dense = c.dense ? 1 : -1;  // (the 2-CTA instances unless dense: not the launcher's rule)
   a.rows_hint = l.rows;
   a.a_scale_stride = a_stride;
   a.w_scale_ue8m0 = c.block && c.ue8m0;

@@ -76,7 +76,9 @@ template <> struct MmaAtomFor<32>  { using type = cute::SM90_64x32x16_F32BF16BF1
 template <> struct MmaAtomFor<64>  { using type = cute::SM90_64x64x16_F32BF16BF16_SS<cute::GMMA::Major::K, cute::GMMA::Major::K>; };
 template <> struct MmaAtomFor<128> { using type = cute::SM90_64x128x16_F32BF16BF16_SS<cute::GMMA::Major::K, cute::GMMA::Major::K>; };
 
-template <bool kSwapAB_, int kTokTile_, int kStages_>
+// kBlocks_: CTAs per SM the instance is built for (1 normal, 2 Swap-AB; the dense Swap-AB instances of
+// sm90_bf16_grouped_gemm_swapab_dense.cu take 3-4 with fewer stages: GroupedGemmArgs::dense).
+template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1)>
 struct Config {
   using Element = cutlass::bfloat16_t;
   static constexpr bool kSwapAB = kSwapAB_;
@@ -89,7 +91,8 @@ struct Config {
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
   static constexpr int kProducerThreads = kSwapAB ? 32 : 128;
   static constexpr int kThreads = kConsumerThreads + kProducerThreads;
-  static constexpr int kMinBlocks = kSwapAB ? 2 : 1;
+  static constexpr int kMinBlocks = kBlocks_;
+  static constexpr bool kDense = kSwapAB ? kBlocks_ != 2 : kBlocks_ != 1;  // (named with _c<blocks>)
   static constexpr int kMmaM = kSwapAB ? kWRows : kTokTile;
   static constexpr int kMmaN = kSwapAB ? kTokTile : kWRows;
 
@@ -155,10 +158,10 @@ template <class Cfg>
 constexpr int smem_bytes() {
   return int(sizeof(SharedStorage<Cfg>)) + 1024;
 }
-// (two Swap-AB CTAs per SM: 228 KB of shared memory less 1 KB reserved per CTA)
+// (kMinBlocks CTAs per SM: 228 KB of shared memory, 1 KB of it reserved per CTA; 227 KB at most per CTA)
 template <class Cfg>
 constexpr bool smem_fits() {
-  return Cfg::kMinBlocks == 2 ? smem_bytes<Cfg>() <= 113 * 1024 : smem_bytes<Cfg>() <= 227 * 1024;
+  return smem_bytes<Cfg>() <= 227 * 1024 && Cfg::kMinBlocks * (smem_bytes<Cfg>() + 1024) <= 228 * 1024;
 }
 
 // Kernel arguments besides the two tensor maps.
@@ -1229,7 +1232,7 @@ void append_config_instances(KernelList* out) {
   const std::string tile = Cfg::kSwapAB ? "swapab_" + std::to_string(Cfg::kWRows) + "x" + std::to_string(Cfg::kTokTile)
                                         : std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows);
   const std::string name = "sm90_bf16_grouped_gemm_" + tile + "x" + std::to_string(Cfg::kTileK) + "_s" +
-                           std::to_string(Cfg::kStages);
+                           std::to_string(Cfg::kStages) + (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : "");
   out->push_back({"grouped_gemm", name + "_gated", reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>)});
   out->push_back({"grouped_gemm", name, reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>)});
   if constexpr (Cfg::kSwapAB) {  // the balanced / dynamic schedules' instances

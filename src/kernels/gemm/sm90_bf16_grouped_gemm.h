@@ -68,6 +68,11 @@ struct GroupedGemmArgs {
   // > 0 = wherever it can run (Swap-AB without split-K or gathered rows, G <= 8 x the CTA's threads;
   // tests), < 0 = off.
   int balanced = 0;
+  // Swap-AB: the "dense" instances, with 3 (token tile 32) or 4 (tiles 8, 16) CTAs per SM and fewer
+  // stages each instead of 2, so that more consumer warpgroups share an SM (the decode GEMMs wait on
+  // their one consumer warpgroup per CTA: H200, session 21). 0 = the launcher's rule (FP8:
+  // dense_fp8_auto in sm90_fp8_grouped_gemm.h; BF16: off), > 0 = on, < 0 = off. Same values.
+  int dense = 0;
   // With the balanced schedule, a zeroed int in device memory makes it dynamic (CTAs take further
   // chunks of the items from this counter as they finish: grouped_schedule.cuh; BF16 and FP8). It
   // must be zero when the grid starts: the launch before this one (same stream, under PDL too)

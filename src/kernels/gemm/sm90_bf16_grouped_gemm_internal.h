@@ -26,6 +26,12 @@ cudaError_t launch_swapab_small(const GroupedGemmArgs& a, int tile, bool gemm2, 
 cudaError_t launch_swapab_large(const GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream,
                                 bool force_simple, int* n_sub);
 
+// Swap-AB, token tile 8, 16 or 32 on the dense instances (3-4 CTAs per SM, GroupedGemmArgs::dense):
+// sm90_bf16_grouped_gemm_swapab_dense.cu.
+cudaError_t launch_swapab_dense(const GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream,
+                                bool force_simple, int* n_sub);
+void append_swapab_dense_instances(KernelList* out);  // sm90_bf16_grouped_gemm_swapab_dense.cu
+
 // The kernels each of the three files instantiates (kernels/registry.h).
 void append_normal_instances(KernelList* out);       // sm90_bf16_grouped_gemm_launch.cu
 void append_swapab_small_instances(KernelList* out); // sm90_bf16_grouped_gemm_swapab_small.cu

@@ -712,6 +712,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 // ============================== host side ==============================
 
+// sm90_fp8_grouped_gemm_swapab_dense.cu: the dense Swap-AB instances (GroupedGemmArgs::dense)
+cudaError_t launch_swapab_dense(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
+
 inline bool encode_u8_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
                           const uint64_t* strides_bytes, const uint32_t* box) {
   const auto fn = sm90_grouped::tensor_map_encoder();
@@ -837,10 +840,13 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   int tpc = sm90_grouped::choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
                                                slots, Cfg::kStages, Cfg::kSwapAB);
   // GroupedGemmArgs::one_wave (GEMM1 at decode) for long reductions only: one_wave_fp8_applies
+  bool one_wave_chain = false;
   if (a.one_wave && a.weight_tiles_per_cta == 0 && p.k_splits == 1 && tpc == 1 &&
-      one_wave_fp8_applies(Cfg::kSwapAB, p.k_tiles))
+      one_wave_fp8_applies(Cfg::kSwapAB, p.k_tiles)) {
     tpc = one_wave_tiles_per_cta(a.rows_hint, a.num_groups, Cfg::kTokTile, p.w_tiles, p.k_tiles, slots,
                                  kOneWaveFp8MaxSteps);
+    one_wave_chain = tpc > 1;
+  }
   p.tiles_per_cta = tpc;
   p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
 
@@ -887,6 +893,18 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
       balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
       use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages);
+  // GroupedGemmArgs::dense: the same launch on the dense instance (3-4 CTAs per SM), forced or by
+  // the measured rule (dense_fp8_auto) for this launch as the 2-CTA instance would run it
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
+    const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
+    if (a.dense > 0 ||
+        (a.dense == 0 && !forced_shape &&
+         dense_fp8_auto(gemm2, a.block_scales, Cfg::kTokTile, one_wave_chain, sched.kind != 0))) {
+      Fp8GroupedGemmArgs d = a;
+      d.dense = 1;
+      return launch_swapab_dense(d, Cfg::kTokTile, gemm2, stream);
+    }
+  }
   p.flat = sched.kind != 0 ? 1 : 0;
   p.queue = sched.kind == 2 ? a.queue : nullptr;
   grid = sched.grid;

@@ -56,10 +56,6 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
   // offsets[e] + i) takes token t = a_scale_row_token[offsets[e] + i]'s scales,
   //   sa(r, kb) = a_scale[t * a_scale_stride + kb]   (a_scale_stride >= ceil(K/128); needs offsets).
   const int32_t* a_scale_row_token = nullptr;
-  // Swap-AB: the "dense" instances, 3 (token tile 32) or 4 (tiles 8, 16) CTAs per SM with fewer
-  // stages each instead of 2, so that more consumer warpgroups share an SM (the decode FP8 GEMMs
-  // wait on their one consumer warpgroup per CTA; H200 session 21). Ignored by the normal family.
-  bool dense = false;
   // (GroupedGemmArgs::balanced / rows_hint: the balanced schedule; with a_scale_row_token the static
   // ranges only: a queue is then ignored and the forced schedule runs static)
 };
@@ -78,6 +74,27 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
 constexpr int kOneWaveFp8MinKTiles = 48;
 constexpr int kOneWaveFp8MaxSteps = 448;
 inline bool one_wave_fp8_applies(bool swap_ab, int k_tiles) { return swap_ab && k_tiles >= kOneWaveFp8MinKTiles; }
+
+// GroupedGemmArgs::dense = 0 in the FP8 launch: the dense Swap-AB instances (3-4 CTAs per SM) where
+// they measured faster. H200, session 27, call 1 (bench/results/2026-12-02_h200_session27: both
+// GEMMs dense vs the 2-CTA instances, same binary, whole layer with the router, 1-256 tokens; stage
+// split at 16-256):
+//  - GEMM1 with block scales: faster at every point but where the one-wave chain runs (dsv3-tp8-fp8b
+//    at 128 / 256 tokens 156.3 -> 168.8 / 199.8 -> 208.5 us; elsewhere e.g. dsv3-tp8-fp8b at 64
+//    130.3 -> 115.1, qwen235-tp4-fp8b at 256 151.0 -> 126.0). Row scales (qwen235-tp8-fp8c): slower
+//    with token tile 8 (16 / 64 tokens 34.0 -> 34.7 / 50.7 -> 53.6), faster with 16-32 (56.0 -> 53.6
+//    at 128, 60.7 -> 58.0 at 256).
+//  - GEMM2: faster on the raster with token tiles 8 / 16 (dsv3-tp8-fp8b at 256 152.3 -> 123.1,
+//    dsv4f-tp4-fp8b 158.8 -> 141.3); slower on the balanced schedule (16 tokens, every case: e.g.
+//    53.2 -> 58.0) and with token tile 32 (qwen235-tp8-fp8c at 256 54.6 -> 60.5, dsv3-ep8-fp8b 110.1
+//    -> 115.3).
+// `one_wave_chain`: the launch chains weight tiles by the one-wave rule (one_wave_fp8_applies);
+// `balanced`: it runs a balanced schedule. Forced tiles per CTA or split counts keep the 2-CTA
+// instances (their measurements were taken there).
+inline bool dense_fp8_auto(bool gemm2, bool block_scales, int tokens_tile, bool one_wave_chain, bool balanced) {
+  if (gemm2) return !balanced && tokens_tile <= 16;
+  return !one_wave_chain && (block_scales || tokens_tile >= 16);
+}
 
 // Host-only argument checks (no CUDA call): cudaErrorInvalidValue for N or K not a positive
 // multiple of 16 (TMA global strides of 1-byte rows must be multiples of 16 B), G outside

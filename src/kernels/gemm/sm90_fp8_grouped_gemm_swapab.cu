@@ -17,13 +17,12 @@ static_assert(2 * (smem_bytes<SwapAB32>() + 1024) <= 228 * 1024, "two CTAs per S
 static_assert(2 * (smem_bytes<SwapAB8>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
 
 // sm90_fp8_grouped_gemm_swapab_dense.cu
-cudaError_t launch_swapab_dense(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
 void append_swapab_dense_instances(KernelList* out);
 
+// (GroupedGemmArgs::dense: forced on goes straight to the dense instance; the rule is applied in
+// launch_instance, which knows the launch's schedule)
 cudaError_t launch_swapab(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream) {
-  // (experiment switch, session 27: FUSEDMOE_FP8_DENSE bit 0 GEMM1, bit 1 GEMM2)
-  static const int env_dense = env_int("FUSEDMOE_FP8_DENSE").value_or(0);
-  if (a.dense || (env_dense & (gemm2 ? 2 : 1)) != 0) return launch_swapab_dense(a, tile, gemm2, stream);
+  if (a.dense > 0) return launch_swapab_dense(a, tile, gemm2, stream);
   switch (tile) {
     case 8: return launch_instance<SwapAB8>(a, gemm2, stream);
     case 16: return launch_instance<SwapAB16>(a, gemm2, stream);
