@@ -103,10 +103,11 @@ struct ForwardOptions {
   Toggle balanced_gemm1 = Toggle::kAuto;
   // Swap-AB GEMMs on the "dense" kernel instances: 3 (token tile 32) or 4 (tiles 8, 16) CTAs per SM
   // with fewer pipeline stages each, instead of 2, so that more consumer warpgroups share an SM.
-  // Same results. Auto: FP8 where measured faster (H200, session 27: GEMM1 with block scales except
-  // where the one-wave chain runs, GEMM1 with row scales from token tile 16, GEMM2 on the raster
-  // with token tiles 8-16; e.g. qwen235-tp4-fp8b at 256 tokens 265 -> 232 us, dsv3-tp8-fp8b at 64
-  // 235 -> 211); BF16: off. bench --dense.
+  // Same results. Auto: where measured faster, decided per launch (H200, session 27): FP8 GEMM1 with
+  // block scales (or row scales from token tile 16) unless the one-wave chain runs, FP8 GEMM2 on the
+  // raster with block scales (or row scales on token tiles 8-16); BF16 where single weight tiles run
+  // on the raster without split-K. E.g. qwen235-tp4-fp8b at 256 tokens 265 -> 232 us, dsv3-tp8-fp8b
+  // at 64 235 -> 211, gptoss-tp1 at 64 1409 -> 1316. bench --dense.
   Toggle dense_swapab = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1

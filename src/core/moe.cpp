@@ -143,15 +143,16 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // split-K).
   r.balanced_gemm1 = pick("balanced_gemm1", o.balanced_gemm1, false, "auto: off (not measured faster yet)") &&
                      fp8_weights;
-  // The dense Swap-AB instances (3-4 CTAs per SM): FP8 by the launcher's measured rule
-  // (kernels::dense_fp8_auto, which needs the launch's tile, chain and schedule), BF16 off.
-  r.dense_swapab = o.dense_swapab == Toggle::kOn ? 1 : o.dense_swapab == Toggle::kOff ? -1 : fp8_weights ? 0 : -1;
+  // The dense Swap-AB instances (3-4 CTAs per SM): by the launchers' measured rules
+  // (kernels::dense_fp8_auto / dense_bf16_auto, which need the launch's tile, chain and schedule).
+  r.dense_swapab = o.dense_swapab == Toggle::kOn ? 1 : o.dense_swapab == Toggle::kOff ? -1 : 0;
   if (why)
     *why << "  dense_swapab: "
-         << (o.dense_swapab != Toggle::kAuto ? (r.dense_swapab > 0 ? "on (forced by ForwardOptions)" : "off (forced by ForwardOptions)")
-             : fp8_weights ? "rule (auto: FP8 Swap-AB GEMM1 with block scales unless the one-wave chain runs, or with "
-                             "row scales from token tile 16; GEMM2 on the raster with token tiles 8-16; measured)"
-                           : "off (auto: FP8 only, BF16 not measured faster)")
+         << (o.dense_swapab != Toggle::kAuto
+                 ? (r.dense_swapab > 0 ? "on (forced by ForwardOptions)" : "off (forced by ForwardOptions)")
+                 : "rule (auto, per launch: FP8 GEMM1 with block scales, or row scales from token tile 16, unless "
+                   "the one-wave chain runs; FP8 GEMM2 on the raster with block scales or token tiles 8-16; BF16 "
+                   "where single weight tiles run on the raster without split-K; measured)")
          << "\n";
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;

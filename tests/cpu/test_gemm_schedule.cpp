@@ -102,12 +102,22 @@ TEST(GemmSchedule, DenseFp8TakesTheMeasuredPoints) {
   EXPECT_FALSE(fk::dense_fp8_auto(false, false, 8, false, false));
   EXPECT_TRUE(fk::dense_fp8_auto(false, false, 16, false, false));
   EXPECT_TRUE(fk::dense_fp8_auto(false, false, 32, false, false));
-  // GEMM2: the raster with tiles 8-16 yes; the balanced schedule (16 tokens) and tile 32 no
+  // GEMM2: the raster with block scales (any tile; qwen235-tp4-fp8b at 256 runs tile 32) or row
+  // scales on tiles 8-16 yes; row scales on tile 32 (qwen235-tp8-fp8c at 256) and the balanced
+  // schedule (16 tokens) no
   EXPECT_TRUE(fk::dense_fp8_auto(true, true, 8, false, false));
+  EXPECT_TRUE(fk::dense_fp8_auto(true, true, 32, false, false));
   EXPECT_TRUE(fk::dense_fp8_auto(true, false, 16, false, false));
   EXPECT_FALSE(fk::dense_fp8_auto(true, true, 8, false, true));
   EXPECT_FALSE(fk::dense_fp8_auto(true, false, 32, false, false));
-  EXPECT_FALSE(fk::dense_fp8_auto(true, true, 32, false, false));
+}
+
+// The BF16 dense rule (dense_bf16_auto): single weight tiles on the raster without split-K only.
+TEST(GemmSchedule, DenseBf16OnlyForSingleRasterTiles) {
+  EXPECT_TRUE(fk::dense_bf16_auto(1, 1, false));   // gptoss-tp1's long reductions (measured faster)
+  EXPECT_FALSE(fk::dense_bf16_auto(2, 1, false));  // chained tiles (mixtral-tp2 GEMM2: slower)
+  EXPECT_FALSE(fk::dense_bf16_auto(1, 1, true));   // the balanced GEMM2 of short reductions (slower)
+  EXPECT_FALSE(fk::dense_bf16_auto(1, 4, false));  // split-K (not measured)
 }
 
 // GEMM2's balanced schedule rule (use_balanced_schedule). `short_reduction` is the launch's

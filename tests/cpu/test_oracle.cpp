@@ -227,8 +227,8 @@ TEST(Oracle, BalancedGemm1Switch) {
 #endif
 }
 
-// ForwardOptions::dense_swapab: FP8 weights leave it to the launcher's rule (0), BF16 off (-1);
-// forced either way for both; forcing it keeps the grouped backend.
+// ForwardOptions::dense_swapab: auto leaves it to the launchers' rules (0); forced either way;
+// forcing it keeps the grouped backend.
 TEST(Oracle, DenseSwapAbSwitch) {
   const fm::ForwardOptions o;
   fm::ForwardOptions on, off;
@@ -240,7 +240,7 @@ TEST(Oracle, DenseSwapAbSwitch) {
   EXPECT_EQ(fm::resolve_options(q, on).dense_swapab, 1);
   EXPECT_EQ(fm::resolve_options(q, off).dense_swapab, -1);
   EXPECT_NE(fm::resolve_options(q, o).why.find("dense_swapab: rule"), std::string::npos);
-  EXPECT_EQ(fm::resolve_options(bf16("dsv3-tp8", 256), o).dense_swapab, -1);
+  EXPECT_EQ(fm::resolve_options(bf16("dsv3-tp8", 256), o).dense_swapab, 0);
   EXPECT_EQ(fm::resolve_options(bf16("dsv3-tp8", 256), on).dense_swapab, 1);
 #if defined(FUSEDMOE_WITH_CUDA)
   q.num_tokens = q.max_tokens = 4096;

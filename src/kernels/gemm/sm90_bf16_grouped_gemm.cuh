@@ -64,6 +64,7 @@
 #include "kernels/common/timer.cuh"
 #include "kernels/gemm/grouped_schedule.cuh"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+#include "kernels/gemm/sm90_bf16_grouped_gemm_internal.h"  // launch_swapab_dense (GroupedGemmArgs::dense)
 #include "kernels/registry.h"
 
 namespace fusedmoe::kernels::sm90_grouped {
@@ -1193,6 +1194,16 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
       balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
       a.queue != nullptr, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages);
+  // GroupedGemmArgs::dense = 0: the same launch on the dense instance where dense_bf16_auto says so
+  // for this launch as the 2-CTA instance would run it (forced shapes keep the 2-CTA instance)
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kTokTile <= 32) {
+    const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
+    if (a.dense == 0 && !forced_shape && dense_bf16_auto(tpc, p.k_splits, sched.kind != 0)) {
+      GroupedGemmArgs d = a;
+      d.dense = 1;
+      return launch_swapab_dense(d, Cfg::kTokTile, gemm2, stream, force_simple, n_sub_used);
+    }
+  }
   p.flat = sched.kind != 0 ? 1 : 0;
   p.queue = sched.kind == 2 ? a.queue : nullptr;
   grid = sched.grid;

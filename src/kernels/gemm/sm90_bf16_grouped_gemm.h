@@ -177,6 +177,18 @@ inline int one_wave_tiles_per_cta(int64_t rows, int groups, int tok_tile, int w_
 }
 
 // Upper bound of padded_offsets[G] for `rows` grouped rows over `groups` experts padded to `tile`.
+// GroupedGemmArgs::dense = 0 in the BF16 launch (session 27): the dense Swap-AB instances (3-4 CTAs
+// per SM) where the 2-CTA launch runs single weight tiles on the raster without split-K, i.e. not
+// where its tiles are chained (the wave or one-wave rules), split over a cluster or balanced. H200,
+// session 27 call 2 (dense forced on vs off, stage split): GEMM1 and GEMM2 faster where the long
+// reductions run single tiles (gptoss-tp1 at 16-256 tokens 689 -> 640, 1409 -> 1316, 1615 -> 1500,
+// 1641 -> 1548 us; dsv3-ep8 at 256 499 -> 478), slower on the balanced GEMM2 of short reductions
+// (qwen235-tp4 GEMM2 at 64 100.7 -> 110.1) and on chained tiles (mixtral-tp2 GEMM2 at 256 145.0 ->
+// 185.4).
+inline bool dense_bf16_auto(int tiles_per_cta, int k_splits, bool balanced) {
+  return tiles_per_cta == 1 && k_splits == 1 && !balanced;
+}
+
 inline int64_t grouped_gemm_max_padded_rows(int64_t rows, int groups, int tile) {
   const int64_t g = rows < groups ? rows : int64_t(groups);
   return rows + g * (tile - 1);

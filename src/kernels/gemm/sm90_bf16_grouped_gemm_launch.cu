@@ -89,7 +89,8 @@ cudaError_t launch(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bo
   int tile = 0;
   if (!resolve(a.family, a.tokens_tile, &swap, &tile)) return cudaErrorInvalidValue;
   if (!swap) return sm90_grouped::launch_normal(a, gemm2, stream, force_simple, n_sub);
-  // GroupedGemmArgs::dense: BF16 only when forced (not measured faster yet); no dense tile 64
+  // GroupedGemmArgs::dense forced on: straight to the dense instance (no dense tile 64); the rule is
+  // applied in launch_instance, which knows the launch's schedule
   if (a.dense > 0 && tile <= 32) return sm90_grouped::launch_swapab_dense(a, tile, gemm2, stream, force_simple, n_sub);
   if (tile <= 16) return sm90_grouped::launch_swapab_small(a, tile, gemm2, stream, force_simple, n_sub);
   return sm90_grouped::launch_swapab_large(a, tile, gemm2, stream, force_simple, n_sub);

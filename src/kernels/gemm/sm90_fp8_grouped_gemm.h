@@ -84,15 +84,17 @@ inline bool one_wave_fp8_applies(bool swap_ab, int k_tiles) { return swap_ab && 
 //    130.3 -> 115.1, qwen235-tp4-fp8b at 256 151.0 -> 126.0). Row scales (qwen235-tp8-fp8c): slower
 //    with token tile 8 (16 / 64 tokens 34.0 -> 34.7 / 50.7 -> 53.6), faster with 16-32 (56.0 -> 53.6
 //    at 128, 60.7 -> 58.0 at 256).
-//  - GEMM2: faster on the raster with token tiles 8 / 16 (dsv3-tp8-fp8b at 256 152.3 -> 123.1,
-//    dsv4f-tp4-fp8b 158.8 -> 141.3); slower on the balanced schedule (16 tokens, every case: e.g.
-//    53.2 -> 58.0) and with token tile 32 (qwen235-tp8-fp8c at 256 54.6 -> 60.5, dsv3-ep8-fp8b 110.1
-//    -> 115.3).
+//  - GEMM2: faster on the raster with block scales (dsv3-tp8-fp8b at 256, tile 16, 152.3 -> 123.1;
+//    qwen235-tp4-fp8b at 256, tile 32, 95.0 -> 86.6) and with row scales on token tiles 8-16
+//    (qwen235-tp8-fp8c at 128 46.9 -> 42.4); slower with row scales on tile 32 (qwen235-tp8-fp8c at
+//    256 54.6 -> 60.5) and on the balanced schedule (16 tokens, every case: e.g. 53.2 -> 58.0).
+//  Block scales give the consumer warpgroup more work per stage (a scale load and an FMA per value
+//  at each promotion), so more of them per SM pay off more often.
 // `one_wave_chain`: the launch chains weight tiles by the one-wave rule (one_wave_fp8_applies);
 // `balanced`: it runs a balanced schedule. Forced tiles per CTA or split counts keep the 2-CTA
 // instances (their measurements were taken there).
 inline bool dense_fp8_auto(bool gemm2, bool block_scales, int tokens_tile, bool one_wave_chain, bool balanced) {
-  if (gemm2) return !balanced && tokens_tile <= 16;
+  if (gemm2) return !balanced && (block_scales || tokens_tile <= 16);
   return !one_wave_chain && (block_scales || tokens_tile >= 16);
 }
 
