@@ -106,7 +106,7 @@ struct ForwardOptions {
   // Same results. Auto: where measured faster, decided per launch (H200, session 27): FP8 GEMM1 with
   // block scales (or row scales from token tile 16) unless the one-wave chain runs, FP8 GEMM2 on the
   // raster with block scales (or row scales on token tiles 8-16); BF16 where single weight tiles run
-  // on the raster without split-K. E.g. qwen235-tp4-fp8b at 256 tokens 265 -> 232 us, dsv3-tp8-fp8b
+  // on the raster (GEMM2: token tiles 8-16). E.g. qwen235-tp4-fp8b at 256 tokens 265 -> 232 us, dsv3-tp8-fp8b
   // at 64 235 -> 211, gptoss-tp1 at 64 1409 -> 1316. bench --dense.
   Toggle dense_swapab = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the

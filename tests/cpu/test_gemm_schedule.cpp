@@ -112,12 +112,15 @@ TEST(GemmSchedule, DenseFp8TakesTheMeasuredPoints) {
   EXPECT_FALSE(fk::dense_fp8_auto(true, false, 32, false, false));
 }
 
-// The BF16 dense rule (dense_bf16_auto): single weight tiles on the raster without split-K only.
+// The BF16 dense rule (dense_bf16_auto): single weight tiles on the raster (split-K or not); GEMM2
+// on token tiles 8-16 only.
 TEST(GemmSchedule, DenseBf16OnlyForSingleRasterTiles) {
-  EXPECT_TRUE(fk::dense_bf16_auto(1, 1, false));   // gptoss-tp1's long reductions (measured faster)
-  EXPECT_FALSE(fk::dense_bf16_auto(2, 1, false));  // chained tiles (mixtral-tp2 GEMM2: slower)
-  EXPECT_FALSE(fk::dense_bf16_auto(1, 1, true));   // the balanced GEMM2 of short reductions (slower)
-  EXPECT_FALSE(fk::dense_bf16_auto(1, 4, false));  // split-K (not measured)
+  EXPECT_TRUE(fk::dense_bf16_auto(false, 8, 1, false));  // gptoss-tp1 GEMM1 (measured faster), 1-token split-K
+  EXPECT_TRUE(fk::dense_bf16_auto(true, 16, 1, false));  // dsv3-ep8 / gptoss-tp1 GEMM2 (faster)
+  EXPECT_TRUE(fk::dense_bf16_auto(false, 32, 1, false));
+  EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 2, false));  // chained tiles
+  EXPECT_FALSE(fk::dense_bf16_auto(true, 8, 1, true));    // the balanced GEMM2 of short reductions (slower)
+  EXPECT_FALSE(fk::dense_bf16_auto(true, 32, 1, false));  // GEMM2 on tile 32 (mixtral-tp2 at 64: slower)
 }
 
 // GEMM2's balanced schedule rule (use_balanced_schedule). `short_reduction` is the launch's

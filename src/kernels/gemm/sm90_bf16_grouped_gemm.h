@@ -178,15 +178,16 @@ inline int one_wave_tiles_per_cta(int64_t rows, int groups, int tok_tile, int w_
 
 // Upper bound of padded_offsets[G] for `rows` grouped rows over `groups` experts padded to `tile`.
 // GroupedGemmArgs::dense = 0 in the BF16 launch (session 27): the dense Swap-AB instances (3-4 CTAs
-// per SM) where the 2-CTA launch runs single weight tiles on the raster without split-K, i.e. not
-// where its tiles are chained (the wave or one-wave rules), split over a cluster or balanced. H200,
-// session 27 call 2 (dense forced on vs off, stage split): GEMM1 and GEMM2 faster where the long
-// reductions run single tiles (gptoss-tp1 at 16-256 tokens 689 -> 640, 1409 -> 1316, 1615 -> 1500,
-// 1641 -> 1548 us; dsv3-ep8 at 256 499 -> 478), slower on the balanced GEMM2 of short reductions
-// (qwen235-tp4 GEMM2 at 64 100.7 -> 110.1) and on chained tiles (mixtral-tp2 GEMM2 at 256 145.0 ->
-// 185.4).
-inline bool dense_bf16_auto(int tiles_per_cta, int k_splits, bool balanced) {
-  return tiles_per_cta == 1 && k_splits == 1 && !balanced;
+// per SM) where the 2-CTA launch runs single weight tiles on the raster (split over a cluster or
+// not), i.e. not where its tiles are chained (the wave or one-wave rules) or balanced, and for GEMM2
+// only on token tiles 8-16. H200, session 27, calls 2-3 (dense forced on vs off, stage split in call
+// 2): GEMM1 and GEMM2 faster where the long reductions run single tiles (gptoss-tp1 at 16-256 tokens
+// 689 -> 640, 1409 -> 1316, 1615 -> 1500, 1641 -> 1548 us; dsv3-ep8 at 256 499 -> 478), at 1 token on
+// six of eight cases (0.5-1.9 us: dsv3-tp8 39.9 -> 38.0); slower on the balanced GEMM2 of short
+// reductions (qwen235-tp4 GEMM2 at 64 100.7 -> 110.1), on chained tiles and on GEMM2 with token tile
+// 32 (mixtral-tp2 GEMM2 at 64 / 256 113.1 -> 125.9 / 145.0 -> 185.4).
+inline bool dense_bf16_auto(bool gemm2, int tokens_tile, int tiles_per_cta, bool balanced) {
+  return tiles_per_cta == 1 && !balanced && (!gemm2 || tokens_tile <= 16);
 }
 
 inline int64_t grouped_gemm_max_padded_rows(int64_t rows, int groups, int tile) {
