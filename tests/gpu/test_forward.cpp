@@ -472,6 +472,21 @@ TEST(Forward, BalancedGemm2Dynamic) {
   }
 }
 
+// Runs `a`, then `b` on the same uploaded layer (output and workspace poisoned in between), and
+// expects the same output bits.
+void expect_same_bits(const fm::MoeProblem& p, Layer& L, const fm::ForwardOptions& a, const fm::ForwardOptions& b,
+                      const char* what) {
+  const size_t n = static_cast<size_t>(p.num_tokens) * p.hidden;
+  ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, a).ok());
+  FM_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto first = to_host<uint16_t>(L.out.get(), n);
+  L.out.poison();
+  L.ws.poison();
+  ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, b).ok());
+  FM_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), first) << what;
+}
+
 // FP8 GEMM1 on the balanced schedule's static ranges (ForwardOptions::balanced_gemm1): a CTA's
 // range spans several token tiles, each with its own token-order block scales (UE8M0 and f32) or
 // row scales. Against the reference with skewed loads, then the same bits as the raster.
@@ -501,15 +516,8 @@ TEST(Forward, BalancedGemm1Fp8) {
         Layer L;
         upload(p, fm::gputest::test_seed(), fm::testing::Skew::kZipf, &L);
         if (::testing::Test::HasFatalFailure()) return;
-        const size_t n = static_cast<size_t>(t) * p.hidden;
-        ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, off).ok());
-        FM_CUDA_CHECK(cudaDeviceSynchronize());
-        const auto raster = to_host<uint16_t>(L.out.get(), n);
-        L.out.poison();
-        L.ws.poison();
-        ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, on).ok());
-        FM_CUDA_CHECK(cudaDeviceSynchronize());
-        EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), raster) << "balanced GEMM1 differs from the raster";
+        expect_same_bits(p, L, off, on, "balanced GEMM1 differs from the raster");
+        if (::testing::Test::HasFatalFailure()) return;
         fm::ForwardOptions g1 = on;  // GEMM1 alone: the launch that ran last is GEMM1's
         g1.stop_after = fm::Stage::kGemm1;
         ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, g1).ok());
@@ -549,15 +557,7 @@ TEST(Forward, DenseSwapAb) {
         Layer L;
         upload(p, fm::gputest::test_seed(), skew, &L);
         if (::testing::Test::HasFatalFailure()) return;
-        const size_t n = static_cast<size_t>(t) * p.hidden;
-        ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, off).ok());
-        FM_CUDA_CHECK(cudaDeviceSynchronize());
-        const auto two = to_host<uint16_t>(L.out.get(), n);
-        L.out.poison();
-        L.ws.poison();
-        ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, on).ok());
-        FM_CUDA_CHECK(cudaDeviceSynchronize());
-        EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), two) << "the dense instances differ from the 2-CTA ones";
+        expect_same_bits(p, L, off, on, "the dense instances differ from the 2-CTA ones");
       }
     }
   }
