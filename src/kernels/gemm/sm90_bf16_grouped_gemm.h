@@ -182,10 +182,12 @@ inline int one_wave_tiles_per_cta(int64_t rows, int groups, int tok_tile, int w_
 // not), i.e. not where its tiles are chained (the wave or one-wave rules) or balanced, and for GEMM2
 // only on token tiles 8-16. H200, session 27, calls 2-3 (dense forced on vs off, stage split in call
 // 2): GEMM1 and GEMM2 faster where the long reductions run single tiles (gptoss-tp1 at 16-256 tokens
-// 689 -> 640, 1409 -> 1316, 1615 -> 1500, 1641 -> 1548 us; dsv3-ep8 at 256 499 -> 478), at 1 token on
-// six of eight cases (0.5-1.9 us: dsv3-tp8 39.9 -> 38.0); slower on the balanced GEMM2 of short
-// reductions (qwen235-tp4 GEMM2 at 64 100.7 -> 110.1), on chained tiles and on GEMM2 with token tile
-// 32 (mixtral-tp2 GEMM2 at 64 / 256 113.1 -> 125.9 / 145.0 -> 185.4).
+// 689 -> 640, 1409 -> 1316, 1615 -> 1500, 1641 -> 1548 us; dsv3-ep8 at 256 499 -> 478); slower on the
+// balanced GEMM2 of short reductions (qwen235-tp4 GEMM2 at 64 100.7 -> 110.1), on chained tiles and
+// on GEMM2 with token tile 32 (mixtral-tp2 GEMM2 at 64 / 256 113.1 -> 125.9 / 145.0 -> 185.4).
+// Left on the table (call 4, final rule): dsv3-ep8 at 128 / 256 tokens runs GEMM2 on tile 32, where
+// forcing dense was 3.6-4.2 % faster (457.5 -> 440.9, 498.3 -> 477.5 us); and at 1 token forcing
+// dense was 0.3-1.6 us faster on six of eight cases, whose GEMM2 chains tiles (the rule keeps them).
 inline bool dense_bf16_auto(bool gemm2, int tokens_tile, int tiles_per_cta, bool balanced) {
   return tiles_per_cta == 1 && !balanced && (!gemm2 || tokens_tile <= 16);
 }
