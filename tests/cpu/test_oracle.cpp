@@ -246,6 +246,7 @@ TEST(Oracle, DenseSwapAbSwitch) {
   q.num_tokens = q.max_tokens = 4096;
   EXPECT_EQ(fm::detail::decide(q, o, true).chosen, fm::Backend::kCutlassGrouped);
   EXPECT_EQ(fm::detail::decide(q, on, true).chosen, fm::Backend::kGrouped);
+  EXPECT_NE(fm::detail::decide(q, on, true).reason.find("dense_swapab"), std::string::npos);  // (says which switch)
 #endif
 }
 
