@@ -79,6 +79,8 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
   Buf tr(size_t{8} * 32 * kSlots);
   fm::kernels::set_front_trace(static_cast<unsigned long long*>(tr.p));
   std::vector<std::vector<double>> at(kStamps);
+  std::vector<double> mhz;  // block 0's SM clock: clock64 cycles over globaltimer ns, entry to end
+  std::vector<double> last_rows;  // the last routing block's rows written
   std::vector<unsigned long long> h(size_t{32} * kSlots);
   for (int c = 0; c < calls; ++c) {
     BENCH_CUDA(cudaMemsetAsync(tr.p, 0, size_t{8} * 32 * kSlots, s));
@@ -97,10 +99,14 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
     at[1].push_back(us(last_done));
     for (int k = 2; k < 7; ++k) at[k].push_back(us(h[k]));
     for (int k = 7; k < kStamps; ++k) at[k].push_back(us(h[k + 1]));
+    unsigned long long lr = 0;
+    for (int b = 0; b < blocks; ++b) lr = std::max(lr, h[b * kSlots + 4]);
+    last_rows.push_back(us(lr));
+    if (h[14] > h[13] && h[6] > h[0]) mhz.push_back(static_cast<double>(h[14] - h[13]) * 1e3 / static_cast<double>(h[6] - h[0]));
   }
   fm::kernels::set_front_trace(nullptr);
   if (at[0].empty()) return "fused kernel did not run";
-  char buf[384];
+  char buf[512];
   std::vector<double> m(kStamps);
   for (int k = 0; k < kStamps; ++k) {
     std::sort(at[k].begin(), at[k].end());
@@ -109,8 +115,15 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
   const int n = std::snprintf(buf, sizeof(buf),
                         "all in %.2f | routed %.2f | barrier %.2f | counts %.2f | rows %.2f | fallback %.2f | end %.2f us",
                         m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
+  int n2 = n;
+  if (!mhz.empty()) {
+    std::sort(mhz.begin(), mhz.end());
+    std::sort(last_rows.begin(), last_rows.end());
+    n2 += std::snprintf(buf + n, sizeof(buf) - n, " | last rows %.2f | SM clock %.0f MHz", last_rows[last_rows.size() / 2],
+                        mhz[mhz.size() / 2]);
+  }
   if (m[7] >= 0 && m[11] > 0)  // route_token's stamps (a build with FUSEDMOE_ROUTE_TRACE=1)
-    std::snprintf(buf + n, sizeof(buf) - n, " || token 0: scores %.2f | groups %.2f | sorted %.2f | rounds %.2f | stored %.2f",
+    std::snprintf(buf + n2, sizeof(buf) - n2, " || token 0: scores %.2f | groups %.2f | sorted %.2f | rounds %.2f | stored %.2f",
                   m[7], m[8], m[9], m[10], m[11]);
   return buf;
 }

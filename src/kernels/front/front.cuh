@@ -88,6 +88,12 @@ struct FrontParams {
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
+  // Experiment bits (FUSEDMOE_FRONT_EXP, read once by the launcher; 0 in production): 1 = a spare
+  // thread touches the plan's parameters at entry (constant cache), 2 = the routing blocks' warps
+  // 8-15 do not quantise (the quantising-only blocks take every row), 4 = only the routing blocks
+  // meet, at a barrier on the driver's grid word whose sense is read at entry (red.release arrive,
+  // no returned value), and the quantising-only blocks never wait.
+  int exp;
 };
 
 // Timeline stamps of the diagnostic trace (routing blocks): per block [0] entry, [1] routing and
@@ -100,6 +106,46 @@ inline constexpr int kRouteTraceSlot = 8;
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
   if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= 32) return;  // routing blocks (<= 32) only
   trace[blockIdx.x * kTraceSlots + slot] = globaltimer_ns();
+}
+// Block 0's SM clock (clock64) at entry and end, in slots 13 and 14 (the bench's MHz estimate).
+__device__ __forceinline__ void trace_clock(unsigned long long* trace, int slot) {
+  if (trace == nullptr || threadIdx.x != 0 || blockIdx.x != 0) return;
+  trace[slot] = static_cast<unsigned long long>(clock64());
+}
+// Experiment 1: read the plan's parameters once (their constant-cache lines) before the phases
+// that need them.
+__device__ __forceinline__ void touch_params(const FrontParams& f) {
+  const plan_detail::PlanParams& p = f.plan;
+  uint64_t s = reinterpret_cast<uint64_t>(p.slot_row) ^ reinterpret_cast<uint64_t>(p.row_token) ^
+               reinterpret_cast<uint64_t>(p.row_slot) ^ reinterpret_cast<uint64_t>(p.counts) ^
+               reinterpret_cast<uint64_t>(p.offsets) ^ reinterpret_cast<uint64_t>(p.padded_offsets) ^
+               reinterpret_cast<uint64_t>(p.expert_map) ^ reinterpret_cast<uint64_t>(f.block_masks) ^
+               reinterpret_cast<uint64_t>(f.r.error_flag) ^ reinterpret_cast<uint64_t>(f.r.ids_out) ^
+               reinterpret_cast<uint64_t>(f.r.weights_out) ^ reinterpret_cast<uint64_t>(f.r.num_tokens_dev) ^
+               static_cast<uint64_t>(p.tile_m) ^ static_cast<uint64_t>(p.num_groups) ^ static_cast<uint64_t>(p.slots) ^
+               static_cast<uint64_t>(p.top_k) ^ static_cast<uint64_t>(p.num_local) ^ static_cast<uint64_t>(p.num_experts) ^
+               static_cast<uint64_t>(f.r.num_tokens) ^ static_cast<uint64_t>(f.cluster_blocks) ^
+               static_cast<uint64_t>(f.plan_entries_per_warp) ^ static_cast<uint64_t>(f.route_blocks);
+  asm volatile("" ::"l"(s));
+}
+// Experiment 4: the driver's grid barrier word (cooperative launches; cooperative_groups' own
+// grid.sync uses it the same way: the first block adds 2^31 - (n - 1), the others 1, so its top
+// bit flips once all n have arrived and its low bits return to where they were).
+__device__ __forceinline__ unsigned int* grid_barrier_word() {
+  return &cooperative_groups::details::get_grid_workspace()->barrier;
+}
+__device__ __forceinline__ unsigned int ld_relaxed_gpu(const unsigned int* a) {
+  unsigned int v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned int ld_acquire_gpu(const unsigned int* a) {
+  unsigned int v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_release_gpu_add(unsigned int* a, unsigned int v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
 }
 
 // ---- the plan of the fused front (see the header comment) ----------------------------------
@@ -436,6 +482,13 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
   const int64_t token = wide ? warp : static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
   trace_stamp(f.trace, 0);
+  trace_clock(f.trace, 13);
+  // Experiment 4 (see FrontParams::exp): the barrier word's sense before any block of this launch
+  // arrives (none can flip it before this block's own arrival).
+  const bool own_barrier = !wide && f.cluster_blocks <= 1 && (f.exp & 4) != 0;
+  __shared__ unsigned int s_bar_sense;  // read by a thread that does not route (warp 8), used by thread 0
+  if (own_barrier && routes && threadIdx.x == kRouteWarps * 32) s_bar_sense = ld_relaxed_gpu(grid_barrier_word());
+  if ((f.exp & 1) != 0 && threadIdx.x == kMaxThreads - 32) touch_params(f);
   if (routes) {
     if (wide) {  // zeroed by everyone; the block barrier after the routing orders it before the bits
       for (int q = threadIdx.x; q < W; q += blockDim.x) s_mask[q] = s_mask2[q] = 0u;
@@ -507,11 +560,12 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
         }
       }
     }
-  } else if (f.quant_scheme != pq_detail::kNone) {
-    // Quantising warps, numbered over the grid: warps 8-15 of the routing blocks (several), then
-    // 16 per quantising-only block. The first 8 also zero the scales' padding.
+  } else if (f.quant_scheme != pq_detail::kNone && !(routes && (f.exp & 2) != 0)) {
+    // Quantising warps, numbered over the grid: warps 8-15 of the routing blocks (several; not with
+    // experiment 2), then 16 per quantising-only block. The first 8 also zero the scales' padding.
     const int qw = routes ? static_cast<int>(blockIdx.x) * kRouteWarps + (warp - kRouteWarps)
-                          : (wide ? 0 : f.route_blocks * kRouteWarps) + (static_cast<int>(blockIdx.x) - f.route_blocks) * kWarps + warp;
+                          : ((wide || (f.exp & 2) != 0) ? 0 : f.route_blocks * kRouteWarps) +
+                                (static_cast<int>(blockIdx.x) - f.route_blocks) * kWarps + warp;
     quantize_part(f, num_tokens, qw, f.quant_warps, lane);
     if (qw < kRouteWarps && f.q_scales != nullptr) {
       const int qt = qw * 32 + lane;
@@ -575,7 +629,20 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       if (threadIdx.x <= W)
         f.block_masks[threadIdx.x * kMaxRouteBlocks + blockIdx.x] = threadIdx.x < W ? s_mask[threadIdx.x] : static_cast<uint32_t>(s_dup);
     }
-    cooperative_groups::this_grid().sync();
+    if (own_barrier) {
+      if (!routes) return;  // the quantising-only blocks are done
+      __syncthreads();      // the exported masks before thread 0's release
+      if (threadIdx.x == 0) {
+        unsigned int* bar = grid_barrier_word();
+        red_release_gpu_add(bar, blockIdx.x == 0 ? 0x80000000u - static_cast<unsigned int>(f.route_blocks - 1) : 1u);
+        const unsigned int sense = s_bar_sense;
+        while (((ld_acquire_gpu(bar) ^ sense) & 0x80000000u) == 0u) {
+        }
+      }
+      __syncthreads();
+    } else {
+      cooperative_groups::this_grid().sync();
+    }
     trace_stamp(f.trace, 2);
     const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
@@ -613,6 +680,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     }
     write_token_count_flag(f.r.num_tokens, f.r.num_tokens_dev, f.r.error_flag, bad);
   }
+  trace_clock(f.trace, 14);
   trace_stamp(f.trace, 6);
 }
 

@@ -36,6 +36,11 @@ bool front_precomputed_on() {
   static const bool v = env_int("FUSEDMOE_FRONT_PRECOMPUTED").value_or(1) != 0;
   return v;
 }
+// Experiment bits of the fused front (FrontParams::exp; FUSEDMOE_FRONT_EXP, read once; 0 default).
+int front_exp() {
+  static const int v = env_int("FUSEDMOE_FRONT_EXP").value_or(0) & 7;
+  return v;
+}
 }  // namespace
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
@@ -129,6 +134,7 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   if (e != cudaSuccess) return e;
   f.r = rp.p;
   f.trace = g_front_trace.load(std::memory_order_relaxed);
+  f.exp = front_exp();
 
   const bool quant = a.quant != ActQuant::kNone;
   FrontLaunch l;
@@ -155,10 +161,12 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     // ~15-60 GB/s of rows: 8 rows of K 7168 quantised by one block took 8.8 us on the H200.
     const int64_t x_bytes = bound * a.hidden * 2;
     const int64_t want = (x_bytes + front_detail::kQuantBytesPerBlock - 1) / front_detail::kQuantBytesPerBlock;
-    const int64_t extra = wide ? std::max<int64_t>(1, want) : want - f.route_blocks / 2;
+    const bool spare = !wide && (f.exp & 2) != 0;  // experiment 2: only quantising-only blocks quantise
+    const int64_t extra = wide || spare ? std::max<int64_t>(1, want) : want - f.route_blocks / 2;
     l.grid += static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(extra, vec::sm_count() - f.route_blocks)));
+    if (spare && l.grid == f.route_blocks) f.exp &= ~2;
   }
-  f.quant_warps = (wide ? 0 : f.route_blocks * front_detail::kRouteWarps) + (l.grid - f.route_blocks) * warps;
+  f.quant_warps = ((wide || (f.exp & 2) != 0) ? 0 : f.route_blocks * front_detail::kRouteWarps) + (l.grid - f.route_blocks) * warps;
   // Several routing blocks: one thread-block cluster when they are few enough (the launcher
   // checks that it fits, else it makes the cooperative launch), else a cooperative launch. Both
   // need the scratch (reserved for every bound above kWideTokens).
