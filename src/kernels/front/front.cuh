@@ -92,7 +92,8 @@ struct FrontParams {
   // thread touches the plan's parameters at entry (constant cache), 2 = the routing blocks' warps
   // 8-15 do not quantise (the quantising-only blocks take every row), 4 = only the routing blocks
   // meet, at a barrier on the driver's grid word whose sense is read at entry (red.release arrive,
-  // no returned value), and the quantising-only blocks never wait.
+  // no returned value), and the quantising-only blocks never wait; 8 = the prefix-table plan
+  // (implies 4's barrier).
   int exp;
 };
 
@@ -158,8 +159,17 @@ inline constexpr int kMaxGroups = 1088;  // G bound of the fused path (E <= 1024
 inline constexpr int kMaxMaskWords = kMaxGroups / 4;
 __host__ __device__ inline int mask_words(int groups) { return (groups + 3) / 4; }
 inline constexpr int kMaxRouteBlocks = 32;  // 256 tokens / 8
+// The prefix table of a cooperative launch (experiment 8): row g (g = 0..G) holds, for every
+// routing block b, P_b(g) = the block's entries in groups below g (uint16: <= 8 tokens x 17
+// slots), 64 bytes per row (blocks fastest: one routing warp's lanes read one row as one line);
+// then one row of 32 uint32 duplicate flags.
+__host__ __device__ inline size_t prefix_table_bytes(int groups) {
+  return static_cast<size_t>(groups + 1) * kMaxRouteBlocks * 2 + kMaxRouteBlocks * 4;
+}
 __host__ __device__ inline size_t block_masks_bytes(int groups) {
-  return static_cast<size_t>(mask_words(groups) + 1) * kMaxRouteBlocks * 4;
+  const size_t masks = static_cast<size_t>(mask_words(groups) + 1) * kMaxRouteBlocks * 4;
+  const size_t table = prefix_table_bytes(groups);
+  return masks > table ? masks : table;
 }
 // Token ids of the block's tokens, in shared memory for the plan (up to 16 tokens x k <= kMaxTopK;
 // prepare_router refuses larger k).
@@ -363,6 +373,151 @@ __device__ __forceinline__ void warp_plan_offsets(const plan_detail::PlanParams&
   }
 }
 
+// ---- the prefix-table plan of a cooperative launch (experiment 8) ------------------------------
+// Before the barrier one warp of each routing block (warp kRouteWarps: it does not route) turns
+// the block's masks into its column of the prefix table (P_b(g) for g = 0..G, an exclusive scan
+// of the block's group counts) and its duplicate flag, and arrives. After the barrier:
+//   offset(g) = sum over blocks of P_b(g)            (one warp reduction, no scan over groups)
+//   tokens of g in blocks before b = sum over b' < b of P_b'(g + 1) - P_b'(g)
+// so a routing warp gets both numbers for its entries from one load round trip (lane b' reads
+// block b''s entries of the two rows) and two reductions per entry: no block barrier, no shared
+// memory scan. Block 0's warps 8-15 write counts, offsets and padded offsets from the row sums.
+__device__ __forceinline__ void export_prefix_column(const FrontParams& f, const uint32_t* mask, int dup) {
+  const int lane = threadIdx.x & 31;
+  const int G = f.plan.num_groups;
+  const int b = blockIdx.x;
+  unsigned short* tbl = reinterpret_cast<unsigned short*>(f.block_masks);
+  const int gpl = (G + 31) / 32;
+  const int g0 = min(G, lane * gpl), g1 = min(G, g0 + gpl);
+  uint32_t sum = 0;
+#pragma unroll 4
+  for (int g = g0; g < g1; ++g) sum += byte_below(mask, g, 8);
+  uint32_t inc = sum;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const uint32_t o = __shfl_up_sync(0xffffffffu, inc, d);
+    if (lane >= d) inc += o;
+  }
+  uint32_t run = inc - sum;
+#pragma unroll 4
+  for (int g = g0; g < g1; ++g) {
+    tbl[g * kMaxRouteBlocks + b] = static_cast<unsigned short>(run);
+    run += byte_below(mask, g, 8);
+  }
+  if (lane == 31) tbl[G * kMaxRouteBlocks + b] = static_cast<unsigned short>(inc);
+  if (lane == 0) reinterpret_cast<uint32_t*>(tbl + (G + 1) * kMaxRouteBlocks)[b] = static_cast<uint32_t>(dup);
+}
+__device__ __forceinline__ uint32_t ldcg_u16(const unsigned short* p) { return static_cast<uint32_t>(__ldcg(p)); }
+// Any routing block saw a token reach a group twice (every thread; warp-uniform).
+__device__ __forceinline__ bool table_dup(const FrontParams& f) {
+  const int lane = threadIdx.x & 31;
+  const int G = f.plan.num_groups;
+  const uint32_t* d = reinterpret_cast<const uint32_t*>(reinterpret_cast<const unsigned short*>(f.block_masks) +
+                                                        (G + 1) * kMaxRouteBlocks);
+  return __any_sync(0xffffffffu, lane < f.route_blocks && __ldcg(d + lane) != 0u);
+}
+// Rows of a routing warp's entries (lane < slots: group g, G when unmapped), token w of block b.
+__device__ __forceinline__ void table_plan_rows(const FrontParams& f, const uint32_t* mask, bool has_entry, int g, int w,
+                                                int32_t entry, int32_t token, int slot) {
+  constexpr unsigned kAll = 0xffffffffu;
+  const plan_detail::PlanParams& p = f.plan;
+  const int lane = threadIdx.x & 31;
+  const int G = p.num_groups;
+  const int b = blockIdx.x;
+  const unsigned short* tbl = reinterpret_cast<const unsigned short*>(f.block_masks);
+  const bool reads = lane < f.route_blocks;
+  uint32_t my_off = 0, my_bef = 0;
+  for (int e0 = 0; e0 < p.slots; e0 += 8) {  // warp-uniform; one pass up to 8 slots
+    uint32_t a[8], n[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int ge = __shfl_sync(kAll, (has_entry && e0 + i < p.slots) ? g : G, (e0 + i) & 31);
+      const bool ok = reads && e0 + i < p.slots && ge < G;
+      a[i] = ok ? ldcg_u16(tbl + ge * kMaxRouteBlocks + lane) : 0u;
+      n[i] = ok ? ldcg_u16(tbl + (ge + 1) * kMaxRouteBlocks + lane) : 0u;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t off = __reduce_add_sync(kAll, a[i]);
+      const uint32_t bef = __reduce_add_sync(kAll, lane < b ? n[i] - a[i] : 0u);
+      if (lane == e0 + i) {
+        my_off = off;
+        my_bef = bef;
+      }
+    }
+  }
+  if (!has_entry) return;
+  if (g >= G) {
+    p.slot_row[entry] = -1;
+    return;
+  }
+  const uint32_t r = my_off + my_bef + byte_below(mask, g, w);
+  p.slot_row[entry] = static_cast<int32_t>(r);
+  p.row_token[r] = token;
+  p.row_slot[r] = slot;
+}
+// Block 0's counts, offsets and padded offsets from the table, by warps 8-15 (256 threads, one
+// group each per pass): offsets(g) = row sum g, counts(g) = row sum g + 1 - row sum g; the padded
+// offsets by a scan over the 256 threads (named barrier 3), carried across passes.
+__device__ __forceinline__ uint32_t table_row_sum(const uint4* row, uint32_t keep) {
+  // 32 uint16 = 16 words; columns >= route_blocks masked out (never written this launch).
+  uint32_t acc = 0;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const uint4 v = __ldcg(row + q);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int word = q * 4 + i;  // columns 2 word, 2 word + 1
+      const uint32_t m = (keep >> (2 * word)) & 3u;
+      acc += w[i] & ((m & 1u ? 0xffffu : 0u) | (m & 2u ? 0xffff0000u : 0u));
+    }
+  }
+  return (acc & 0xffffu) + (acc >> 16);
+}
+__device__ __forceinline__ void table_plan_offsets(const FrontParams& f, uint32_t* s_wsum) {
+  const plan_detail::PlanParams& p = f.plan;
+  const int t = threadIdx.x - kRouteWarps * 32;  // 0..255
+  const int lane = threadIdx.x & 31, wq = t >> 5;
+  const int G = p.num_groups;
+  const uint4* tbl = reinterpret_cast<const uint4*>(f.block_masks);  // 4 uint4 per row
+  const int rb = f.route_blocks;
+  const uint32_t keep = rb >= 32 ? 0xffffffffu : ((1u << rb) - 1u);  // columns written this launch
+  uint32_t carry = 0;
+  for (int base = 0; base <= G; base += 256) {  // uniform over the 256 threads
+    const int g = base + t;
+    uint32_t off = 0, cnt = 0;
+    if (g <= G) off = table_row_sum(tbl + g * 4, keep);
+    if (g < G) cnt = table_row_sum(tbl + (g + 1) * 4, keep) - off;
+    const uint32_t pc = plan_detail::round_up_tile(cnt, p.tile_m);
+    uint32_t inc = pc;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const uint32_t o = __shfl_up_sync(0xffffffffu, inc, d);
+      if (lane >= d) inc += o;
+    }
+    if (lane == 31) s_wsum[wq] = inc;
+    asm volatile("bar.sync 3, 256;" ::: "memory");
+    uint32_t before = carry, total = 0;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      const uint32_t v = s_wsum[q];
+      if (q < wq) before += v;
+      total += v;
+    }
+    asm volatile("bar.sync 3, 256;" ::: "memory");  // s_wsum free for the next pass
+    if (g < G) {
+      p.counts[g] = static_cast<int32_t>(cnt);
+      p.offsets[g] = static_cast<int32_t>(off);
+      p.padded_offsets[g] = static_cast<int32_t>(before + inc - pc);
+    } else if (g == G) {
+      p.offsets[G] = static_cast<int32_t>(off);
+      p.padded_offsets[G] = static_cast<int32_t>(before + inc - pc);
+    }
+    carry += total;
+  }
+}
+
 // Per-token scheme: quantise token t's row (one warp: the row-wide amax first, then the units).
 // Bit-identical to permute_quant_kernel in token order.
 template <class TIn>
@@ -465,6 +620,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   __shared__ uint32_t s_cb[kMaxGroups];
   __shared__ uint32_t s_ws[kMaxMaskWords];
   __shared__ int s_dup;
+  __shared__ uint32_t s_wsum[8];                // table plan: warp totals of block 0's offsets scan
   __shared__ uint32_t s_bad[kWideTokens];      // precomputed: per token, its slots with an id outside [0, E)
   __shared__ int32_t s_bad_id[kWideTokens];    // ... and the first such id as read (the caller's ids may be
                                                // the output ids of an earlier call: overwritten by then)
@@ -485,7 +641,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   trace_clock(f.trace, 13);
   // Experiment 4 (see FrontParams::exp): the barrier word's sense before any block of this launch
   // arrives (none can flip it before this block's own arrival).
-  const bool own_barrier = !wide && f.cluster_blocks <= 1 && (f.exp & 4) != 0;
+  const bool table_plan = !wide && f.cluster_blocks <= 1 && (f.exp & 8) != 0;
+  const bool own_barrier = !wide && f.cluster_blocks <= 1 && (f.exp & 12) != 0;
   __shared__ unsigned int s_bar_sense;  // read by a thread that does not route (warp 8), used by thread 0
   if (own_barrier && routes && threadIdx.x == kRouteWarps * 32) s_bar_sense = ld_relaxed_gpu(grid_barrier_word());
   if ((f.exp & 1) != 0 && threadIdx.x == kMaxThreads - 32) touch_params(f);
@@ -620,6 +777,32 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
     }
     cluster_wait();
+  } else if (table_plan) {
+    // The prefix-table plan (see export_prefix_column): only the routing blocks meet.
+    if (!routes) return;  // the quantising-only blocks are done
+    __syncthreads();      // every mask bit (and the ids) set
+    trace_stamp(f.trace, 1);
+    if (warp == kRouteWarps) {
+      export_prefix_column(f, s_mask, s_dup);
+      __syncwarp();       // the column's stores before lane 0's release
+      if (lane == 0) {
+        unsigned int* bar = grid_barrier_word();
+        red_release_gpu_add(bar, blockIdx.x == 0 ? 0x80000000u - static_cast<unsigned int>(f.route_blocks - 1) : 1u);
+        const unsigned int sense = s_bar_sense;
+        while (((ld_acquire_gpu(bar) ^ sense) & 0x80000000u) == 0u) {
+        }
+      }
+    }
+    __syncthreads();
+    trace_stamp(f.trace, 2);
+    const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
+    if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
+    dup = table_dup(f);
+    trace_stamp(f.trace, 3);
+    if (!dup) {
+      if (ranks) table_plan_rows(f, s_mask, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (blockIdx.x == 0 && warp >= kRouteWarps) table_plan_offsets(f, s_wsum);
+    }
   } else {
     // Every block with tokens exports its masks; the grid barrier (which orders memory: no fence
     // of ours) makes them visible to the plan.

@@ -38,7 +38,7 @@ bool front_precomputed_on() {
 }
 // Experiment bits of the fused front (FrontParams::exp; FUSEDMOE_FRONT_EXP, read once; 0 default).
 int front_exp() {
-  static const int v = env_int("FUSEDMOE_FRONT_EXP").value_or(0) & 7;
+  static const int v = env_int("FUSEDMOE_FRONT_EXP").value_or(0) & 15;
   return v;
 }
 }  // namespace
