@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # Session 28, call 2: the prefix-table plan of the cooperative front (FUSEDMOE_FRONT_EXP bit 8).
 # (a) dispatch/plan GPU tests with experiments 2+4+8 on; (b) bench --suite dispatch: default,
-# 2+4, 2+4+8, 2+4+8 with the cluster off (17-48 tokens cooperative too), default again;
-# (c) a FUSEDMOE_ROUTE_TRACE=1 build of call 1's code (route_token's phase stamps), default front.
+# 2+4, 2+4+8, 2+4+8 with the cluster off (17-48 tokens cooperative too), default again.
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 tar -xJf build_pack/gpu_head.tar.xz
-tar -xJf build_pack/gpu_trace.tar.xz
 F='DispatchApi.*:Plan.*:PlanGraph.*-*Informational*'
 echo "==== FUSEDMOE_FRONT_EXP=14" > "$out/tests.log"
 FUSEDMOE_FRONT_EXP=14 timeout 120 .gpu/bin/fusedmoe_gpu_tests --gtest_filter="$F" >> "$out/tests.log" 2>&1
@@ -25,8 +23,6 @@ run exp6 FUSEDMOE_FRONT_EXP=6
 run exp14 FUSEDMOE_FRONT_EXP=14
 run exp14-nocluster FUSEDMOE_FRONT_EXP=14 FUSEDMOE_FRONT_CLUSTER=0
 run exp0b FUSEDMOE_FRONT_EXP=0
-timeout 60 .gpu_trace/bin/fusedmoe bench --suite dispatch --tokens 1,16,256 > "$out/bench_trace.txt" 2>&1; echo "trace rc=$?"
-grep -E "T=.*(token-order|route\+plan):" "$out/bench_trace.txt" | sed 's/  */ /g'
 python3 - "$out/bench_exp.txt" <<'PY'
 import re, sys
 cur = None; t = {}; labels = []
