@@ -9,9 +9,10 @@
 //     marks ids outside [0, E) (id -1, weight 0, as router_gather_kernel) and finishes the slots
 //     as that kernel does; block 0 reports the first bad id in the error flag;
 //   * above: blocks [0, route_blocks) route tokens 8b .. 8b + 7 with warps 0-7 (a cooperative
-//     launch: a grid barrier before the plan), warps 8-15 quantise.
+//     launch: a barrier of the routing blocks before the plan).
+//   The routing blocks do not quantise; blocks after them do.
 // When x is quantised (FP8 in token order, the gather layout, with the permute/quantise kernel's
-// exact scalar helpers), quantising-only blocks after the routing ones share x's rows too: one
+// exact scalar helpers), quantising-only blocks after the routing ones share x's rows: one
 // SM streams only ~15-60 GB/s of them, so the host gives each block ~16 KB of x.
 //
 // The plan uses that top-k never picks an expert twice for a token, so a group's rows in (token,
@@ -21,8 +22,9 @@
 //   * one routing block: after a block barrier every warp with a token scans the G counts
 //     (popcounts) itself and each entry lane computes its row (offset of its group + tokens of
 //     the group below it): no more barriers;
-//   * several: each exports its masks to scratch, one grid barrier (the driver provides it,
-//     nothing to zero beforehand), then every block with tokens reads all blocks' masks (warp
+//   * several: each exports its masks to scratch, one barrier of the routing blocks (on the
+//     driver's grid barrier word: nothing to zero beforehand; grid_barrier_word), or of the
+//     cluster, then every block with tokens reads all blocks' masks (warp
 //     reductions over the blocks give each group's total and its tokens in earlier blocks), one
 //     block barrier, and its warps compute their own rows as above;
 //   * a warp of block 0 also writes counts, offsets and padded offsets;
@@ -46,7 +48,12 @@
 
 namespace fusedmoe::kernels::front_detail {
 
-inline constexpr int kRouteWarps = 8;   // tokens per routing block when there are several
+inline constexpr int kRouteWarps = 8;   // tokens per routing block of a cluster (at most, else)
+// Tokens per routing block of a cooperative launch (FrontParams::tokens_per_block; the launcher,
+// FUSEDMOE_FRONT_TPB): fewer routing warps per SM route faster (their instructions compete for
+// the SM's issue slots; qwen3 routing of one token per SM 2.05 us, 8 per SM 2.43, 16 per SM 2.88:
+// session 28), at the cost of more blocks at the barrier and in the mask gather.
+inline constexpr int kCoopTokensPerBlock = 4;
 inline constexpr int kWideTokens = 16;  // bound of the single routing block (all 16 warps route)
 // Routing blocks as one thread-block cluster: by default up to kDefaultClusterBlocks (bounds
 // 17-48), at most kMaxClusterBlocks (portable size; FUSEDMOE_FRONT_CLUSTER). Measured on the H200
@@ -79,22 +86,19 @@ struct FrontParams {
   int64_t rows_pad4;            // scale row stride: bound rounded up to 4
   // Launch shape: blocks [0, route_blocks) route (one block of 16 tokens when the bound is <= 16,
   // else 8 tokens per block); the blocks after them only quantise. quant_warps: quantising warps
-  // of the grid (8 per routing block when there are several, 16 per quantising-only block).
+  // of the grid (16 per quantising-only block; with routing_blocks_quantise also warps 8-15 of
+  // the routing blocks, numbered first: the launcher's fallback when a cluster grid holds no
+  // other block).
   int route_blocks;
+  int tokens_per_block;         // several routing blocks: tokens (= routing warps) per block, <= kRouteWarps
   int quant_warps;
+  bool routing_blocks_quantise;
   uint32_t* block_masks;        // a cooperative launch: block_masks_bytes(G) of scratch
   int cluster_blocks;           // > 1: the routing blocks form one thread-block cluster (no scratch)
   bool precomputed;             // RouterKind::kPrecomputed (one routing block): r.ids_in / r.weights_in
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
-  // Experiment bits (FUSEDMOE_FRONT_EXP, read once by the launcher; 0 in production): 1 = a spare
-  // thread touches the plan's parameters at entry (constant cache), 2 = the routing blocks' warps
-  // 8-15 do not quantise (the quantising-only blocks take every row), 4 = only the routing blocks
-  // meet, at a barrier on the driver's grid word whose sense is read at entry (red.release arrive,
-  // no returned value), and the quantising-only blocks never wait; 8 = the prefix-table plan
-  // (implies 4's barrier).
-  int exp;
 };
 
 // Timeline stamps of the diagnostic trace (routing blocks): per block [0] entry, [1] routing and
@@ -103,9 +107,10 @@ struct FrontParams {
 // route_stamp, a FUSEDMOE_ROUTE_TRACE build) [8] scores, [9] groups kept, [10] candidates sorted,
 // [11] k rounds, [12] slots stored.
 inline constexpr int kTraceSlots = 16;
+inline constexpr int kTraceBlocks = 64;
 inline constexpr int kRouteTraceSlot = 8;
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
-  if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= 32) return;  // routing blocks (<= 32) only
+  if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= kTraceBlocks) return;  // routing blocks only
   trace[blockIdx.x * kTraceSlots + slot] = globaltimer_ns();
 }
 // Block 0's SM clock (clock64) at entry and end, in slots 13 and 14 (the bench's MHz estimate).
@@ -113,25 +118,13 @@ __device__ __forceinline__ void trace_clock(unsigned long long* trace, int slot)
   if (trace == nullptr || threadIdx.x != 0 || blockIdx.x != 0) return;
   trace[slot] = static_cast<unsigned long long>(clock64());
 }
-// Experiment 1: read the plan's parameters once (their constant-cache lines) before the phases
-// that need them.
-__device__ __forceinline__ void touch_params(const FrontParams& f) {
-  const plan_detail::PlanParams& p = f.plan;
-  uint64_t s = reinterpret_cast<uint64_t>(p.slot_row) ^ reinterpret_cast<uint64_t>(p.row_token) ^
-               reinterpret_cast<uint64_t>(p.row_slot) ^ reinterpret_cast<uint64_t>(p.counts) ^
-               reinterpret_cast<uint64_t>(p.offsets) ^ reinterpret_cast<uint64_t>(p.padded_offsets) ^
-               reinterpret_cast<uint64_t>(p.expert_map) ^ reinterpret_cast<uint64_t>(f.block_masks) ^
-               reinterpret_cast<uint64_t>(f.r.error_flag) ^ reinterpret_cast<uint64_t>(f.r.ids_out) ^
-               reinterpret_cast<uint64_t>(f.r.weights_out) ^ reinterpret_cast<uint64_t>(f.r.num_tokens_dev) ^
-               static_cast<uint64_t>(p.tile_m) ^ static_cast<uint64_t>(p.num_groups) ^ static_cast<uint64_t>(p.slots) ^
-               static_cast<uint64_t>(p.top_k) ^ static_cast<uint64_t>(p.num_local) ^ static_cast<uint64_t>(p.num_experts) ^
-               static_cast<uint64_t>(f.r.num_tokens) ^ static_cast<uint64_t>(f.cluster_blocks) ^
-               static_cast<uint64_t>(f.plan_entries_per_warp) ^ static_cast<uint64_t>(f.route_blocks);
-  asm volatile("" ::"l"(s));
-}
-// Experiment 4: the driver's grid barrier word (cooperative launches; cooperative_groups' own
-// grid.sync uses it the same way: the first block adds 2^31 - (n - 1), the others 1, so its top
-// bit flips once all n have arrived and its low bits return to where they were).
+// The driver's grid barrier word of a cooperative launch, used as cooperative_groups' grid.sync
+// uses it (the first block adds 2^31 - (n - 1), the others 1: its top bit flips once all n have
+// arrived, and its low bits return to where they were), but only the n routing blocks meet, each
+// reads the word's sense at entry (no block can flip it before its own arrival: the read is off
+// the critical path) and arrives with a reduction that returns nothing (red.release), where
+// grid.sync's atom waits for the old value. Measured on the H200 (session 28): the barrier 1.10 ->
+// 1.03 us after the last block's routing (qwen3, 64-256 tokens).
 __device__ __forceinline__ unsigned int* grid_barrier_word() {
   return &cooperative_groups::details::get_grid_workspace()->barrier;
 }
@@ -158,18 +151,9 @@ __device__ __forceinline__ void red_release_gpu_add(unsigned int* a, unsigned in
 inline constexpr int kMaxGroups = 1088;  // G bound of the fused path (E <= 1024 + a shared expert)
 inline constexpr int kMaxMaskWords = kMaxGroups / 4;
 __host__ __device__ inline int mask_words(int groups) { return (groups + 3) / 4; }
-inline constexpr int kMaxRouteBlocks = 32;  // 256 tokens / 8
-// The prefix table of a cooperative launch (experiment 8): row g (g = 0..G) holds, for every
-// routing block b, P_b(g) = the block's entries in groups below g (uint16: <= 8 tokens x 17
-// slots), 64 bytes per row (blocks fastest: one routing warp's lanes read one row as one line);
-// then one row of 32 uint32 duplicate flags.
-__host__ __device__ inline size_t prefix_table_bytes(int groups) {
-  return static_cast<size_t>(groups + 1) * kMaxRouteBlocks * 2 + kMaxRouteBlocks * 4;
-}
+inline constexpr int kMaxRouteBlocks = 64;  // 256 tokens / 4
 __host__ __device__ inline size_t block_masks_bytes(int groups) {
-  const size_t masks = static_cast<size_t>(mask_words(groups) + 1) * kMaxRouteBlocks * 4;
-  const size_t table = prefix_table_bytes(groups);
-  return masks > table ? masks : table;
+  return static_cast<size_t>(mask_words(groups) + 1) * kMaxRouteBlocks * 4;
 }
 // Token ids of the block's tokens, in shared memory for the plan (up to 16 tokens x k <= kMaxTopK;
 // prepare_router refuses larger k).
@@ -217,28 +201,34 @@ __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, i
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int W = mask_words(G);
   const int me = blockIdx.x;
-  const bool reads = lane < nb;
-  uint32_t v[kMaskWordsPerWarp];
+  // Lane l reads blocks l and l + 32 (nb <= kMaxRouteBlocks = 64).
+  const bool reads = lane < nb, reads2 = lane + 32 < nb;
+  uint32_t v[kMaskWordsPerWarp], v2[kMaskWordsPerWarp];
 #pragma unroll
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
     v[i] = (reads && j < W) ? masks.word(lane, j) : 0u;
+    v2[i] = (reads2 && j < W) ? masks.word(lane + 32, j) : 0u;
   }
-  const uint32_t dup_word = reads ? masks.dup(lane, W) : 0u;
+  const uint32_t dup_word = (reads ? masks.dup(lane, W) : 0u) | (reads2 ? masks.dup(lane + 32, W) : 0u);
   const bool dup = __any_sync(kAll, dup_word != 0u);
 #pragma unroll
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
     if (j >= W) break;  // warp-uniform
-    const uint32_t x = v[i];
-    // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256.
-    // Totals and the sums over the blocks before this one by warp reductions (REDUX: one
-    // instruction each, no shuffle chain).
-    const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
-    const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
-    const bool before = lane < me;
+    const uint32_t x = v[i], x2 = v2[i];
+    // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over the blocks stay <= 256
+    // (the tokens). Totals and the sums over the blocks before this one by warp reductions
+    // (REDUX: one instruction each, no shuffle chain).
+    const uint32_t a02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
+    const uint32_t a13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
+    const uint32_t b02 = __popc(x2 & 0xffu) | (__popc(x2 & 0xff0000u) << 16);
+    const uint32_t b13 = __popc(x2 & 0xff00u) | (__popc(x2 & 0xff000000u) << 16);
+    const uint32_t own02 = a02 + b02, own13 = a13 + b13;
+    const uint32_t bef02 = (lane < me ? a02 : 0u) + (lane + 32 < me ? b02 : 0u);
+    const uint32_t bef13 = (lane < me ? a13 : 0u) + (lane + 32 < me ? b13 : 0u);
     const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
-    const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
+    const uint32_t ea = __reduce_add_sync(kAll, bef02), eb = __reduce_add_sync(kAll, bef13);
     if (lane == 0) {
       const int g = 4 * j;
       s_cb[g] = (ea << 16) | (ta & 0xffffu);  // groups past G have no bits: zero counts
@@ -373,151 +363,6 @@ __device__ __forceinline__ void warp_plan_offsets(const plan_detail::PlanParams&
   }
 }
 
-// ---- the prefix-table plan of a cooperative launch (experiment 8) ------------------------------
-// Before the barrier one warp of each routing block (warp kRouteWarps: it does not route) turns
-// the block's masks into its column of the prefix table (P_b(g) for g = 0..G, an exclusive scan
-// of the block's group counts) and its duplicate flag, and arrives. After the barrier:
-//   offset(g) = sum over blocks of P_b(g)            (one warp reduction, no scan over groups)
-//   tokens of g in blocks before b = sum over b' < b of P_b'(g + 1) - P_b'(g)
-// so a routing warp gets both numbers for its entries from one load round trip (lane b' reads
-// block b''s entries of the two rows) and two reductions per entry: no block barrier, no shared
-// memory scan. Block 0's warps 8-15 write counts, offsets and padded offsets from the row sums.
-__device__ __forceinline__ void export_prefix_column(const FrontParams& f, const uint32_t* mask, int dup) {
-  const int lane = threadIdx.x & 31;
-  const int G = f.plan.num_groups;
-  const int b = blockIdx.x;
-  unsigned short* tbl = reinterpret_cast<unsigned short*>(f.block_masks);
-  const int gpl = (G + 31) / 32;
-  const int g0 = min(G, lane * gpl), g1 = min(G, g0 + gpl);
-  uint32_t sum = 0;
-#pragma unroll 4
-  for (int g = g0; g < g1; ++g) sum += byte_below(mask, g, 8);
-  uint32_t inc = sum;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const uint32_t o = __shfl_up_sync(0xffffffffu, inc, d);
-    if (lane >= d) inc += o;
-  }
-  uint32_t run = inc - sum;
-#pragma unroll 4
-  for (int g = g0; g < g1; ++g) {
-    tbl[g * kMaxRouteBlocks + b] = static_cast<unsigned short>(run);
-    run += byte_below(mask, g, 8);
-  }
-  if (lane == 31) tbl[G * kMaxRouteBlocks + b] = static_cast<unsigned short>(inc);
-  if (lane == 0) reinterpret_cast<uint32_t*>(tbl + (G + 1) * kMaxRouteBlocks)[b] = static_cast<uint32_t>(dup);
-}
-__device__ __forceinline__ uint32_t ldcg_u16(const unsigned short* p) { return static_cast<uint32_t>(__ldcg(p)); }
-// Any routing block saw a token reach a group twice (every thread; warp-uniform).
-__device__ __forceinline__ bool table_dup(const FrontParams& f) {
-  const int lane = threadIdx.x & 31;
-  const int G = f.plan.num_groups;
-  const uint32_t* d = reinterpret_cast<const uint32_t*>(reinterpret_cast<const unsigned short*>(f.block_masks) +
-                                                        (G + 1) * kMaxRouteBlocks);
-  return __any_sync(0xffffffffu, lane < f.route_blocks && __ldcg(d + lane) != 0u);
-}
-// Rows of a routing warp's entries (lane < slots: group g, G when unmapped), token w of block b.
-__device__ __forceinline__ void table_plan_rows(const FrontParams& f, const uint32_t* mask, bool has_entry, int g, int w,
-                                                int32_t entry, int32_t token, int slot) {
-  constexpr unsigned kAll = 0xffffffffu;
-  const plan_detail::PlanParams& p = f.plan;
-  const int lane = threadIdx.x & 31;
-  const int G = p.num_groups;
-  const int b = blockIdx.x;
-  const unsigned short* tbl = reinterpret_cast<const unsigned short*>(f.block_masks);
-  const bool reads = lane < f.route_blocks;
-  uint32_t my_off = 0, my_bef = 0;
-  for (int e0 = 0; e0 < p.slots; e0 += 8) {  // warp-uniform; one pass up to 8 slots
-    uint32_t a[8], n[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const int ge = __shfl_sync(kAll, (has_entry && e0 + i < p.slots) ? g : G, (e0 + i) & 31);
-      const bool ok = reads && e0 + i < p.slots && ge < G;
-      a[i] = ok ? ldcg_u16(tbl + ge * kMaxRouteBlocks + lane) : 0u;
-      n[i] = ok ? ldcg_u16(tbl + (ge + 1) * kMaxRouteBlocks + lane) : 0u;
-    }
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const uint32_t off = __reduce_add_sync(kAll, a[i]);
-      const uint32_t bef = __reduce_add_sync(kAll, lane < b ? n[i] - a[i] : 0u);
-      if (lane == e0 + i) {
-        my_off = off;
-        my_bef = bef;
-      }
-    }
-  }
-  if (!has_entry) return;
-  if (g >= G) {
-    p.slot_row[entry] = -1;
-    return;
-  }
-  const uint32_t r = my_off + my_bef + byte_below(mask, g, w);
-  p.slot_row[entry] = static_cast<int32_t>(r);
-  p.row_token[r] = token;
-  p.row_slot[r] = slot;
-}
-// Block 0's counts, offsets and padded offsets from the table, by warps 8-15 (256 threads, one
-// group each per pass): offsets(g) = row sum g, counts(g) = row sum g + 1 - row sum g; the padded
-// offsets by a scan over the 256 threads (named barrier 3), carried across passes.
-__device__ __forceinline__ uint32_t table_row_sum(const uint4* row, uint32_t keep) {
-  // 32 uint16 = 16 words; columns >= route_blocks masked out (never written this launch).
-  uint32_t acc = 0;
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const uint4 v = __ldcg(row + q);
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int word = q * 4 + i;  // columns 2 word, 2 word + 1
-      const uint32_t m = (keep >> (2 * word)) & 3u;
-      acc += w[i] & ((m & 1u ? 0xffffu : 0u) | (m & 2u ? 0xffff0000u : 0u));
-    }
-  }
-  return (acc & 0xffffu) + (acc >> 16);
-}
-__device__ __forceinline__ void table_plan_offsets(const FrontParams& f, uint32_t* s_wsum) {
-  const plan_detail::PlanParams& p = f.plan;
-  const int t = threadIdx.x - kRouteWarps * 32;  // 0..255
-  const int lane = threadIdx.x & 31, wq = t >> 5;
-  const int G = p.num_groups;
-  const uint4* tbl = reinterpret_cast<const uint4*>(f.block_masks);  // 4 uint4 per row
-  const int rb = f.route_blocks;
-  const uint32_t keep = rb >= 32 ? 0xffffffffu : ((1u << rb) - 1u);  // columns written this launch
-  uint32_t carry = 0;
-  for (int base = 0; base <= G; base += 256) {  // uniform over the 256 threads
-    const int g = base + t;
-    uint32_t off = 0, cnt = 0;
-    if (g <= G) off = table_row_sum(tbl + g * 4, keep);
-    if (g < G) cnt = table_row_sum(tbl + (g + 1) * 4, keep) - off;
-    const uint32_t pc = plan_detail::round_up_tile(cnt, p.tile_m);
-    uint32_t inc = pc;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const uint32_t o = __shfl_up_sync(0xffffffffu, inc, d);
-      if (lane >= d) inc += o;
-    }
-    if (lane == 31) s_wsum[wq] = inc;
-    asm volatile("bar.sync 3, 256;" ::: "memory");
-    uint32_t before = carry, total = 0;
-#pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      const uint32_t v = s_wsum[q];
-      if (q < wq) before += v;
-      total += v;
-    }
-    asm volatile("bar.sync 3, 256;" ::: "memory");  // s_wsum free for the next pass
-    if (g < G) {
-      p.counts[g] = static_cast<int32_t>(cnt);
-      p.offsets[g] = static_cast<int32_t>(off);
-      p.padded_offsets[g] = static_cast<int32_t>(before + inc - pc);
-    } else if (g == G) {
-      p.offsets[G] = static_cast<int32_t>(off);
-      p.padded_offsets[G] = static_cast<int32_t>(before + inc - pc);
-    }
-    carry += total;
-  }
-}
-
 // Per-token scheme: quantise token t's row (one warp: the row-wide amax first, then the units).
 // Bit-identical to permute_quant_kernel in token order.
 template <class TIn>
@@ -620,7 +465,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   __shared__ uint32_t s_cb[kMaxGroups];
   __shared__ uint32_t s_ws[kMaxMaskWords];
   __shared__ int s_dup;
-  __shared__ uint32_t s_wsum[8];                // table plan: warp totals of block 0's offsets scan
   __shared__ uint32_t s_bad[kWideTokens];      // precomputed: per token, its slots with an id outside [0, E)
   __shared__ int32_t s_bad_id[kWideTokens];    // ... and the first such id as read (the caller's ids may be
                                                // the output ids of an earlier call: overwritten by then)
@@ -630,31 +474,30 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   const int G = f.plan.num_groups;
   const int W = mask_words(G);
   // One routing block (bound <= 16): all 16 warps route (token = warp), no grid barrier, x is
-  // quantised by the blocks after it. Several: warps 0-7 route tokens 8b + w, warps 8-15 quantise.
+  // quantised by the blocks after it. Several: warps 0..tpb-1 route tokens tpb * b + w.
   constexpr bool wide = kOneBlock;  // (the launcher: route_blocks == 1 exactly with this instance)
   const bool precomputed = kOneBlock && f.precomputed;
   const bool routes = static_cast<int>(blockIdx.x) < f.route_blocks;
-  const bool route_warp = routes && (wide || warp < kRouteWarps);
+  const int tpb = f.tokens_per_block;  // several routing blocks (wide: all 16 warps route)
+  const bool route_warp = routes && (wide || warp < tpb);
   const int64_t num_tokens = resolve_token_count(f.r.num_tokens, f.r.num_tokens_dev, nullptr);  // flag: block 0, last
-  const int64_t token = wide ? warp : static_cast<int64_t>(blockIdx.x) * kRouteWarps + (warp % kRouteWarps);
+  const int64_t token = wide ? warp : static_cast<int64_t>(blockIdx.x) * tpb + warp;
   trace_stamp(f.trace, 0);
   trace_clock(f.trace, 13);
-  // Experiment 4 (see FrontParams::exp): the barrier word's sense before any block of this launch
-  // arrives (none can flip it before this block's own arrival).
-  const bool table_plan = !wide && f.cluster_blocks <= 1 && (f.exp & 8) != 0;
-  const bool own_barrier = !wide && f.cluster_blocks <= 1 && (f.exp & 12) != 0;
-  __shared__ unsigned int s_bar_sense;  // read by a thread that does not route (warp 8), used by thread 0
-  if (own_barrier && routes && threadIdx.x == kRouteWarps * 32) s_bar_sense = ld_relaxed_gpu(grid_barrier_word());
-  if ((f.exp & 1) != 0 && threadIdx.x == kMaxThreads - 32) touch_params(f);
+  // A cooperative launch: the barrier word's sense before any routing block arrives (see
+  // grid_barrier_word), read by a thread that does not route (warp 8) for thread 0.
+  const bool cooperative = !wide && f.cluster_blocks <= 1;
+  __shared__ unsigned int s_bar_sense;
+  if (cooperative && routes && threadIdx.x == kRouteWarps * 32) s_bar_sense = ld_relaxed_gpu(grid_barrier_word());
   if (routes) {
     if (wide) {  // zeroed by everyone; the block barrier after the routing orders it before the bits
       for (int q = threadIdx.x; q < W; q += blockDim.x) s_mask[q] = s_mask2[q] = 0u;
       if (threadIdx.x == 0) s_dup = 0;
-    } else if (warp >= kRouteWarps) {
-      // Zeroed by warps 8-15, which then arrive at named barrier 1; the routing warps wait there
+    } else if (warp >= tpb) {
+      // Zeroed by the other warps, which then arrive at named barrier 1; the routing warps wait there
       // (long done by then) before setting bits. No block barrier before the routing.
-      for (int q = threadIdx.x - kRouteWarps * 32; q < W; q += blockDim.x - kRouteWarps * 32) s_mask[q] = 0u;
-      if (threadIdx.x == kRouteWarps * 32) s_dup = 0;
+      for (int q = threadIdx.x - tpb * 32; q < W; q += blockDim.x - tpb * 32) s_mask[q] = 0u;
+      if (threadIdx.x == tpb * 32) s_dup = 0;
       asm volatile("bar.arrive 1, %0;" ::"r"(kMaxThreads) : "memory");
     }
   }
@@ -717,12 +560,14 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
         }
       }
     }
-  } else if (f.quant_scheme != pq_detail::kNone && !(routes && (f.exp & 2) != 0)) {
-    // Quantising warps, numbered over the grid: warps 8-15 of the routing blocks (several; not with
-    // experiment 2), then 16 per quantising-only block. The first 8 also zero the scales' padding.
+  } else if (f.quant_scheme != pq_detail::kNone && (!routes || (f.routing_blocks_quantise && warp >= kRouteWarps))) {
+    // Quantising warps, numbered over the grid: 16 per quantising-only block. The routing blocks'
+    // warps 8-15 do not quantise (sharing the SM slowed the routing warps: dsv3 + FP8 at 64-256
+    // tokens routed ~0.35 us later; session 28) unless no other block does. The first 8 also zero
+    // the scales' padding.
+    const int first = f.routing_blocks_quantise ? f.route_blocks * kRouteWarps : 0;
     const int qw = routes ? static_cast<int>(blockIdx.x) * kRouteWarps + (warp - kRouteWarps)
-                          : ((wide || (f.exp & 2) != 0) ? 0 : f.route_blocks * kRouteWarps) +
-                                (static_cast<int>(blockIdx.x) - f.route_blocks) * kWarps + warp;
+                          : first + (static_cast<int>(blockIdx.x) - f.route_blocks) * kWarps + warp;
     quantize_part(f, num_tokens, qw, f.quant_warps, lane);
     if (qw < kRouteWarps && f.q_scales != nullptr) {
       const int qt = qw * 32 + lane;
@@ -767,7 +612,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     cluster_arrive();
     cluster_wait();
     trace_stamp(f.trace, 2);
-    const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
+    const int nb = static_cast<int>((num_tokens + tpb - 1) / tpb);
     dup = gather_block_counts(ClusterMasks{s_mask, &s_dup}, G, nb, s_cb, s_ws);
     cluster_arrive();
     trace_stamp(f.trace, 3);
@@ -777,57 +622,28 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
     }
     cluster_wait();
-  } else if (table_plan) {
-    // The prefix-table plan (see export_prefix_column): only the routing blocks meet.
-    if (!routes) return;  // the quantising-only blocks are done
-    __syncthreads();      // every mask bit (and the ids) set
-    trace_stamp(f.trace, 1);
-    if (warp == kRouteWarps) {
-      export_prefix_column(f, s_mask, s_dup);
-      __syncwarp();       // the column's stores before lane 0's release
-      if (lane == 0) {
-        unsigned int* bar = grid_barrier_word();
-        red_release_gpu_add(bar, blockIdx.x == 0 ? 0x80000000u - static_cast<unsigned int>(f.route_blocks - 1) : 1u);
-        const unsigned int sense = s_bar_sense;
-        while (((ld_acquire_gpu(bar) ^ sense) & 0x80000000u) == 0u) {
-        }
-      }
-    }
-    __syncthreads();
-    trace_stamp(f.trace, 2);
-    const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
-    if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
-    dup = table_dup(f);
-    trace_stamp(f.trace, 3);
-    if (!dup) {
-      if (ranks) table_plan_rows(f, s_mask, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
-      if (blockIdx.x == 0 && warp >= kRouteWarps) table_plan_offsets(f, s_wsum);
-    }
   } else {
-    // Every block with tokens exports its masks; the grid barrier (which orders memory: no fence
-    // of ours) makes them visible to the plan.
+    // Every block with tokens exports its masks; the barrier (release / acquire) makes them
+    // visible to the plan.
     if (routes) {
       __syncthreads();
       trace_stamp(f.trace, 1);
       if (threadIdx.x <= W)
         f.block_masks[threadIdx.x * kMaxRouteBlocks + blockIdx.x] = threadIdx.x < W ? s_mask[threadIdx.x] : static_cast<uint32_t>(s_dup);
     }
-    if (own_barrier) {
-      if (!routes) return;  // the quantising-only blocks are done
-      __syncthreads();      // the exported masks before thread 0's release
-      if (threadIdx.x == 0) {
-        unsigned int* bar = grid_barrier_word();
-        red_release_gpu_add(bar, blockIdx.x == 0 ? 0x80000000u - static_cast<unsigned int>(f.route_blocks - 1) : 1u);
-        const unsigned int sense = s_bar_sense;
-        while (((ld_acquire_gpu(bar) ^ sense) & 0x80000000u) == 0u) {
-        }
+    // Only the routing blocks meet (grid_barrier_word); the quantising-only blocks are done.
+    if (!routes) return;
+    __syncthreads();  // the exported masks before thread 0's release
+    if (threadIdx.x == 0) {
+      unsigned int* bar = grid_barrier_word();
+      red_release_gpu_add(bar, blockIdx.x == 0 ? 0x80000000u - static_cast<unsigned int>(f.route_blocks - 1) : 1u);
+      const unsigned int sense = s_bar_sense;
+      while (((ld_acquire_gpu(bar) ^ sense) & 0x80000000u) == 0u) {
       }
-      __syncthreads();
-    } else {
-      cooperative_groups::this_grid().sync();
     }
+    __barrier_sync(0);  // as grid.sync (the non-.aligned barrier: thread 0 arrives after its loop)
     trace_stamp(f.trace, 2);
-    const int nb = static_cast<int>((num_tokens + kRouteWarps - 1) / kRouteWarps);
+    const int nb = static_cast<int>((num_tokens + tpb - 1) / tpb);
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
     dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws);
     trace_stamp(f.trace, 3);

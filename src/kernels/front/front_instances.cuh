@@ -85,12 +85,17 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     }
     if (clusters >= 1) {
       // The grid a whole number of clusters, all resident at once; the quantising warps
-      // renumbered for it (every block after the routing cluster quantises its share).
+      // renumbered for it (every block after the routing cluster quantises its share, or the
+      // routing blocks' warps 8-15 when only one cluster fits).
       FrontParams fc = f;
       int grid = (l.grid + l.cluster - 1) / l.cluster * l.cluster;
       grid = std::max(l.cluster, std::min(grid, clusters * l.cluster));
       fc.cluster_blocks = l.cluster;
-      fc.quant_warps = fc.route_blocks * kRouteWarps + (grid - fc.route_blocks) * (l.block / 32);
+      fc.quant_warps = (grid - fc.route_blocks) * (l.block / 32);
+      if (fc.quant_scheme != pq_detail::kNone && grid == fc.route_blocks) {  // no other block: the routing blocks quantise
+        fc.routing_blocks_quantise = true;
+        fc.quant_warps = fc.route_blocks * kRouteWarps;
+      }
       const cudaError_t e = launch_with_attribute(fn, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(l.block)),
                                                   l.smem, s, attr, fc);
       if (e == cudaSuccess) return e;

@@ -30,15 +30,20 @@ int front_cluster_max() {
   return v;
 }
 
+// Tokens per routing block of a cooperative launch: kCoopTokensPerBlock, or FUSEDMOE_FRONT_TPB
+// (1, 2, 4 or 8; a tuning and diagnostic override, read once).
+int front_coop_tokens_per_block() {
+  static const int v = [] {
+    const int e = env_int("FUSEDMOE_FRONT_TPB").value_or(front_detail::kCoopTokensPerBlock);
+    return (e == 1 || e == 2 || e == 4 || e == 8) ? e : front_detail::kCoopTokensPerBlock;
+  }();
+  return v;
+}
+
 // Precomputed ids through the fused front (default on); FUSEDMOE_FRONT_PRECOMPUTED=0 (read once)
 // sends them to the separate kernels, for measurement.
 bool front_precomputed_on() {
   static const bool v = env_int("FUSEDMOE_FRONT_PRECOMPUTED").value_or(1) != 0;
-  return v;
-}
-// Experiment bits of the fused front (FrontParams::exp; FUSEDMOE_FRONT_EXP, read once; 0 default).
-int front_exp() {
-  static const int v = env_int("FUSEDMOE_FRONT_EXP").value_or(0) & 15;
   return v;
 }
 }  // namespace
@@ -134,7 +139,6 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   if (e != cudaSuccess) return e;
   f.r = rp.p;
   f.trace = g_front_trace.load(std::memory_order_relaxed);
-  f.exp = front_exp();
 
   const bool quant = a.quant != ActQuant::kNone;
   FrontLaunch l;
@@ -149,28 +153,29 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   l.smem = std::max(rp.smem_per_warp * warps,
                     plan_detail::plan_smem_bytes(warps, G, static_cast<int>(entries)));
   if (l.smem > front_detail::kFrontMaxSmem) return cudaErrorInvalidValue;
-  f.route_blocks = bound <= front_detail::kWideTokens
-                       ? 1
-                       : static_cast<int>((bound + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps);
+  // Routing blocks: one up to kWideTokens; above, kRouteWarps tokens per block when those blocks
+  // can form a cluster (at most front_cluster_max()), else front_coop_tokens_per_block().
+  const int64_t cluster_blocks = (bound + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps;
+  f.tokens_per_block = bound <= front_detail::kWideTokens    ? front_detail::kWideTokens
+                       : cluster_blocks <= front_cluster_max() ? front_detail::kRouteWarps
+                                                               : front_coop_tokens_per_block();
+  f.route_blocks = static_cast<int>((bound + f.tokens_per_block - 1) / f.tokens_per_block);
   const bool wide = f.route_blocks == 1;
   l.grid = f.route_blocks;
   if (quant) {
-    // Quantising-only blocks after the routing ones: about kQuantBytesPerBlock of x per block
-    // (counting the routing blocks' 8 quantising warps as half a block each), at most one block
-    // per SM; at least one when a single block routes (all its warps route). One SM streams only
-    // ~15-60 GB/s of rows: 8 rows of K 7168 quantised by one block took 8.8 us on the H200.
+    // Quantising-only blocks after the routing ones (which do not quantise): about
+    // kQuantBytesPerBlock of x per block, at most one block per SM, at least one. One SM streams
+    // only ~15-60 GB/s of rows: 8 rows of K 7168 quantised by one block took 8.8 us on the H200.
     const int64_t x_bytes = bound * a.hidden * 2;
     const int64_t want = (x_bytes + front_detail::kQuantBytesPerBlock - 1) / front_detail::kQuantBytesPerBlock;
-    const bool spare = !wide && (f.exp & 2) != 0;  // experiment 2: only quantising-only blocks quantise
-    const int64_t extra = wide || spare ? std::max<int64_t>(1, want) : want - f.route_blocks / 2;
-    l.grid += static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(extra, vec::sm_count() - f.route_blocks)));
-    if (spare && l.grid == f.route_blocks) f.exp &= ~2;
+    l.grid += static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(want, vec::sm_count() - f.route_blocks)));
   }
-  f.quant_warps = ((wide || (f.exp & 2) != 0) ? 0 : f.route_blocks * front_detail::kRouteWarps) + (l.grid - f.route_blocks) * warps;
+  f.quant_warps = (l.grid - f.route_blocks) * warps;
   // Several routing blocks: one thread-block cluster when they are few enough (the launcher
   // checks that it fits, else it makes the cooperative launch), else a cooperative launch. Both
   // need the scratch (reserved for every bound above kWideTokens).
-  if (!wide && f.route_blocks <= front_cluster_max()) l.cluster = f.route_blocks;
+  if (!wide && f.tokens_per_block == front_detail::kRouteWarps && f.route_blocks <= front_cluster_max())
+    l.cluster = f.route_blocks;
   l.cooperative = f.route_blocks > 1;
   l.one_block = wide;
   if (l.cooperative) {

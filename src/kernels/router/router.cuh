@@ -344,7 +344,8 @@ template <int VEC, int NV>
 __device__ __forceinline__ uint32_t group_eligible_regs(const Params& p, const uint32_t (&key)[VEC * NV], uint32_t valid,
                                                         int lane) {
   const int L = p.group_size / VEC;  // lanes per group (power of two, <= 32)
-  const int runs = 32 / L;           // groups per load
+  const int log2l = __ffs(L) - 1;
+  const int runs = 32 >> log2l;      // groups per load
   uint32_t t1[NV], t2[NV];
 #pragma unroll
   for (int i = 0; i < NV; ++i) {
@@ -376,12 +377,14 @@ __device__ __forceinline__ uint32_t group_eligible_regs(const Params& p, const u
   int beaten[NV];
 #pragma unroll
   for (int i = 0; i < NV; ++i) beaten[i] = 0;
-  const int my_run = lane / L;
+  const int my_run = lane >> log2l;
 #pragma unroll
   for (int gi = 0; gi < NV; ++gi) {
     const int first = gi * runs;  // group of run 0 in load gi
     if (first >= p.n_group) break;
-    for (int r = 0; r < runs && first + r < p.n_group; ++r) {
+    const int nr = min(runs, p.n_group - first);
+#pragma unroll 4
+    for (int r = 0; r < nr; ++r) {  // (unrolled: the broadcast shuffles overlap)
       const uint32_t sg = __shfl_sync(kFull, gk[gi], r * L);
 #pragma unroll
       for (int i = 0; i < NV; ++i) beaten[i] += (sg > gk[i] || (sg == gk[i] && first + r < i * runs + my_run)) ? 1 : 0;
@@ -465,6 +468,8 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
           for (int s = 0; s < kCap; ++s) v[s] = by_sum.divide_nonnegative(v[s]);  // sum >= 1: max's term is 1
         }
       }
+    } else if constexpr (M == RowMode::kSigmoidRow) {
+      hd::sigmoid_n(v);  // the same bits as score_of, the chains interleaved
     } else if constexpr (M != RowMode::kLogitsRow) {
 #pragma unroll
       for (int s = 0; s < kCap; ++s) v[s] = score_of<M>(v[s], 0.f, 0.f);
