@@ -31,11 +31,12 @@ int front_cluster_max() {
 }
 
 // Tokens per routing block of a cooperative launch: kCoopTokensPerBlock, or FUSEDMOE_FRONT_TPB
-// (1, 2, 4 or 8; a tuning and diagnostic override, read once).
+// (4 or 8; a tuning and diagnostic override, read once). At least 4: 256 tokens fill the 64
+// routing blocks the scratch and the two-blocks-per-lane mask gather hold.
 int front_coop_tokens_per_block() {
   static const int v = [] {
     const int e = env_int("FUSEDMOE_FRONT_TPB").value_or(front_detail::kCoopTokensPerBlock);
-    return (e == 1 || e == 2 || e == 4 || e == 8) ? e : front_detail::kCoopTokensPerBlock;
+    return (e == 4 || e == 8) ? e : front_detail::kCoopTokensPerBlock;
   }();
   return v;
 }
