@@ -75,17 +75,17 @@ template <class Fn>
 std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21) {
   // Routing blocks (front.cuh): one up to 16 tokens, else 8 (a cluster) or fewer tokens per block;
   // blocks that recorded nothing (0) are skipped.
-  const int blocks = tokens <= 16 ? 1 : 64;
+  const int blocks = tokens <= 16 ? 1 : 32;
   constexpr int kSlots = 16;  // front.cuh kTraceSlots
   constexpr int kStamps = 12;
-  Buf tr(size_t{8} * 64 * kSlots);  // front.cuh kTraceBlocks
+  Buf tr(size_t{8} * 32 * kSlots);  // front.cuh kTraceBlocks
   fm::kernels::set_front_trace(static_cast<unsigned long long*>(tr.p));
   std::vector<std::vector<double>> at(kStamps);
   std::vector<double> mhz;  // block 0's SM clock: clock64 cycles over globaltimer ns, entry to end
   std::vector<double> last_rows;  // the last routing block's rows written
-  std::vector<unsigned long long> h(size_t{64} * kSlots);
+  std::vector<unsigned long long> h(size_t{32} * kSlots);
   for (int c = 0; c < calls; ++c) {
-    BENCH_CUDA(cudaMemsetAsync(tr.p, 0, size_t{8} * 64 * kSlots, s));
+    BENCH_CUDA(cudaMemsetAsync(tr.p, 0, size_t{8} * 32 * kSlots, s));
     fn();
     BENCH_CUDA(cudaStreamSynchronize(s));
     BENCH_CUDA(cudaMemcpy(h.data(), tr.p, h.size() * 8, cudaMemcpyDeviceToHost));
@@ -324,7 +324,7 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
   constexpr int64_t kCtas = 65536;
   constexpr int kS = fm::kernels::kGroupedGemmTraceSlots;
   const size_t n = size_t{2} * kCtas * kS;
-  Buf tr(n * 8), ftr(size_t{8} * 64 * 16), ptr(size_t{8} * 3 * 1024);
+  Buf tr(n * 8), ftr(size_t{8} * 32 * 16), ptr(size_t{8} * 3 * 1024);
   fm::kernels::set_grouped_gemm_trace(static_cast<unsigned long long*>(tr.p), kCtas);
   fm::kernels::set_front_trace(static_cast<unsigned long long*>(ftr.p));
   fm::kernels::set_permute_trace(static_cast<unsigned long long*>(ptr.p));

@@ -52,7 +52,10 @@ inline constexpr int kRouteWarps = 8;   // tokens per routing block of a cluster
 // Tokens per routing block of a cooperative launch (FrontParams::tokens_per_block; the launcher,
 // FUSEDMOE_FRONT_TPB): fewer routing warps per SM route faster (their instructions compete for
 // the SM's issue slots; qwen3 routing of one token per SM 2.05 us, 8 per SM 2.43, 16 per SM 2.88:
-// session 28), at the cost of more blocks at the barrier and in the mask gather.
+// session 28), so kCoopTokensPerBlock while the blocks fit kMaxRouteBlocks (<= 128 tokens), else
+// kRouteWarps. Measured on the H200 (session 28, call 5, kernel time, 4 vs 8 tokens per block):
+// 64 / 128 tokens qwen3 5.28 / 5.28 vs 5.41 / 5.41 us, dsv3 + FP8 6.91 / 6.91-6.94 vs 7.04 / 7.23;
+// 64 blocks of 4 at 256 tokens (each lane gathering two blocks' masks) lost: 6.24 vs 5.57, 7.90 vs 7.30.
 inline constexpr int kCoopTokensPerBlock = 4;
 inline constexpr int kWideTokens = 16;  // bound of the single routing block (all 16 warps route)
 // Routing blocks as one thread-block cluster: by default up to kDefaultClusterBlocks (bounds
@@ -107,7 +110,7 @@ struct FrontParams {
 // route_stamp, a FUSEDMOE_ROUTE_TRACE build) [8] scores, [9] groups kept, [10] candidates sorted,
 // [11] k rounds, [12] slots stored.
 inline constexpr int kTraceSlots = 16;
-inline constexpr int kTraceBlocks = 64;
+inline constexpr int kTraceBlocks = 32;  // (kMaxRouteBlocks, below)
 inline constexpr int kRouteTraceSlot = 8;
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
   if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= kTraceBlocks) return;  // routing blocks only
@@ -151,7 +154,7 @@ __device__ __forceinline__ void red_release_gpu_add(unsigned int* a, unsigned in
 inline constexpr int kMaxGroups = 1088;  // G bound of the fused path (E <= 1024 + a shared expert)
 inline constexpr int kMaxMaskWords = kMaxGroups / 4;
 __host__ __device__ inline int mask_words(int groups) { return (groups + 3) / 4; }
-inline constexpr int kMaxRouteBlocks = 64;  // 256 tokens / 4
+inline constexpr int kMaxRouteBlocks = 32;  // 256 tokens / 8 (128 / 4)
 __host__ __device__ inline size_t block_masks_bytes(int groups) {
   return static_cast<size_t>(mask_words(groups) + 1) * kMaxRouteBlocks * 4;
 }
@@ -163,9 +166,9 @@ inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) 
 // Phase B of a multi-block launch (after the grid barrier; every thread of a block that owns
 // tokens calls it): for each group, its tokens in all blocks (cnt) and in the blocks before this
 // one (bef), into s_cb[g] = bef << 16 | cnt, and per mask word the tokens of its four groups into
-// s_ws[j]. Warp w takes words w, w + 16, ...; lane l reads block l's word (and block l + 32's:
-// kTwo, nb <= 64 blocks own tokens); warp reductions over the blocks give both numbers for four
-// groups at once (two 16-bit pairs per register). Returns true, in every thread, when some block saw a token reach a group
+// s_ws[j]. Warp w takes words w, w + 16, ...; lane l reads block l's word (nb <= 32 blocks own
+// tokens); warp reductions over the blocks give both numbers for four groups at once (two 16-bit
+// pairs per register). Returns true, in every thread, when some block saw a token reach a group
 // twice. Ends with a block barrier.
 // Where the blocks' masks are read from: global scratch (cooperative launch) or the other blocks'
 // shared memory (a thread-block cluster).
@@ -195,9 +198,7 @@ __device__ __forceinline__ void cluster_wait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// kTwo (nb > 32 blocks, so at most 4 tokens per block: bits 0-3 of each group's byte): lane l
-// reads blocks l and l + 32 and packs the second block's bits into bits 4-7 of the same bytes.
-template <class Masks, bool kTwo>
+template <class Masks>
 __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
@@ -209,32 +210,22 @@ __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, i
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
     v[i] = (reads && j < W) ? masks.word(lane, j) : 0u;
-    if constexpr (kTwo) v[i] |= (lane + 32 < nb && j < W) ? masks.word(lane + 32, j) << 4 : 0u;
   }
-  uint32_t dup_word = reads ? masks.dup(lane, W) : 0u;
-  if constexpr (kTwo) dup_word |= lane + 32 < nb ? masks.dup(lane + 32, W) : 0u;
+  const uint32_t dup_word = reads ? masks.dup(lane, W) : 0u;
   const bool dup = __any_sync(kAll, dup_word != 0u);
 #pragma unroll
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
     if (j >= W) break;  // warp-uniform
     const uint32_t x = v[i];
-    // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over the blocks stay <= 256
+    // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256
     // (the tokens). Totals and the sums over the blocks before this one by warp reductions
     // (REDUX: one instruction each, no shuffle chain).
     const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
     const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
-    uint32_t bef02, bef13;
-    if constexpr (kTwo) {  // blocks l (bits 0-3) and l + 32 (bits 4-7) each before this one or not
-      const uint32_t xb = x & ((lane < me ? 0x0f0f0f0fu : 0u) | (lane + 32 < me ? 0xf0f0f0f0u : 0u));
-      bef02 = __popc(xb & 0xffu) | (__popc(xb & 0xff0000u) << 16);
-      bef13 = __popc(xb & 0xff00u) | (__popc(xb & 0xff000000u) << 16);
-    } else {
-      bef02 = lane < me ? own02 : 0u;
-      bef13 = lane < me ? own13 : 0u;
-    }
+    const bool before = lane < me;
     const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
-    const uint32_t ea = __reduce_add_sync(kAll, bef02), eb = __reduce_add_sync(kAll, bef13);
+    const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
     if (lane == 0) {
       const int g = 4 * j;
       s_cb[g] = (ea << 16) | (ta & 0xffffu);  // groups past G have no bits: zero counts
@@ -619,7 +610,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     cluster_wait();
     trace_stamp(f.trace, 2);
     const int nb = static_cast<int>((num_tokens + tpb - 1) / tpb);
-    dup = gather_block_counts<ClusterMasks, false>(ClusterMasks{s_mask, &s_dup}, G, nb, s_cb, s_ws);
+    dup = gather_block_counts(ClusterMasks{s_mask, &s_dup}, G, nb, s_cb, s_ws);
     cluster_arrive();
     trace_stamp(f.trace, 3);
     if (!dup) {
@@ -651,8 +642,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     trace_stamp(f.trace, 2);
     const int nb = static_cast<int>((num_tokens + tpb - 1) / tpb);
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
-    dup = nb > 32 ? gather_block_counts<ScratchMasks, true>(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws)
-                  : gather_block_counts<ScratchMasks, false>(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws);
+    dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws);
     trace_stamp(f.trace, 3);
     if (!dup) {
       // Block 0's warp 8 writes counts and offsets while the routing warps compute their rows.

@@ -30,15 +30,14 @@ int front_cluster_max() {
   return v;
 }
 
-// Tokens per routing block of a cooperative launch: kCoopTokensPerBlock, or FUSEDMOE_FRONT_TPB
-// (4 or 8; a tuning and diagnostic override, read once). At least 4: 256 tokens fill the 64
-// routing blocks the scratch and the two-blocks-per-lane mask gather hold.
-int front_coop_tokens_per_block() {
-  static const int v = [] {
-    const int e = env_int("FUSEDMOE_FRONT_TPB").value_or(front_detail::kCoopTokensPerBlock);
-    return (e == 4 || e == 8) ? e : front_detail::kCoopTokensPerBlock;
-  }();
-  return v;
+// Tokens per routing block of a cooperative launch: kCoopTokensPerBlock while the blocks fit
+// kMaxRouteBlocks (bounds up to 128), else kRouteWarps; FUSEDMOE_FRONT_TPB=8 (a tuning and
+// diagnostic override, read once) always kRouteWarps.
+int front_coop_tokens_per_block(int64_t bound) {
+  static const int v = env_int("FUSEDMOE_FRONT_TPB").value_or(front_detail::kCoopTokensPerBlock) == 8
+                           ? front_detail::kRouteWarps
+                           : front_detail::kCoopTokensPerBlock;
+  return (bound + v - 1) / v <= front_detail::kMaxRouteBlocks ? v : front_detail::kRouteWarps;
 }
 
 // Precomputed ids through the fused front (default on); FUSEDMOE_FRONT_PRECOMPUTED=0 (read once)
@@ -159,7 +158,7 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   const int64_t cluster_blocks = (bound + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps;
   f.tokens_per_block = bound <= front_detail::kWideTokens    ? front_detail::kWideTokens
                        : cluster_blocks <= front_cluster_max() ? front_detail::kRouteWarps
-                                                               : front_coop_tokens_per_block();
+                                                               : front_coop_tokens_per_block(bound);
   f.route_blocks = static_cast<int>((bound + f.tokens_per_block - 1) / f.tokens_per_block);
   const bool wide = f.route_blocks == 1;
   l.grid = f.route_blocks;
