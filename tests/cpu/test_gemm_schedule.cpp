@@ -113,7 +113,7 @@ TEST(GemmSchedule, DenseFp8TakesTheMeasuredPoints) {
 }
 
 // The BF16 dense rule (dense_bf16_auto): single weight tiles on the raster (split-K or not); GEMM2
-// on token tiles 8-16 only.
+// on token tiles 8-16, and on tile 32 for long reductions over many experts.
 TEST(GemmSchedule, DenseBf16OnlyForSingleRasterTiles) {
   EXPECT_TRUE(fk::dense_bf16_auto(false, 8, 1, false));  // gptoss-tp1 GEMM1 (measured faster), 1-token split-K
   EXPECT_TRUE(fk::dense_bf16_auto(true, 16, 1, false));  // dsv3-ep8 / gptoss-tp1 GEMM2 (faster)
@@ -121,6 +121,10 @@ TEST(GemmSchedule, DenseBf16OnlyForSingleRasterTiles) {
   EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 2, false));  // chained tiles
   EXPECT_FALSE(fk::dense_bf16_auto(true, 8, 1, true));    // the balanced GEMM2 of short reductions (slower)
   EXPECT_FALSE(fk::dense_bf16_auto(true, 32, 1, false));  // GEMM2 on tile 32 (mixtral-tp2 at 64: slower)
+  EXPECT_FALSE(fk::dense_bf16_auto(true, 32, 1, false, 7168, 8));  // mixtral-tp2 (slower)
+  EXPECT_FALSE(fk::dense_bf16_auto(true, 32, 1, false, 256, 256));  // dsv3-tp8: short reduction (slower)
+  EXPECT_TRUE(fk::dense_bf16_auto(true, 32, 1, false, 2048, 32));   // dsv3-ep8 at 128-256 tokens (faster)
+  EXPECT_FALSE(fk::dense_bf16_auto(true, 32, 2, false, 2048, 32));  // chained tiles
 }
 
 // GEMM2's balanced schedule rule (use_balanced_schedule). `short_reduction` is the launch's

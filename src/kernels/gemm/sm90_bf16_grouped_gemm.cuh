@@ -1198,7 +1198,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   // for this launch as the 2-CTA instance would run it (forced shapes keep the 2-CTA instance)
   if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kTokTile <= 32) {
     const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
-    if (a.dense == 0 && !forced_shape && dense_bf16_auto(gemm2, Cfg::kTokTile, tpc, sched.kind != 0)) {
+    if (a.dense == 0 && !forced_shape && dense_bf16_auto(gemm2, Cfg::kTokTile, tpc, sched.kind != 0, a.n, a.num_groups)) {
       GroupedGemmArgs d = a;
       d.dense = 1;
       return launch_swapab_dense(d, Cfg::kTokTile, gemm2, stream, force_simple, n_sub_used);

@@ -185,11 +185,18 @@ inline int one_wave_tiles_per_cta(int64_t rows, int groups, int tok_tile, int w_
 // 689 -> 640, 1409 -> 1316, 1615 -> 1500, 1641 -> 1548 us; dsv3-ep8 at 256 499 -> 478); slower on the
 // balanced GEMM2 of short reductions (qwen235-tp4 GEMM2 at 64 100.7 -> 110.1), on chained tiles and
 // on GEMM2 with token tile 32 (mixtral-tp2 GEMM2 at 64 / 256 113.1 -> 125.9 / 145.0 -> 185.4).
-// Left on the table (call 4, final rule): dsv3-ep8 at 128 / 256 tokens runs GEMM2 on tile 32, where
-// forcing dense was 3.6-4.2 % faster (457.5 -> 440.9, 498.3 -> 477.5 us); and at 1 token forcing
-// dense was 0.3-1.6 us faster on six of eight cases, whose GEMM2 chains tiles (the rule keeps them).
-inline bool dense_bf16_auto(bool gemm2, int tokens_tile, int tiles_per_cta, bool balanced) {
-  return tiles_per_cta == 1 && !balanced && (!gemm2 || tokens_tile <= 16);
+// GEMM2 on tile 32 also where its reduction is long (N >= 2048) over many experts (G >= 16): the
+// one such decode case, dsv3-ep8 at 128 / 256 tokens (N 2048, 32 local experts), ran GEMM2 146.0 /
+// 161.7 us dense against 162.4 / 185.0 (session 27, call 2, stages) and the layer 440.9 / 477.5
+// against 457.5 / 498.3 (call 4); mixtral-tp2's tile-32 GEMM2 (N 7168 over 8 experts) and the short
+// reductions on tile 32 (N 192-768: qwen235, qwen30, dsv3-tp8, dsv4f-tp4) were slower dense.
+// At 1 token forcing dense was 0.3-1.6 us faster on six of eight cases, whose GEMM2 chains tiles
+// (the rule keeps them).
+inline bool dense_bf16_auto(bool gemm2, int tokens_tile, int tiles_per_cta, bool balanced, int reduction = 0,
+                            int groups = 0) {
+  if (tiles_per_cta != 1 || balanced) return false;
+  if (!gemm2 || tokens_tile <= 16) return true;
+  return tokens_tile == 32 && reduction >= 2048 && groups >= 16;
 }
 
 inline int64_t grouped_gemm_max_padded_rows(int64_t rows, int groups, int tile) {
