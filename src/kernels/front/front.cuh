@@ -110,7 +110,8 @@ struct FrontParams {
 // route_stamp, a FUSEDMOE_ROUTE_TRACE build) [8] scores, [9] groups kept, [10] candidates sorted,
 // [11] k rounds, [12] slots stored.
 inline constexpr int kTraceSlots = 16;
-inline constexpr int kTraceBlocks = 32;  // (kMaxRouteBlocks, below)
+inline constexpr int kMaxRouteBlocks = 32;  // 256 tokens / 8 (128 / 4)
+inline constexpr int kTraceBlocks = kMaxRouteBlocks;  // the routing blocks
 inline constexpr int kRouteTraceSlot = 8;
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
   if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= kTraceBlocks) return;  // routing blocks only
@@ -154,7 +155,6 @@ __device__ __forceinline__ void red_release_gpu_add(unsigned int* a, unsigned in
 inline constexpr int kMaxGroups = 1088;  // G bound of the fused path (E <= 1024 + a shared expert)
 inline constexpr int kMaxMaskWords = kMaxGroups / 4;
 __host__ __device__ inline int mask_words(int groups) { return (groups + 3) / 4; }
-inline constexpr int kMaxRouteBlocks = 32;  // 256 tokens / 8 (128 / 4)
 __host__ __device__ inline size_t block_masks_bytes(int groups) {
   return static_cast<size_t>(mask_words(groups) + 1) * kMaxRouteBlocks * 4;
 }
