@@ -71,22 +71,28 @@ std::vector<Case> dispatch_cases() {
 // [2] block 0 past the grid barrier, [3] group counts of all blocks read, [4] block 0's rows
 // (and counts/offsets) written, [5] after the general fallback plan (when it ran), [6] end; then
 // block 0's token 0 inside the routing: scores, groups kept, sorted, k rounds, slots stored.
+// launches > 1: that many launches back to back per call, the stamps of the last one (its
+// instructions and data warm from the one before). A diagnosis build (front.cuh
+// FUSEDMOE_FRONT_FINE_TRACE) adds block 0's fine stamps: SM cycles from its entry.
 template <class Fn>
-std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21) {
+std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21, int launches = 1) {
   // Routing blocks (front.cuh): one up to 16 tokens, else 8 (a cluster) or fewer tokens per block;
   // blocks that recorded nothing (0) are skipped.
   const int blocks = tokens <= 16 ? 1 : 32;
   constexpr int kSlots = 16;  // front.cuh kTraceSlots
   constexpr int kStamps = 12;
-  Buf tr(size_t{8} * 32 * kSlots);  // front.cuh kTraceBlocks
+  constexpr int kFine = 16;  // front.cuh kFineStamps, after the blocks' slots
+  constexpr size_t kWords = size_t{32} * kSlots + kFine;
+  Buf tr(8 * kWords);  // front.cuh kTraceBlocks
   fm::kernels::set_front_trace(static_cast<unsigned long long*>(tr.p));
   std::vector<std::vector<double>> at(kStamps);
   std::vector<double> mhz;  // block 0's SM clock: clock64 cycles over globaltimer ns, entry to end
   std::vector<double> last_rows;  // the last routing block's rows written
-  std::vector<unsigned long long> h(size_t{32} * kSlots);
+  std::vector<unsigned long long> h(kWords);
+  std::vector<std::vector<double>> fine(kFine);
   for (int c = 0; c < calls; ++c) {
-    BENCH_CUDA(cudaMemsetAsync(tr.p, 0, size_t{8} * 32 * kSlots, s));
-    fn();
+    BENCH_CUDA(cudaMemsetAsync(tr.p, 0, 8 * kWords, s));
+    for (int l = 0; l < launches; ++l) fn();
     BENCH_CUDA(cudaStreamSynchronize(s));
     BENCH_CUDA(cudaMemcpy(h.data(), tr.p, h.size() * 8, cudaMemcpyDeviceToHost));
     unsigned long long t0 = ~0ull, last_in = 0, last_done = 0;
@@ -106,6 +112,10 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
     for (int b = 0; b < blocks; ++b) lr = std::max(lr, h[b * kSlots + 4]);
     last_rows.push_back(us(lr));
     if (h[14] > h[13] && h[6] > h[0]) mhz.push_back(static_cast<double>(h[14] - h[13]) * 1e3 / static_cast<double>(h[6] - h[0]));
+    const unsigned long long* fs = h.data() + size_t{32} * kSlots;
+    if (fs[0] != 0)
+      for (int k = 1; k < kFine; ++k)
+        if (fs[k] >= fs[0]) fine[k].push_back(static_cast<double>(fs[k] - fs[0]));
   }
   fm::kernels::set_front_trace(nullptr);
   if (at[0].empty()) return "fused kernel did not run";
@@ -126,9 +136,20 @@ std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21
                         mhz[mhz.size() / 2]);
   }
   if (m[7] >= 0 && m[11] > 0)  // route_token's stamps (a build with FUSEDMOE_ROUTE_TRACE=1)
-    std::snprintf(buf + n2, sizeof(buf) - n2, " || token 0: scores %.2f | groups %.2f | sorted %.2f | rounds %.2f | stored %.2f",
-                  m[7], m[8], m[9], m[10], m[11]);
-  return buf;
+    n2 += std::snprintf(buf + n2, sizeof(buf) - n2, " || token 0: scores %.2f | groups %.2f | sorted %.2f | rounds %.2f | stored %.2f",
+                        m[7], m[8], m[9], m[10], m[11]);
+  std::string out = buf;
+  bool any_fine = false;
+  for (int k = 1; k < kFine; ++k) any_fine = any_fine || !fine[k].empty();
+  if (any_fine) {  // median cycles from block 0's entry, per stamp (front.cuh fine_stamp)
+    out += " || block 0 cycles:";
+    for (int k = 1; k < kFine; ++k) {
+      if (fine[k].empty()) continue;
+      std::sort(fine[k].begin(), fine[k].end());
+      out += " " + std::to_string(k) + ":" + std::to_string(static_cast<long long>(fine[k][fine[k].size() / 2]));
+    }
+  }
+  return out;
 }
 
 // Exact check of the GPU routing and plan against the CPU reference (ids, rows).
@@ -324,7 +345,7 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
   constexpr int64_t kCtas = 65536;
   constexpr int kS = fm::kernels::kGroupedGemmTraceSlots;
   const size_t n = size_t{2} * kCtas * kS;
-  Buf tr(n * 8), ftr(size_t{8} * 32 * 16), ptr(size_t{8} * 3 * 1024);
+  Buf tr(n * 8), ftr(size_t{8} * (32 * 16 + 16)), ptr(size_t{8} * 3 * 1024);
   fm::kernels::set_grouped_gemm_trace(static_cast<unsigned long long*>(tr.p), kCtas);
   fm::kernels::set_front_trace(static_cast<unsigned long long*>(ftr.p));
   fm::kernels::set_permute_trace(static_cast<unsigned long long*>(ptr.p));
@@ -769,6 +790,7 @@ int cmd_bench(int argc, char** argv) {
   std::vector<int> earlies;        // --early: layer suite, also each case with GEMM1's early weight stages forced
   std::vector<int> earlies2;       // --early2: the same for GEMM2's early weight stages
   bool trace = false;             // --trace: layer suite, the BF16 GEMMs' per-CTA timeline
+  bool front_b2b = false;         // --front-b2b: dispatch suite, also the timeline of a launch right after another
   std::string trace_path;         // --trace-csv F: ... and its CTAs as CSV
   bool cold_inputs = false;       // --cold-inputs: layer suite, x / logits / ids left cold too (not re-read after the flush)
   for (int i = 2; i < argc; ++i) {
@@ -792,6 +814,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--stages") stages = true;
     else if (a == "--precomputed") precomputed = true;
     else if (a == "--trace") trace = true;
+    else if (a == "--front-b2b") front_b2b = true;
     else if (a == "--cold-inputs") cold_inputs = true;
     else if (a == "--zero-bias") g_zero_bias = true;
     else if (a == "--trace-csv" && i + 1 < argc) trace = true, trace_path = argv[++i];
@@ -811,7 +834,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -1054,9 +1077,13 @@ int cmd_bench(int argc, char** argv) {
         Row row = measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches)", t, us, bytes, bw);
         row.peer = vllm_align_figure(t);
         rows.push_back(row);
-        if (r.fused_front)
+        if (r.fused_front) {
           timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + ": " +
                               front_timeline(s, t, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }));
+          if (front_b2b)
+            timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + " (2nd of 2 back to back): " +
+                                front_timeline(s, t, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }, 21, 2));
+        }
       }
     }
   }

@@ -113,6 +113,25 @@ inline constexpr int kTraceSlots = 16;
 inline constexpr int kMaxRouteBlocks = 32;  // 256 tokens / 8 (128 / 4)
 inline constexpr int kTraceBlocks = kMaxRouteBlocks;  // the routing blocks
 inline constexpr int kRouteTraceSlot = 8;
+// Fine stamps (a diagnosis build with -DFUSEDMOE_FRONT_FINE_TRACE=1 only): block 0's thread 0
+// records clock64 once `dep` is computed at kFineStamps points after the routing, into the
+// kFineStamps slots after the blocks' ones (the bench's buffer holds them).
+inline constexpr int kFineStamps = 16;
+#ifndef FUSEDMOE_FRONT_FINE_TRACE
+#define FUSEDMOE_FRONT_FINE_TRACE 0
+#endif
+__device__ __forceinline__ void fine_stamp(unsigned long long* trace, int i, uint32_t dep) {
+#if FUSEDMOE_FRONT_FINE_TRACE
+  if (trace == nullptr || threadIdx.x != 0 || blockIdx.x != 0) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) : "r"(dep) : "memory");
+  trace[kTraceBlocks * kTraceSlots + i] = t;
+#else
+  (void)trace;
+  (void)i;
+  (void)dep;
+#endif
+}
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int slot) {
   if (trace == nullptr || threadIdx.x != 0 || blockIdx.x >= kTraceBlocks) return;  // routing blocks only
   trace[blockIdx.x * kTraceSlots + slot] = globaltimer_ns();
@@ -199,7 +218,8 @@ __device__ __forceinline__ void cluster_wait() {
 }
 
 template <class Masks>
-__device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws) {
+__device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws,
+                                                    unsigned long long* trace = nullptr) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int W = mask_words(G);
@@ -213,6 +233,7 @@ __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, i
   }
   const uint32_t dup_word = reads ? masks.dup(lane, W) : 0u;
   const bool dup = __any_sync(kAll, dup_word != 0u);
+  fine_stamp(trace, 7, dup);
 #pragma unroll
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
@@ -235,7 +256,9 @@ __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, i
       s_ws[j] = (ta & 0xffffu) + (ta >> 16) + (tb & 0xffffu) + (tb >> 16);
     }
   }
+  fine_stamp(trace, 8, 0u);
   __syncthreads();
+  fine_stamp(trace, 9, 0u);
   return dup;
 }
 
@@ -287,7 +310,7 @@ struct GridCounts {
 // executing it.
 template <class C>
 __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p, const C& c, bool has_entry, int g, int w,
-                                               int32_t entry, int32_t token, int slot) {
+                                               int32_t entry, int32_t token, int slot, unsigned long long* trace = nullptr) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31;
   const int G = p.num_groups;
@@ -297,6 +320,7 @@ __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p,
   uint32_t sum = 0;
 #pragma unroll 1
   for (int j = j0; j < j1; ++j) sum += c.word(j);
+  fine_stamp(trace, 10, sum);
   uint32_t inc = sum;
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
@@ -306,7 +330,9 @@ __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p,
   const bool mapped = has_entry && g < G;
   const int jg = g >> 2;
   const int owner = mapped ? jg / wpl : 0;
+  fine_stamp(trace, 11, inc);
   const uint32_t base = __shfl_sync(kAll, inc - sum, owner);
+  fine_stamp(trace, 12, base);
   if (!has_entry) return;
   if (!mapped) {
     p.slot_row[entry] = -1;
@@ -315,9 +341,11 @@ __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p,
   uint32_t r = base + c.in_word_below(g) + c.bef(g) + c.own_below(g, w);
 #pragma unroll 1
   for (int j = owner * wpl; j < jg; ++j) r += c.word(j);
+  fine_stamp(trace, 13, r);
   p.slot_row[entry] = static_cast<int32_t>(r);
   p.row_token[r] = token;
   p.row_slot[r] = slot;
+  fine_stamp(trace, 14, r);
 }
 
 // Block 0's counts, offsets and padded offsets, by one warp (its own scans of the counts).
@@ -481,6 +509,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   const int64_t token = wide ? warp : static_cast<int64_t>(blockIdx.x) * tpb + warp;
   trace_stamp(f.trace, 0);
   trace_clock(f.trace, 13);
+  fine_stamp(f.trace, 0, 0u);
   // A cooperative launch: the barrier word's sense before any routing block arrives (see
   // grid_barrier_word), read by a thread that does not route (warp 8) for thread 0.
   const bool cooperative = !wide && f.cluster_blocks <= 1;
@@ -533,6 +562,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
                                          ids, rtrace);
       }
       __syncwarp();
+      fine_stamp(f.trace, 1, static_cast<uint32_t>(ids[0]));
     }
     if (wide) __syncthreads();
     else asm volatile("bar.sync 1, %0;" ::"r"(kMaxThreads) : "memory");  // every routing warp: the masks are zero
@@ -556,6 +586,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
           if (atomicOr((warp >= 8 ? s_mask2 : s_mask) + (g >> 2), bit) & bit) s_dup = 1;
         }
       }
+      fine_stamp(f.trace, 2, static_cast<uint32_t>(g));
     }
   } else if (f.quant_scheme != pq_detail::kNone && (!routes || (f.routing_blocks_quantise && warp >= kRouteWarps))) {
     // Quantising warps, numbered over the grid: 16 per quantising-only block. The routing blocks'
@@ -596,7 +627,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       // The first warp without a token (or the last) also writes counts and offsets.
       const int writer = num_tokens < kWarps - 1 ? static_cast<int>(num_tokens) : kWarps - 1;
       const OneBlockCounts c{s_mask, s_mask2};
-      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (ranks)
+        warp_plan_rows(f.plan, c, has_entry, g, warp, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
       if (warp == writer) warp_plan_offsets(f.plan, c);
     }
   } else if (f.cluster_blocks > 1) {
@@ -610,12 +642,13 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     cluster_wait();
     trace_stamp(f.trace, 2);
     const int nb = static_cast<int>((num_tokens + tpb - 1) / tpb);
-    dup = gather_block_counts(ClusterMasks{s_mask, &s_dup}, G, nb, s_cb, s_ws);
+    dup = gather_block_counts(ClusterMasks{s_mask, &s_dup}, G, nb, s_cb, s_ws, f.trace);
     cluster_arrive();
     trace_stamp(f.trace, 3);
     if (!dup) {
       const GridCounts c{s_cb, s_ws, s_mask};
-      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (ranks)
+        warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
       if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
     }
     cluster_wait();
@@ -631,23 +664,28 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     // Only the routing blocks meet (grid_barrier_word); the quantising-only blocks are done.
     if (!routes) return;
     __syncthreads();  // the exported masks before thread 0's release
+    fine_stamp(f.trace, 3, 0u);
     if (threadIdx.x == 0) {
       unsigned int* bar = grid_barrier_word();
       red_release_gpu_add(bar, blockIdx.x == 0 ? 0x80000000u - static_cast<unsigned int>(f.route_blocks - 1) : 1u);
+      fine_stamp(f.trace, 4, 0u);
       const unsigned int sense = s_bar_sense;
       while (((ld_acquire_gpu(bar) ^ sense) & 0x80000000u) == 0u) {
       }
     }
     __barrier_sync(0);  // as grid.sync (the non-.aligned barrier: thread 0 arrives after its loop)
     trace_stamp(f.trace, 2);
+    fine_stamp(f.trace, 5, 0u);
     const int nb = static_cast<int>((num_tokens + tpb - 1) / tpb);
+    fine_stamp(f.trace, 6, static_cast<uint32_t>(nb));
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
-    dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws);
+    dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws, f.trace);
     trace_stamp(f.trace, 3);
     if (!dup) {
       // Block 0's warp 8 writes counts and offsets while the routing warps compute their rows.
       const GridCounts c{s_cb, s_ws, s_mask};
-      if (ranks) warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot);
+      if (ranks)
+        warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
       if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
     }
   }
@@ -677,6 +715,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     write_token_count_flag(f.r.num_tokens, f.r.num_tokens_dev, f.r.error_flag, bad);
   }
   trace_clock(f.trace, 14);
+  fine_stamp(f.trace, 15, 0u);
   trace_stamp(f.trace, 6);
 }
 
