@@ -183,16 +183,12 @@ inline constexpr int kSharedIds = kWideTokens * kMaxTopK;
 inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) / (kMaxThreads / 32);
 
 // Phase B of a multi-block launch (after the grid barrier; every thread of a block that owns
-// tokens calls it): for each group g, its tokens in all blocks (cnt) and pre = its tokens in the
-// blocks before this one + the tokens of the groups below g in its mask word, into
-// s_cb[g] = pre << 16 | cnt (pre <= 4 x 256), and per mask word the tokens of its four groups into
+// tokens calls it): for each group, its tokens in all blocks (cnt) and in the blocks before this
+// one (bef), into s_cb[g] = bef << 16 | cnt, and per mask word the tokens of its four groups into
 // s_ws[j]. Warp w takes words w, w + 16, ...; lane l reads block l's word (nb <= 32 blocks own
-// tokens). Per word a lane holds its block's tokens of groups (4j, 4j + 2) and (4j + 1, 4j + 3) as
-// two 16-bit pairs; an inclusive shuffle scan over the lanes (all the warp's words' chains
-// interleaved) gives the totals (lane 31) and the sums over the blocks before this one (lane
-// me - 1). Warp reductions (REDUX) did this before: ~90 cycles each, one after another within a
-// warp (1475 cycles for dsv3's 4 words per warp; session 29's clock stamps). Returns true, in
-// every thread, when some block saw a token reach a group twice. Ends with a block barrier.
+// tokens); warp reductions over the blocks give both numbers for four groups at once (two 16-bit
+// pairs per register). Returns true, in every thread, when some block saw a token reach a group
+// twice. Ends with a block barrier.
 // Where the blocks' masks are read from: global scratch (cooperative launch) or the other blocks'
 // shared memory (a thread-block cluster).
 struct ScratchMasks {
@@ -222,12 +218,12 @@ __device__ __forceinline__ void cluster_wait() {
 }
 
 // Routing blocks that own tokens: ceil(num_tokens / tpb) (num_tokens <= kMaxRouteBlocks x 8 here;
-// tpb a power of two in practice: a shift instead of the 64-bit division's ~250 cycles).
+// tpb a power of two in practice: a shift instead of the 64-bit division's ~250 cycles, session 29).
 __device__ __forceinline__ int blocks_with_tokens(int64_t num_tokens, int tpb) {
   const int n = static_cast<int>(num_tokens) + tpb - 1;
   return (tpb & (tpb - 1)) == 0 ? n >> (__ffs(tpb) - 1) : n / tpb;
 }
-inline constexpr int kScanBatch = 4;  // words per warp whose scans run interleaved
+
 template <class Masks>
 __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws,
                                                     unsigned long long* trace = nullptr) {
@@ -246,41 +242,25 @@ __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, i
   const bool dup = __any_sync(kAll, dup_word != 0u);
   fine_stamp(trace, 7, dup);
 #pragma unroll
-  for (int i0 = 0; i0 < kMaskWordsPerWarp; i0 += kScanBatch) {
-    if (warp + i0 * nwarps >= W) break;  // warp-uniform
-    uint32_t a[kScanBatch], b[kScanBatch];  // (4j, 4j + 2) and (4j + 1, 4j + 3): 16-bit pairs
-#pragma unroll
-    for (int c = 0; c < kScanBatch; ++c) {
-      const uint32_t x = i0 + c < kMaskWordsPerWarp ? v[i0 + c] : 0u;
-      a[c] = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
-      b[c] = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
-    }
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-#pragma unroll
-      for (int c = 0; c < kScanBatch; ++c) {
-        const uint32_t oa = __shfl_up_sync(kAll, a[c], d), ob = __shfl_up_sync(kAll, b[c], d);
-        if (lane >= d) {
-          a[c] += oa;  // pair sums stay <= 256 (the tokens)
-          b[c] += ob;
-        }
-      }
-    }
-#pragma unroll
-    for (int c = 0; c < kScanBatch; ++c) {
-      const int j = warp + (i0 + c) * nwarps;
-      const uint32_t ta = __shfl_sync(kAll, a[c], 31), tb = __shfl_sync(kAll, b[c], 31);
-      const uint32_t ea0 = __shfl_sync(kAll, a[c], me > 0 ? me - 1 : 0), eb0 = __shfl_sync(kAll, b[c], me > 0 ? me - 1 : 0);
-      const uint32_t ea = me > 0 ? ea0 : 0u, eb = me > 0 ? eb0 : 0u;
-      if (lane == 0 && j < W) {
-        const uint32_t c0 = ta & 0xffffu, c2 = ta >> 16, c1 = tb & 0xffffu, c3 = tb >> 16;
-        const int g = 4 * j;  // groups past G have no bits: zero counts
-        s_cb[g] = ((ea & 0xffffu) << 16) | c0;
-        s_cb[g + 1] = (((eb & 0xffffu) + c0) << 16) | c1;
-        s_cb[g + 2] = (((ea >> 16) + c0 + c1) << 16) | c2;
-        s_cb[g + 3] = (((eb >> 16) + c0 + c1 + c2) << 16) | c3;
-        s_ws[j] = c0 + c1 + c2 + c3;
-      }
+  for (int i = 0; i < kMaskWordsPerWarp; ++i) {
+    const int j = warp + i * nwarps;
+    if (j >= W) break;  // warp-uniform
+    const uint32_t x = v[i];
+    // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256
+    // (the tokens). Totals and the sums over the blocks before this one by warp reductions
+    // (REDUX: one instruction each, no shuffle chain).
+    const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
+    const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
+    const bool before = lane < me;
+    const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
+    const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
+    if (lane == 0) {
+      const int g = 4 * j;
+      s_cb[g] = (ea << 16) | (ta & 0xffffu);  // groups past G have no bits: zero counts
+      s_cb[g + 1] = (eb << 16) | (tb & 0xffffu);
+      s_cb[g + 2] = (ea & 0xffff0000u) | (ta >> 16);
+      s_cb[g + 3] = (eb & 0xffff0000u) | (tb >> 16);
+      s_ws[j] = (ta & 0xffffu) + (ta >> 16) + (tb & 0xffffu) + (tb >> 16);
     }
   }
   fine_stamp(trace, 8, 0u);
@@ -300,8 +280,9 @@ struct OneBlockCounts {
   const uint32_t* mask2;
   __device__ __forceinline__ uint32_t word(int j) const { return __popc(mask[j]) + __popc(mask2[j]); }
   __device__ __forceinline__ uint32_t cnt(int q) const { return byte_below(mask, q, 8) + byte_below(mask2, q, 8); }
-  // Tokens of the groups of g's word below g (no blocks before this one).
-  __device__ __forceinline__ uint32_t pre(int g) const {
+  __device__ __forceinline__ uint32_t bef(int) const { return 0u; }
+  // Tokens of the groups of g's word below g.
+  __device__ __forceinline__ uint32_t in_word_below(int g) const {
     const uint32_t m = (1u << (8 * (g & 3))) - 1u;
     return __popc(mask[g >> 2] & m) + __popc(mask2[g >> 2] & m);
   }
@@ -317,16 +298,23 @@ struct GridCounts {
   __device__ __forceinline__ uint32_t own_below(int g, int t) const { return byte_below(mask, g, t); }
   __device__ __forceinline__ uint32_t word(int j) const { return ws[j]; }
   __device__ __forceinline__ uint32_t cnt(int q) const { return cb[q] & 0xffffu; }
-  __device__ __forceinline__ uint32_t pre(int g) const { return cb[g] >> 16; }
+  __device__ __forceinline__ uint32_t bef(int q) const { return cb[q] >> 16; }
+  __device__ __forceinline__ uint32_t in_word_below(int g) const {
+    uint32_t r = 0;
+#pragma unroll 1
+    for (int q = g & ~3; q < g; ++q) r += cb[q] & 0xffffu;
+    return r;
+  }
 };
 
-// Phase C: one warp, every lane calls (warp-uniform). The warp scans the word totals itself (lane
-// l: words l, l + 32, ...; the rounds' shuffle scans interleaved), so no block barrier is needed;
-// an entry lane (g < G: its group, w: its token's bit in the block, entry: its global entry
-// index) gets its row = the offset of g's word (a shuffle from the lane holding it) + pre(g) (the
-// blocks before this one and the groups below g in its word) + the block's tokens of g below it,
-// and stores slot_row / row_token / row_slot.
-inline constexpr int kWordRounds = (kMaxMaskWords + 31) / 32;
+// Phase C: one warp, every lane calls (warp-uniform). The warp scans the group counts itself
+// (lane l: mask words [l * wpl, (l + 1) * wpl), four groups each; one warp scan), so no block
+// barrier is needed; an entry lane (g < G: its group, w: its token's bit in the block, entry:
+// its global entry index) gets its row = the scan base of g's lane + the tokens of the words
+// before g's in that lane's range and of the groups before g in its word + the group's tokens in
+// earlier blocks + the block's tokens of g below it, and stores slot_row / row_token / row_slot.
+// Compact loops on purpose: this code runs once per launch, and fetching it costs more than
+// executing it.
 template <class C>
 __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p, const C& c, bool has_entry, int g, int w,
                                                int32_t entry, int32_t token, int slot, unsigned long long* trace = nullptr) {
@@ -334,48 +322,32 @@ __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p,
   const int lane = threadIdx.x & 31;
   const int G = p.num_groups;
   const int W = mask_words(G);
-  uint32_t off[kWordRounds];
-#pragma unroll
-  for (int i = 0; i < kWordRounds; ++i) off[i] = (32 * i < W && lane + 32 * i < W) ? c.word(lane + 32 * i) : 0u;
-  fine_stamp(trace, 10, off[0]);
-  uint32_t inc[kWordRounds];
-#pragma unroll
-  for (int i = 0; i < kWordRounds; ++i) inc[i] = off[i];
+  const int wpl = (W + 31) / 32;
+  const int j0 = lane * wpl, j1 = min(W, j0 + wpl);
+  uint32_t sum = 0;
+#pragma unroll 1
+  for (int j = j0; j < j1; ++j) sum += c.word(j);
+  fine_stamp(trace, 10, sum);
+  uint32_t inc = sum;
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
-#pragma unroll
-    for (int i = 0; i < kWordRounds; ++i) {
-      if (32 * i >= W) break;  // warp-uniform
-      const uint32_t o = __shfl_up_sync(kAll, inc[i], d);
-      if (lane >= d) inc[i] += o;
-    }
+    const uint32_t o = __shfl_up_sync(kAll, inc, d);
+    if (lane >= d) inc += o;
   }
-  // Exclusive offsets of the lane's words: the rounds before (their totals) + the scan.
-  uint32_t run = 0;
-#pragma unroll
-  for (int i = 0; i < kWordRounds; ++i) {
-    if (32 * i >= W) break;
-    const uint32_t total = __shfl_sync(kAll, inc[i], 31);
-    off[i] = run + inc[i] - off[i];
-    run += total;
-  }
-  fine_stamp(trace, 11, off[0]);
   const bool mapped = has_entry && g < G;
-  const int jg = mapped ? g >> 2 : 0;
-  uint32_t base = 0;
-#pragma unroll
-  for (int i = 0; i < kWordRounds; ++i) {
-    if (32 * i >= W) break;
-    const uint32_t t = __shfl_sync(kAll, off[i], jg & 31);
-    if ((jg >> 5) == i) base = t;
-  }
+  const int jg = g >> 2;
+  const int owner = mapped ? jg / wpl : 0;
+  fine_stamp(trace, 11, inc);
+  const uint32_t base = __shfl_sync(kAll, inc - sum, owner);
   fine_stamp(trace, 12, base);
   if (!has_entry) return;
   if (!mapped) {
     p.slot_row[entry] = -1;
     return;
   }
-  const uint32_t r = base + c.pre(g) + c.own_below(g, w);
+  uint32_t r = base + c.in_word_below(g) + c.bef(g) + c.own_below(g, w);
+#pragma unroll 1
+  for (int j = owner * wpl; j < jg; ++j) r += c.word(j);
   fine_stamp(trace, 13, r);
   p.slot_row[entry] = static_cast<int32_t>(r);
   p.row_token[r] = token;

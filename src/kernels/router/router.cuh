@@ -13,9 +13,8 @@
 //     (NaN -> -inf, -0 -> +0). Each lane caches the best key of its not-yet-taken slots (strict
 //     '>', ascending: its lowest expert among equals). A round is __reduce_max_sync over the
 //     lanes' keys, then __reduce_min_sync over the expert ids of the lanes holding that key:
-//     the global maximum with the lowest expert id (in the fused front, when a ballot shows one
-//     lane holding the maximum, that lane wins without the second reduction). Only the winning
-//     lane marks the slot taken and rescans. k rounds; -inf keys (0x007FFFFF) stay selectable, "none" is key 0.
+//     the global maximum with the lowest expert id. Only the winning lane marks the slot taken
+//     and rescans. k rounds; -inf keys (0x007FFFFF) stay selectable, "none" is key 0.
 //   * Grouped kBiasedTopK: the biased keys go to shared memory; L = 2^floor(log2(32/n_group))
 //     lanes per group (1 when n_group >= 32) find the group's top-2 keys (strided scan + xor
 //     merge), score = canon(top1 + top2); topk_group rounds of the same argmax over the groups
@@ -416,8 +415,6 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
   // extra arrays would not fit the fused front's 128 registers: the bias is read where it is
   // added and the chosen logit is re-read (the same bits either way).
   constexpr bool kWide = kCap > 16;
-  // The fused front (kGroupRegs): one token's latency counts (see the argmax rounds).
-  constexpr bool kLatency = kGroupRegs;
   const int num_experts = p.num_experts;
   const int k = p.k;
   const bool grouped = p.kind == RouterKind::kBiasedTopK && p.n_group > 1;
@@ -637,27 +634,12 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
       } else {
         for (int r = 0; r < k; ++r) {
           const uint32_t m = __reduce_max_sync(kFull, sk[0]);
-          uint32_t win;
-          bool pop;
-          if constexpr (kLatency) {
-            // One lane holds the maximum key (the usual case): it wins, without the second
-            // reduction (a REDUX takes ~90 cycles; the ballot is cheaper). Ties: the minimum id.
-            const uint32_t tied = __ballot_sync(kFull, sk[0] == m);
-            if ((tied & (tied - 1u)) == 0u) {
-              win = __shfl_sync(kFull, se[0], __ffs(static_cast<int>(tied)) - 1);
-              pop = sk[0] == m;
-            } else {
-              win = __reduce_min_sync(kFull, sk[0] == m ? se[0] : 0xffffffffu);
-              pop = sk[0] == m && se[0] == win;
-            }
-          } else {
-            win = __reduce_min_sync(kFull, sk[0] == m ? se[0] : 0xffffffffu);
-            pop = sk[0] == m && se[0] == win;  // the winner (expert ids are unique)
-          }
+          const uint32_t win = __reduce_min_sync(kFull, sk[0] == m ? se[0] : 0xffffffffu);
           if (lane == r) {
             my_id = static_cast<int32_t>(win);
             my_key = m;
           }
+          const bool pop = sk[0] == m && se[0] == win;  // the winner (expert ids are unique)
 #pragma unroll
           for (int s = 0; s + 1 < kCap; ++s) {
             sk[s] = pop ? sk[s + 1] : sk[s];
@@ -685,14 +667,7 @@ __device__ __forceinline__ void route_token(const Params& p, int64_t token, int 
       local_best<VEC, NV, kCarry>(key, v, taken, lane, &best_key, &best_expert, &best_val);
       for (int r = 0; r < k; ++r) {
         const uint32_t m = __reduce_max_sync(kFull, best_key);
-        uint32_t win;
-        if constexpr (kLatency) {  // as in the sorted rounds above
-          const uint32_t tied = __ballot_sync(kFull, best_key == m);
-          if ((tied & (tied - 1u)) == 0u) win = __shfl_sync(kFull, best_expert, __ffs(static_cast<int>(tied)) - 1);
-          else win = __reduce_min_sync(kFull, best_key == m ? best_expert : 0xffffffffu);
-        } else {
-          win = __reduce_min_sync(kFull, best_key == m ? best_expert : 0xffffffffu);
-        }
+        const uint32_t win = __reduce_min_sync(kFull, best_key == m ? best_expert : 0xffffffffu);
         const int win_lane = static_cast<int>((win / VEC) & 31u);
         if constexpr (kCarry) {
           if (use_bias) {  // warp-uniform
