@@ -22,11 +22,14 @@
 //   * one routing block: after a block barrier every warp with a token scans the G counts
 //     (popcounts) itself and each entry lane computes its row (offset of its group + tokens of
 //     the group below it): no more barriers;
-//   * several: each exports its masks to scratch, one barrier of the routing blocks (on the
-//     driver's grid barrier word: nothing to zero beforehand; grid_barrier_word), or of the
-//     cluster, then every block with tokens reads all blocks' masks (warp
-//     reductions over the blocks give each group's total and its tokens in earlier blocks), one
-//     block barrier, and its warps compute their own rows as above;
+//   * several, a cooperative grid: each exports its masks to scratch, one barrier of the routing
+//     blocks (on the driver's grid barrier word: nothing to zero beforehand; grid_barrier_word),
+//     then every block with tokens reads all blocks' masks (warp reductions over the blocks give
+//     each group's total and its tokens in earlier blocks), one block barrier, and its warps
+//     compute their own rows as above;
+//   * several, a thread-block cluster: each entry adds its group's count into every block's
+//     shared memory (push_group_count) between the two phases of a cluster barrier, so each block
+//     holds every group's total and its tokens in earlier blocks without reading the others;
 //   * a warp of block 0 also writes counts, offsets and padded offsets;
 //   * if a token reaches a group twice (an expert map sending two experts to one local slot),
 //     block 0 runs the general single-block plan body of plan.cuh instead.
@@ -189,22 +192,11 @@ inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) 
 // tokens); warp reductions over the blocks give both numbers for four groups at once (two 16-bit
 // pairs per register). Returns true, in every thread, when some block saw a token reach a group
 // twice. Ends with a block barrier.
-// Where the blocks' masks are read from: global scratch (cooperative launch) or the other blocks'
-// shared memory (a thread-block cluster).
+// The blocks' masks are read from global scratch (a cooperative launch).
 struct ScratchMasks {
   const uint32_t* g;
   __device__ __forceinline__ uint32_t word(int b, int j) const { return __ldcg(g + j * kMaxRouteBlocks + b); }
   __device__ __forceinline__ uint32_t dup(int b, int W) const { return __ldcg(g + W * kMaxRouteBlocks + b); }
-};
-struct ClusterMasks {
-  uint32_t* mask;  // this block's s_mask / s_dup; block b's through distributed shared memory
-  int* dup_flag;
-  __device__ __forceinline__ uint32_t word(int b, int j) const {
-    return cooperative_groups::this_cluster().map_shared_rank(mask, b)[j];
-  }
-  __device__ __forceinline__ uint32_t dup(int b, int) const {
-    return static_cast<uint32_t>(*cooperative_groups::this_cluster().map_shared_rank(dup_flag, b));
-  }
 };
 // (.aligned: every thread of a warp executes the same barrier instruction; the __syncwarp makes
 // sure the warp has reconverged after the divergent routing and ranking code)
@@ -215,6 +207,28 @@ __device__ __forceinline__ void cluster_arrive() {
 __device__ __forceinline__ void cluster_wait() {
   __syncwarp();
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// A thread-block cluster of routing blocks: each entry pushes its group's count into every block
+// of the cluster (s_cb[g] += 1, and += 1 << 16 in the blocks after its own: the tokens of g in
+// earlier blocks), with distributed shared memory reductions that return nothing, before the
+// cluster barrier; after it every block holds s_cb = bef << 16 | cnt, the layout
+// gather_block_counts builds, with no reads of other blocks' masks. (Session 29: reading the
+// masks after the barrier took ~1.3-1.6 us at 17 tokens, the barrier itself ~0.35.)
+__device__ __forceinline__ uint32_t cluster_addr(const void* local, int rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(local))), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void push_group_count(uint32_t* local_word, int blocks, int me) {
+#pragma unroll 1
+  for (int b = 0; b < blocks; ++b)
+    asm volatile("red.shared::cluster.add.u32 [%0], %1;" ::"r"(cluster_addr(local_word, b)), "r"(b > me ? 0x10001u : 1u)
+                 : "memory");
+}
+__device__ __forceinline__ void push_flag(int* local_flag, int blocks) {
+#pragma unroll 1
+  for (int b = 0; b < blocks; ++b)
+    asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(cluster_addr(local_flag, b)), "r"(1) : "memory");
 }
 
 // Routing blocks that own tokens: ceil(num_tokens / tpb) (num_tokens <= kMaxRouteBlocks x 8 here;
@@ -497,6 +511,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   __shared__ uint32_t s_cb[kMaxGroups];
   __shared__ uint32_t s_ws[kMaxMaskWords];
   __shared__ int s_dup;
+  __shared__ int s_dup_any;                     // a cluster: some block saw a token reach a group twice
   __shared__ uint32_t s_bad[kWideTokens];      // precomputed: per token, its slots with an id outside [0, E)
   __shared__ int32_t s_bad_id[kWideTokens];    // ... and the first such id as read (the caller's ids may be
                                                // the output ids of an earlier call: overwritten by then)
@@ -520,6 +535,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   // A cooperative launch: the barrier word's sense before any routing block arrives (see
   // grid_barrier_word), read by a thread that does not route (warp 8) for thread 0.
   const bool cooperative = !wide && f.cluster_blocks <= 1;
+  const bool clustered = !wide && f.cluster_blocks > 1;
   __shared__ unsigned int s_bar_sense;
   if (cooperative && routes && threadIdx.x == kRouteWarps * 32) s_bar_sense = ld_relaxed_gpu(grid_barrier_word());
   if (routes) {
@@ -531,7 +547,17 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       // (long done by then) before setting bits. No block barrier before the routing.
       for (int q = threadIdx.x - tpb * 32; q < W; q += blockDim.x - tpb * 32) s_mask[q] = 0u;
       if (threadIdx.x == tpb * 32) s_dup = 0;
-      asm volatile("bar.arrive 1, %0;" ::"r"(kMaxThreads) : "memory");
+      if (clustered) {
+        // A cluster: also the pushed counts, then the cluster barrier's first phase (every block's
+        // zeros before any push), which also orders s_mask's for this block's routing warps.
+        for (int q = threadIdx.x - tpb * 32; q < G; q += blockDim.x - tpb * 32) s_cb[q] = 0u;
+        if (threadIdx.x == tpb * 32) s_dup_any = 0;
+        cluster_arrive();
+      } else {
+        asm volatile("bar.arrive 1, %0;" ::"r"(kMaxThreads) : "memory");
+      }
+    } else if (clustered) {
+      cluster_arrive();  // the routing warps: nothing to zero
     }
   }
 
@@ -572,6 +598,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       fine_stamp(f.trace, 1, static_cast<uint32_t>(ids[0]));
     }
     if (wide) __syncthreads();
+    else if (clustered) cluster_wait();  // every block's s_cb and s_mask are zero
     else asm volatile("bar.sync 1, %0;" ::"r"(kMaxThreads) : "memory");  // every routing warp: the masks are zero
     if (token < num_tokens) {
       const int32_t* ids = s_ids + warp * f.r.k;
@@ -590,7 +617,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
         }
         if (g < G) {
           const uint32_t bit = 1u << (8 * (g & 3) + (warp & 7));
-          if (atomicOr((warp >= 8 ? s_mask2 : s_mask) + (g >> 2), bit) & bit) s_dup = 1;
+          if (atomicOr((warp >= 8 ? s_mask2 : s_mask) + (g >> 2), bit) & bit) {
+            s_dup = 1;
+            if (clustered) push_flag(&s_dup_any, f.cluster_blocks);
+          }
+          if (clustered) push_group_count(s_cb + g, f.cluster_blocks, static_cast<int>(blockIdx.x));
         }
       }
       fine_stamp(f.trace, 2, static_cast<uint32_t>(g));
@@ -640,17 +671,25 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     }
   } else if (f.cluster_blocks > 1) {
     // A thread-block cluster of routing blocks (blocks after it only quantise, and are done): the
-    // cluster barrier publishes every block's masks in shared memory, read through distributed
-    // shared memory; a block arrives once it has read them and waits before exiting, so no block
-    // leaves while another may still read its masks.
+    // entries pushed their counts into every block (push_group_count); the cluster barrier's
+    // second phase makes them visible. No block reads another's shared memory after it, so
+    // blocks leave when done.
     if (!routes) return;
+    if (!route_warp) cluster_wait();  // the first phase (the routing warps waited before pushing)
     trace_stamp(f.trace, 1);
     cluster_arrive();
     cluster_wait();
     trace_stamp(f.trace, 2);
-    const int nb = blocks_with_tokens(num_tokens, tpb);
-    dup = gather_block_counts(ClusterMasks{s_mask, &s_dup}, G, nb, s_cb, s_ws, f.trace);
-    cluster_arrive();
+    // Per mask word the tokens of its four groups (warp_plan_rows' scan); groups past G are unset.
+    for (int j = threadIdx.x; j < W; j += blockDim.x) {
+      uint32_t t = 0;
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (4 * j + q < G) t += s_cb[4 * j + q] & 0xffffu;
+      s_ws[j] = t;
+    }
+    dup = s_dup_any != 0;
+    __syncthreads();
     trace_stamp(f.trace, 3);
     if (!dup) {
       const GridCounts c{s_cb, s_ws, s_mask};
@@ -658,7 +697,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
         warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
       if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
     }
-    cluster_wait();
   } else {
     // Every block with tokens exports its masks; the barrier (release / acquire) makes them
     // visible to the plan.
