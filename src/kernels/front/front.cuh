@@ -62,14 +62,16 @@ inline constexpr int kRouteWarps = 8;   // tokens per routing block of a cluster
 inline constexpr int kCoopTokensPerBlock = 4;
 inline constexpr int kWideTokens = 16;  // bound of the single routing block (all 16 warps route)
 // Routing blocks as one thread-block cluster: by default up to kDefaultClusterBlocks (bounds
-// 17-48), at most kMaxClusterBlocks (portable size; FUSEDMOE_FRONT_CLUSTER). Measured on the H200
-// (session 9, per call, against the cooperative launch in the same run): qwen3 17-48 tokens
-// 6.4-6.6 -> 5.75-6.0 us, dsv3 + FP8 9.8-9.9 -> 9.1-9.6 us; at 64 tokens (8 blocks) reading 8
-// blocks' masks through distributed shared memory ate the barrier's gain (qwen3 6.38 vs 6.41, dsv3
-// 10.5 vs 9.9); a cluster of 16 was 3.4 us slower; 2 blocks of 8 tokens lost 1 us at 9 tokens to
-// the single block of 16 warps.
-inline constexpr int kDefaultClusterBlocks = 6;
-inline constexpr int kMaxClusterBlocks = 8;
+// 17-64; the launcher's front_tokens_per_block), at most kMaxClusterBlocks (FUSEDMOE_FRONT_CLUSTER;
+// above 8 a non-portable size, where the GPU allows it). Measured on the H200: session 9 (per
+// call, against the cooperative launch in the same run) qwen3 17-48 tokens 6.4-6.6 -> 5.75-6.0 us,
+// dsv3 + FP8 9.8-9.9 -> 9.1-9.6 us; 2 blocks of 8 tokens lost 1 us at 9 tokens to the single
+// block of 16 warps. Session 29, once the counts were pushed (push_group_count), call 3, per call /
+// kernel: at 64 tokens a cluster of 8 against the cooperative launch, qwen3 5.51 / 4.90 vs 6.00 /
+// 5.06 us, dsv3 + FP8 7.26 / 6.18 vs 7.98 / 6.82; at 17-48 tokens qwen3 4.96-5.24 vs 5.85-6.04,
+// dsv3 + FP8 6.64-7.05 vs 7.74-7.92.
+inline constexpr int kDefaultClusterBlocks = 8;
+inline constexpr int kMaxClusterBlocks = 16;
 inline constexpr int kMaxThreads = 512; // 16 warps: all route (one routing block), or 8 + 8 quantising
 inline constexpr size_t kFrontMaxSmem = 96 * 1024;  // dynamic shared memory bound (checked on the host)
 inline constexpr int64_t kQuantBytesPerBlock = 16 * 1024;  // of x per block when rows are spread

@@ -21,7 +21,7 @@ std::atomic<unsigned long long*> g_front_trace{nullptr};
 
 // The most routing blocks that form one cluster: kDefaultClusterBlocks, or FUSEDMOE_FRONT_CLUSTER
 // (a tuning and diagnostic override, read once: 0 or 1 = never a cluster, always the
-// cooperative launch; at most kMaxClusterBlocks).
+// cooperative launch; at most kMaxClusterBlocks; above 8 a non-portable cluster size).
 int front_cluster_max() {
   static const int v = [] {
     const std::optional<int> e = env_int("FUSEDMOE_FRONT_CLUSTER");
@@ -30,14 +30,24 @@ int front_cluster_max() {
   return v;
 }
 
-// Tokens per routing block of a cooperative launch: kCoopTokensPerBlock while the blocks fit
-// kMaxRouteBlocks (bounds up to 128), else kRouteWarps; FUSEDMOE_FRONT_TPB=8 (a tuning and
-// diagnostic override, read once) always kRouteWarps.
-int front_coop_tokens_per_block(int64_t bound) {
+// The fewer tokens per routing block: kCoopTokensPerBlock, or kRouteWarps with FUSEDMOE_FRONT_TPB=8
+// (a tuning and diagnostic override, read once).
+int front_small_tpb() {
   static const int v = env_int("FUSEDMOE_FRONT_TPB").value_or(front_detail::kCoopTokensPerBlock) == 8
                            ? front_detail::kRouteWarps
                            : front_detail::kCoopTokensPerBlock;
-  return (bound + v - 1) / v <= front_detail::kMaxRouteBlocks ? v : front_detail::kRouteWarps;
+  return v;
+}
+// Tokens per routing block above one block: a cluster while its blocks fit front_cluster_max(),
+// with front_small_tpb() tokens each when they fit (bounds 17-32 by default), else kRouteWarps
+// (33-64); then a cooperative launch, front_small_tpb() while the blocks fit kMaxRouteBlocks
+// (bounds up to 128), else kRouteWarps.
+int front_tokens_per_block(int64_t bound) {
+  const int small = front_small_tpb(), cmax = front_cluster_max();
+  const auto blocks = [&](int tpb) { return (bound + tpb - 1) / tpb; };
+  if (blocks(small) <= cmax) return small;
+  if (blocks(front_detail::kRouteWarps) <= cmax) return front_detail::kRouteWarps;
+  return blocks(small) <= front_detail::kMaxRouteBlocks ? small : front_detail::kRouteWarps;
 }
 
 // Precomputed ids through the fused front (default on); FUSEDMOE_FRONT_PRECOMPUTED=0 (read once)
@@ -153,12 +163,8 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   l.smem = std::max(rp.smem_per_warp * warps,
                     plan_detail::plan_smem_bytes(warps, G, static_cast<int>(entries)));
   if (l.smem > front_detail::kFrontMaxSmem) return cudaErrorInvalidValue;
-  // Routing blocks: one up to kWideTokens; above, kRouteWarps tokens per block when those blocks
-  // can form a cluster (at most front_cluster_max()), else front_coop_tokens_per_block().
-  const int64_t cluster_blocks = (bound + front_detail::kRouteWarps - 1) / front_detail::kRouteWarps;
-  f.tokens_per_block = bound <= front_detail::kWideTokens    ? front_detail::kWideTokens
-                       : cluster_blocks <= front_cluster_max() ? front_detail::kRouteWarps
-                                                               : front_coop_tokens_per_block(bound);
+  // Routing blocks: one up to kWideTokens; above, front_tokens_per_block() tokens each.
+  f.tokens_per_block = bound <= front_detail::kWideTokens ? front_detail::kWideTokens : front_tokens_per_block(bound);
   f.route_blocks = static_cast<int>((bound + f.tokens_per_block - 1) / f.tokens_per_block);
   const bool wide = f.route_blocks == 1;
   l.grid = f.route_blocks;
@@ -174,8 +180,7 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   // Several routing blocks: one thread-block cluster when they are few enough (the launcher
   // checks that it fits, else it makes the cooperative launch), else a cooperative launch. Both
   // need the scratch (reserved for every bound above kWideTokens).
-  if (!wide && f.tokens_per_block == front_detail::kRouteWarps && f.route_blocks <= front_cluster_max())
-    l.cluster = f.route_blocks;
+  if (!wide && f.route_blocks <= front_cluster_max()) l.cluster = f.route_blocks;
   l.cooperative = f.route_blocks > 1;
   l.one_block = wide;
   if (l.cooperative) {
