@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 29, call 4: clusters of up to 8 routing blocks by default (17-64 tokens), 4 tokens per
+# Session 29, call 4 (after a refused start): the rows from a per-group prefix (pre) and no division,
+# clusters of up to 8 routing blocks by default (17-64 tokens), 4 tokens per
 # block while they fit (17-32), non-portable clusters of 16 behind FUSEDMOE_FRONT_CLUSTER=16.
 # (a) router / dispatch / plan GPU tests by default, DispatchApi.* with FUSEDMOE_FRONT_CLUSTER=16
 # and with FUSEDMOE_FRONT_TPB=8; (b) `bench --suite dispatch`: default, TPB=8, CLUSTER=16, default.

@@ -188,8 +188,9 @@ inline constexpr int kSharedIds = kWideTokens * kMaxTopK;
 inline constexpr int kMaskWordsPerWarp = (kMaxMaskWords + kMaxThreads / 32 - 1) / (kMaxThreads / 32);
 
 // Phase B of a multi-block launch (after the grid barrier; every thread of a block that owns
-// tokens calls it): for each group, its tokens in all blocks (cnt) and in the blocks before this
-// one (bef), into s_cb[g] = bef << 16 | cnt, and per mask word the tokens of its four groups into
+// tokens calls it): for each group, its tokens in all blocks (cnt) and pre = its tokens in the
+// blocks before this one + the tokens of the groups below it in its mask word, into
+// s_cb[g] = pre << 16 | cnt (pre <= 4 x 256), and per mask word the tokens of its four groups into
 // s_ws[j]. Warp w takes words w, w + 16, ...; lane l reads block l's word (nb <= 32 blocks own
 // tokens); warp reductions over the blocks give both numbers for four groups at once (two 16-bit
 // pairs per register). Returns true, in every thread, when some block saw a token reach a group
@@ -213,8 +214,9 @@ __device__ __forceinline__ void cluster_wait() {
 // A thread-block cluster of routing blocks: each entry pushes its group's count into every block
 // of the cluster (s_cb[g] += 1, and += 1 << 16 in the blocks after its own: the tokens of g in
 // earlier blocks), with distributed shared memory reductions that return nothing, before the
-// cluster barrier; after it every block holds s_cb = bef << 16 | cnt, the layout
-// gather_block_counts builds, with no reads of other blocks' masks. (Session 29: reading the
+// cluster barrier; after it every block holds s_cb = bef << 16 | cnt (the tokens of g in earlier
+// blocks and in all), then adds the in-word prefixes: gather_block_counts' layout, with no reads
+// of other blocks' masks. (Session 29: reading the
 // masks after the barrier took ~1.3-1.6 us at 17 tokens, the barrier itself ~0.35.)
 __device__ __forceinline__ uint32_t cluster_addr(const void* local, int rank) {
   uint32_t r;
@@ -270,13 +272,14 @@ __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, i
     const bool before = lane < me;
     const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
     const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
-    if (lane == 0) {
+    if (lane == 0) {  // groups past G have no bits: zero counts
       const int g = 4 * j;
-      s_cb[g] = (ea << 16) | (ta & 0xffffu);  // groups past G have no bits: zero counts
-      s_cb[g + 1] = (eb << 16) | (tb & 0xffffu);
-      s_cb[g + 2] = (ea & 0xffff0000u) | (ta >> 16);
-      s_cb[g + 3] = (eb & 0xffff0000u) | (tb >> 16);
-      s_ws[j] = (ta & 0xffffu) + (ta >> 16) + (tb & 0xffffu) + (tb >> 16);
+      const uint32_t c0 = ta & 0xffffu, c1 = tb & 0xffffu, c2 = ta >> 16, c3 = tb >> 16;
+      s_cb[g] = ((ea & 0xffffu) << 16) | c0;
+      s_cb[g + 1] = (((eb & 0xffffu) + c0) << 16) | c1;
+      s_cb[g + 2] = (((ea >> 16) + c0 + c1) << 16) | c2;
+      s_cb[g + 3] = (((eb >> 16) + c0 + c1 + c2) << 16) | c3;
+      s_ws[j] = c0 + c1 + c2 + c3;
     }
   }
   fine_stamp(trace, 8, 0u);
@@ -296,9 +299,8 @@ struct OneBlockCounts {
   const uint32_t* mask2;
   __device__ __forceinline__ uint32_t word(int j) const { return __popc(mask[j]) + __popc(mask2[j]); }
   __device__ __forceinline__ uint32_t cnt(int q) const { return byte_below(mask, q, 8) + byte_below(mask2, q, 8); }
-  __device__ __forceinline__ uint32_t bef(int) const { return 0u; }
-  // Tokens of the groups of g's word below g.
-  __device__ __forceinline__ uint32_t in_word_below(int g) const {
+  // Tokens of the groups of g's word below g (no blocks before this one).
+  __device__ __forceinline__ uint32_t pre(int g) const {
     const uint32_t m = (1u << (8 * (g & 3))) - 1u;
     return __popc(mask[g >> 2] & m) + __popc(mask2[g >> 2] & m);
   }
@@ -314,23 +316,17 @@ struct GridCounts {
   __device__ __forceinline__ uint32_t own_below(int g, int t) const { return byte_below(mask, g, t); }
   __device__ __forceinline__ uint32_t word(int j) const { return ws[j]; }
   __device__ __forceinline__ uint32_t cnt(int q) const { return cb[q] & 0xffffu; }
-  __device__ __forceinline__ uint32_t bef(int q) const { return cb[q] >> 16; }
-  __device__ __forceinline__ uint32_t in_word_below(int g) const {
-    uint32_t r = 0;
-#pragma unroll 1
-    for (int q = g & ~3; q < g; ++q) r += cb[q] & 0xffffu;
-    return r;
-  }
+  __device__ __forceinline__ uint32_t pre(int g) const { return cb[g] >> 16; }
 };
 
 // Phase C: one warp, every lane calls (warp-uniform). The warp scans the group counts itself
 // (lane l: mask words [l * wpl, (l + 1) * wpl), four groups each; one warp scan), so no block
 // barrier is needed; an entry lane (g < G: its group, w: its token's bit in the block, entry:
 // its global entry index) gets its row = the scan base of g's lane + the tokens of the words
-// before g's in that lane's range and of the groups before g in its word + the group's tokens in
-// earlier blocks + the block's tokens of g below it, and stores slot_row / row_token / row_slot.
-// Compact loops on purpose: this code runs once per launch, and fetching it costs more than
-// executing it.
+// before g's in that lane's range + pre(g) (the group's tokens in earlier blocks and the tokens
+// of the groups before g in its word) + the block's tokens of g below it, and stores slot_row /
+// row_token / row_slot. Compact loops: the cost is the chain of dependent instructions (~7 cycles
+// per integer op, ~25 per shuffle, ~40 per REDUX on the H200: session 29's latency probe).
 template <class C>
 __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p, const C& c, bool has_entry, int g, int w,
                                                int32_t entry, int32_t token, int slot, unsigned long long* trace = nullptr) {
@@ -338,7 +334,7 @@ __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p,
   const int lane = threadIdx.x & 31;
   const int G = p.num_groups;
   const int W = mask_words(G);
-  const int wpl = (W + 31) / 32;
+  const int wpl = static_cast<int>((static_cast<unsigned>(W) + 31u) >> 5);
   const int j0 = lane * wpl, j1 = min(W, j0 + wpl);
   uint32_t sum = 0;
 #pragma unroll 1
@@ -352,7 +348,7 @@ __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p,
   }
   const bool mapped = has_entry && g < G;
   const int jg = g >> 2;
-  const int owner = mapped ? jg / wpl : 0;
+  const int owner = !mapped ? 0 : (wpl & (wpl - 1)) == 0 ? jg >> (__ffs(wpl) - 1) : jg / wpl;
   fine_stamp(trace, 11, inc);
   const uint32_t base = __shfl_sync(kAll, inc - sum, owner);
   fine_stamp(trace, 12, base);
@@ -361,7 +357,7 @@ __device__ __forceinline__ void warp_plan_rows(const plan_detail::PlanParams& p,
     p.slot_row[entry] = -1;
     return;
   }
-  uint32_t r = base + c.in_word_below(g) + c.bef(g) + c.own_below(g, w);
+  uint32_t r = base + c.pre(g) + c.own_below(g, w);
 #pragma unroll 1
   for (int j = owner * wpl; j < jg; ++j) r += c.word(j);
   fine_stamp(trace, 13, r);
@@ -682,12 +678,17 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     cluster_arrive();
     cluster_wait();
     trace_stamp(f.trace, 2);
-    // Per mask word the tokens of its four groups (warp_plan_rows' scan); groups past G are unset.
+    // Per mask word the tokens of its four groups (warp_plan_rows' scan), and each group's pre
+    // (gather_block_counts' layout); groups past G are unset.
     for (int j = threadIdx.x; j < W; j += blockDim.x) {
       uint32_t t = 0;
 #pragma unroll
       for (int q = 0; q < 4; ++q)
-        if (4 * j + q < G) t += s_cb[4 * j + q] & 0xffffu;
+        if (4 * j + q < G) {
+          const uint32_t v = s_cb[4 * j + q];
+          s_cb[4 * j + q] = v + (t << 16);
+          t += v & 0xffffu;
+        }
       s_ws[j] = t;
     }
     dup = s_dup_any != 0;
