@@ -572,8 +572,8 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
     for (int64_t t : {1, 2, 3, 9, 16, 17, 64, 255, 256})
       for (bool permute : {false, true}) check_dispatch({preset, t}, permute, permute ? 128 : 1);
   check_dispatch({"dsv3-tp8", 256, fm::testing::Skew::kOneHot}, true, 64);
-  // One hot expert where the cooperative plan sums a group's tokens over the blocks in bytes (tpb x
-  // blocks <= 255: 248 tokens = 31 blocks of 8, 128 = 32 blocks of 4) and in a cluster (40, 64).
+  // One hot expert: every token's entries in one group, at the cooperative plan's block counts (248
+  // tokens = 31 blocks of 8, 128 = 32 blocks of 4) and in clusters (40, 64: pushed counts).
   check_dispatch({"dsv3-tp8", 248, fm::testing::Skew::kOneHot}, true, 64);
   check_dispatch({"qwen235-tp8", 128, fm::testing::Skew::kOneHot}, false, 8);
   check_dispatch({"qwen235-tp8", 64, fm::testing::Skew::kOneHot}, false, 8);

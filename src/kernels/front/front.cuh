@@ -243,8 +243,8 @@ __device__ __forceinline__ int blocks_with_tokens(int64_t num_tokens, int tpb) {
 }
 
 template <class Masks>
-__device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, int tpb, uint32_t* s_cb,
-                                                    uint32_t* s_ws, unsigned long long* trace = nullptr) {
+__device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws,
+                                                    unsigned long long* trace = nullptr) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int W = mask_words(G);
@@ -259,39 +259,26 @@ __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, i
   const uint32_t dup_word = reads ? masks.dup(lane, W) : 0u;
   const bool dup = __any_sync(kAll, dup_word != 0u);
   fine_stamp(trace, 7, dup);
-  // A group's tokens over all blocks fit a byte when tpb x nb <= 255 (every case but 32 blocks of
-  // 8): the four groups of a word then go through one reduction per sum, else two (16-bit pairs).
-  // REDUX: ~40 cycles each, and a warp's run one after another (session 29's latency probe).
-  const bool bytes = tpb * nb <= 255;
-  const bool before = lane < me;
 #pragma unroll
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
     if (j >= W) break;  // warp-uniform
     const uint32_t x = v[i];
-    uint32_t c0, c1, c2, c3, e0, e1, e2, e3;
-    if (bytes) {
-      uint32_t c = x - ((x >> 1) & 0x55555555u);  // per-byte popcounts
-      c = (c & 0x33333333u) + ((c >> 2) & 0x33333333u);
-      c = (c + (c >> 4)) & 0x0f0f0f0fu;
-      const uint32_t t = __reduce_add_sync(kAll, c), e = __reduce_add_sync(kAll, before ? c : 0u);
-      c0 = t & 0xffu, c1 = (t >> 8) & 0xffu, c2 = (t >> 16) & 0xffu, c3 = t >> 24;
-      e0 = e & 0xffu, e1 = (e >> 8) & 0xffu, e2 = (e >> 16) & 0xffu, e3 = e >> 24;
-    } else {
-      // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256.
-      const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
-      const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
-      const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
-      const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
-      c0 = ta & 0xffffu, c1 = tb & 0xffffu, c2 = ta >> 16, c3 = tb >> 16;
-      e0 = ea & 0xffffu, e1 = eb & 0xffffu, e2 = ea >> 16, e3 = eb >> 16;
-    }
+    // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256
+    // (the tokens). Totals and the sums over the blocks before this one by warp reductions
+    // (REDUX: one instruction each, no shuffle chain).
+    const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
+    const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
+    const bool before = lane < me;
+    const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
+    const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
     if (lane == 0) {  // groups past G have no bits: zero counts
       const int g = 4 * j;
-      s_cb[g] = (e0 << 16) | c0;
-      s_cb[g + 1] = ((e1 + c0) << 16) | c1;
-      s_cb[g + 2] = ((e2 + c0 + c1) << 16) | c2;
-      s_cb[g + 3] = ((e3 + c0 + c1 + c2) << 16) | c3;
+      const uint32_t c0 = ta & 0xffffu, c1 = tb & 0xffffu, c2 = ta >> 16, c3 = tb >> 16;
+      s_cb[g] = ((ea & 0xffffu) << 16) | c0;
+      s_cb[g + 1] = (((eb & 0xffffu) + c0) << 16) | c1;
+      s_cb[g + 2] = (((ea >> 16) + c0 + c1) << 16) | c2;
+      s_cb[g + 3] = (((eb >> 16) + c0 + c1 + c2) << 16) | c3;
       s_ws[j] = c0 + c1 + c2 + c3;
     }
   }
@@ -740,7 +727,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     const int nb = blocks_with_tokens(num_tokens, tpb);
     fine_stamp(f.trace, 6, static_cast<uint32_t>(nb));
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
-    dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, tpb, s_cb, s_ws, f.trace);
+    dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws, f.trace);
     trace_stamp(f.trace, 3);
     if (!dup) {
       // Block 0's warp 8 writes counts and offsets while the routing warps compute their rows.
