@@ -583,7 +583,11 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
   // An expert map sending several experts to one local slot: a token may reach a group twice, and
   // the fused front's plans (one routing block up to 16 tokens, several above) hand over to the general
   // single-block plan.
-  for (int64_t t : {1, 5, 9, 16, 17, 32, 33, 200}) check_dispatch({"dsv3-ep8", t, fm::testing::Skew::kUniform, true}, true, 64);
+  for (int64_t t : {1, 5, 9, 16, 17, 32, 33, 70, 200}) check_dispatch({"dsv3-ep8", t, fm::testing::Skew::kUniform, true}, true, 64);
+  // Clusters above 8 blocks (non-portable sizes, where the GPU has them): 45 tokens = 12 blocks of
+  // 4, 70 = 9 blocks of 8.
+  check_dispatch({"qwen235-tp8", 45}, false, 8);
+  check_dispatch({"dsv3-tp8", 70}, true, 128);
   // A workspace sized for more tokens than the fused path takes: a call of 100 still fuses (the
   // front's block masks are reserved for every bound above 16 tokens).
   check_dispatch({"qwen235-tp8", 100, fm::testing::Skew::kUniform, false, 1000}, false, 1);

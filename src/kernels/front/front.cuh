@@ -51,26 +51,33 @@
 
 namespace fusedmoe::kernels::front_detail {
 
-inline constexpr int kRouteWarps = 8;   // tokens per routing block of a cluster (at most, else)
-// Tokens per routing block of a cooperative launch (FrontParams::tokens_per_block; the launcher,
-// FUSEDMOE_FRONT_TPB): fewer routing warps per SM route faster (their instructions compete for
-// the SM's issue slots; qwen3 routing of one token per SM 2.05 us, 8 per SM 2.43, 16 per SM 2.88:
-// session 28), so kCoopTokensPerBlock while the blocks fit kMaxRouteBlocks (<= 128 tokens), else
-// kRouteWarps. Measured on the H200 (session 28, call 5, kernel time, 4 vs 8 tokens per block):
+inline constexpr int kRouteWarps = 8;   // tokens per routing block (at most, above 16 tokens)
+// Tokens per routing block above 16 tokens (FrontParams::tokens_per_block; the launcher's
+// front_tokens_per_block, FUSEDMOE_FRONT_TPB): fewer routing warps per SM route faster (their
+// instructions compete for the SM's issue slots; qwen3 routing of one token per SM 2.05 us, 8 per
+// SM 2.43, 16 per SM 2.88: session 28), so kCoopTokensPerBlock while the blocks fit the cluster
+// (kClusterBlocksOf4) or the cooperative grid (kMaxRouteBlocks), else kRouteWarps. Measured on
+// the H200 (session 28, call 5, cooperative, kernel time, 4 vs 8 tokens per block):
 // 64 / 128 tokens qwen3 5.28 / 5.28 vs 5.41 / 5.41 us, dsv3 + FP8 6.91 / 6.91-6.94 vs 7.04 / 7.23;
 // 64 blocks of 4 at 256 tokens (each lane gathering two blocks' masks) lost: 6.24 vs 5.57, 7.90 vs 7.30.
 inline constexpr int kCoopTokensPerBlock = 4;
 inline constexpr int kWideTokens = 16;  // bound of the single routing block (all 16 warps route)
-// Routing blocks as one thread-block cluster: by default up to kDefaultClusterBlocks (bounds
-// 17-64; the launcher's front_tokens_per_block), at most kMaxClusterBlocks (FUSEDMOE_FRONT_CLUSTER;
-// above 8 a non-portable size, where the GPU allows it). Measured on the H200: session 9 (per
+// Routing blocks as one thread-block cluster (the launcher's front_tokens_per_block): up to
+// kClusterBlocksOf4 blocks of 4 tokens (17-48 tokens), else up to kClusterBlocksOf8 of 8 (49-72);
+// FUSEDMOE_FRONT_CLUSTER caps the blocks at n <= kMaxClusterBlocks (above 8 a non-portable size,
+// where the GPU allows it: else the cooperative launch). Measured on the H200: session 9 (per
 // call, against the cooperative launch in the same run) qwen3 17-48 tokens 6.4-6.6 -> 5.75-6.0 us,
 // dsv3 + FP8 9.8-9.9 -> 9.1-9.6 us; 2 blocks of 8 tokens lost 1 us at 9 tokens to the single
 // block of 16 warps. Session 29, once the counts were pushed (push_group_count), call 3, per call /
 // kernel: at 64 tokens a cluster of 8 against the cooperative launch, qwen3 5.51 / 4.90 vs 6.00 /
 // 5.06 us, dsv3 + FP8 7.26 / 6.18 vs 7.98 / 6.82; at 17-48 tokens qwen3 4.96-5.24 vs 5.85-6.04,
-// dsv3 + FP8 6.64-7.05 vs 7.74-7.92.
-inline constexpr int kDefaultClusterBlocks = 8;
+// dsv3 + FP8 6.64-7.05 vs 7.74-7.92. Call 6, non-portable sizes against the portable default
+// (8 blocks) in the same run, per call: 33 / 48 tokens as 9 / 12 blocks of 4 qwen3 5.05 / 5.28 vs
+// 5.15 / 5.28 (5 / 6 of 8), dsv3 + FP8 6.65 / 6.95 vs 6.92 / 7.14; 65 tokens as 9 blocks of 8
+// qwen3 5.66 vs 6.00 (cooperative), dsv3 7.49 vs 8.09; but 96 tokens as 12 of 8 qwen3 6.30 vs 6.08,
+// dsv3 8.39 vs 8.15, and 16 blocks much slower (call 4: 128 tokens qwen3 7.89 vs 6.07).
+inline constexpr int kClusterBlocksOf4 = 12;
+inline constexpr int kClusterBlocksOf8 = 9;
 inline constexpr int kMaxClusterBlocks = 16;
 inline constexpr int kMaxThreads = 512; // 16 warps: all route (one routing block), or 8 + 8 quantising
 inline constexpr size_t kFrontMaxSmem = 96 * 1024;  // dynamic shared memory bound (checked on the host)

@@ -19,13 +19,13 @@ using router_detail::RowMode;
 namespace {
 std::atomic<unsigned long long*> g_front_trace{nullptr};
 
-// The most routing blocks that form one cluster: kDefaultClusterBlocks, or FUSEDMOE_FRONT_CLUSTER
-// (a tuning and diagnostic override, read once: 0 or 1 = never a cluster, always the
-// cooperative launch; at most kMaxClusterBlocks; above 8 a non-portable cluster size).
+// The most routing blocks that form one cluster: kMaxClusterBlocks (the size rules below cap it),
+// or FUSEDMOE_FRONT_CLUSTER (a tuning and diagnostic override, read once: 0 or 1 = never a
+// cluster, always the cooperative launch; at most kMaxClusterBlocks; above 8 a non-portable size).
 int front_cluster_max() {
   static const int v = [] {
     const std::optional<int> e = env_int("FUSEDMOE_FRONT_CLUSTER");
-    return e ? std::clamp(*e, 0, front_detail::kMaxClusterBlocks) : front_detail::kDefaultClusterBlocks;
+    return e ? std::clamp(*e, 0, front_detail::kMaxClusterBlocks) : front_detail::kMaxClusterBlocks;
   }();
   return v;
 }
@@ -38,15 +38,21 @@ int front_small_tpb() {
                            : front_detail::kCoopTokensPerBlock;
   return v;
 }
-// Tokens per routing block above one block: a cluster while its blocks fit front_cluster_max(),
-// with front_small_tpb() tokens each when they fit (bounds 17-32 by default), else kRouteWarps
-// (33-64); then a cooperative launch, front_small_tpb() while the blocks fit kMaxRouteBlocks
+// The cluster of routing blocks at `tpb` tokens per block: the measured limits (front.cuh:
+// kClusterBlocksOf4, kClusterBlocksOf8) under front_cluster_max().
+int front_cluster_limit(int tpb) {
+  return std::min(front_cluster_max(), tpb <= front_detail::kCoopTokensPerBlock ? front_detail::kClusterBlocksOf4
+                                                                                 : front_detail::kClusterBlocksOf8);
+}
+// Tokens per routing block above one block: a cluster while its blocks fit front_cluster_limit(),
+// with front_small_tpb() tokens each when they fit (bounds 17-48 by default), else kRouteWarps
+// (49-72); then a cooperative launch, front_small_tpb() while the blocks fit kMaxRouteBlocks
 // (bounds up to 128), else kRouteWarps.
 int front_tokens_per_block(int64_t bound) {
-  const int small = front_small_tpb(), cmax = front_cluster_max();
+  const int small = front_small_tpb();
   const auto blocks = [&](int tpb) { return (bound + tpb - 1) / tpb; };
-  if (blocks(small) <= cmax) return small;
-  if (blocks(front_detail::kRouteWarps) <= cmax) return front_detail::kRouteWarps;
+  if (blocks(small) <= front_cluster_limit(small)) return small;
+  if (blocks(front_detail::kRouteWarps) <= front_cluster_limit(front_detail::kRouteWarps)) return front_detail::kRouteWarps;
   return blocks(small) <= front_detail::kMaxRouteBlocks ? small : front_detail::kRouteWarps;
 }
 
@@ -180,7 +186,7 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   // Several routing blocks: one thread-block cluster when they are few enough (the launcher
   // checks that it fits, else it makes the cooperative launch), else a cooperative launch. Both
   // need the scratch (reserved for every bound above kWideTokens).
-  if (!wide && f.route_blocks <= front_cluster_max()) l.cluster = f.route_blocks;
+  if (!wide && f.route_blocks <= front_cluster_limit(f.tokens_per_block)) l.cluster = f.route_blocks;
   l.cooperative = f.route_blocks > 1;
   l.one_block = wide;
   if (l.cooperative) {
