@@ -1,6 +1,5 @@
 // front.cuh — the fused front half for small token counts (decode): route + optional FP8
-// quantisation of x in token order + dispatch plan, in ONE cooperative launch (contract in
-// front_launch.h).
+// quantisation of x in token order + dispatch plan, in ONE launch (contract in front_launch.h).
 //
 // Routing: a warp per token with the router's own per-token body (router.cuh: route_token, so
 // ids/weights are bit-identical to the router kernel).
@@ -8,8 +7,9 @@
 //   * precomputed ids (bound <= 16 only): the routing warp reads its token's ids and weights,
 //     marks ids outside [0, E) (id -1, weight 0, as router_gather_kernel) and finishes the slots
 //     as that kernel does; block 0 reports the first bad id in the error flag;
-//   * above: blocks [0, route_blocks) route tokens 8b .. 8b + 7 with warps 0-7 (a cooperative
-//     launch: a barrier of the routing blocks before the plan).
+//   * above: blocks [0, route_blocks) route tokens tpb * b .. tpb * b + tpb - 1 with warps
+//     0 .. tpb - 1 (tpb = 4 or 8: FrontParams::tokens_per_block), as one thread-block cluster
+//     (17-72 tokens) or a cooperative launch (a barrier of the routing blocks before the plan).
 //   The routing blocks do not quantise; blocks after them do.
 // When x is quantised (FP8 in token order, the gather layout, with the permute/quantise kernel's
 // exact scalar helpers), quantising-only blocks after the routing ones share x's rows: one
@@ -100,7 +100,7 @@ struct FrontParams {
   float* q_scales;
   int64_t rows_pad4;            // scale row stride: bound rounded up to 4
   // Launch shape: blocks [0, route_blocks) route (one block of 16 tokens when the bound is <= 16,
-  // else 8 tokens per block); the blocks after them only quantise. quant_warps: quantising warps
+  // else tokens_per_block tokens per block); the blocks after them only quantise. quant_warps: quantising warps
   // of the grid (16 per quantising-only block; with routing_blocks_quantise also warps 8-15 of
   // the routing blocks, numbered first: the launcher's fallback when a cluster grid holds no
   // other block).
