@@ -79,6 +79,7 @@ inline constexpr int kWideTokens = 16;  // bound of the single routing block (al
 inline constexpr int kClusterBlocksOf4 = 12;
 inline constexpr int kClusterBlocksOf8 = 9;
 inline constexpr int kMaxClusterBlocks = 16;
+inline constexpr int kPortableClusterBlocks = 8;  // above: cudaFuncAttributeNonPortableClusterSizeAllowed
 inline constexpr int kMaxThreads = 512; // 16 warps: all route (one routing block), or 8 + 8 quantising
 inline constexpr size_t kFrontMaxSmem = 96 * 1024;  // dynamic shared memory bound (checked on the host)
 inline constexpr int64_t kQuantBytesPerBlock = 16 * 1024;  // of x per block when rows are spread
@@ -223,11 +224,12 @@ __device__ __forceinline__ void cluster_wait() {
 // earlier blocks), with distributed shared memory reductions that return nothing, before the
 // cluster barrier; after it every block holds s_cb = bef << 16 | cnt (the tokens of g in earlier
 // blocks and in all), then adds the in-word prefixes: gather_block_counts' layout, with no reads
-// of other blocks' masks. (Session 29: reading the
-// masks after the barrier took ~1.3-1.6 us at 17 tokens, the barrier itself ~0.35.)
+// of other blocks' masks. (Session 29: reading the masks after the barrier took ~1.3-1.6 us at 17
+// tokens, the barrier itself ~0.35.)
 __device__ __forceinline__ uint32_t cluster_addr(const void* local, int rank) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(local));
   uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(local))), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
   return r;
 }
 __device__ __forceinline__ void push_group_count(uint32_t* local_word, int blocks, int me) {

@@ -66,7 +66,7 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     static std::atomic<int> max_clusters[kMaxClusterBlocks + 1];  // 0: unknown; else clusters + 1
     if (l.cluster > kMaxClusterBlocks) return cudaErrorInvalidValue;
     std::atomic<int>& known = max_clusters[l.cluster];
-    if (l.cluster > 8) {  // a non-portable cluster size: opted in once per instance and device
+    if (l.cluster > kPortableClusterBlocks) {  // a non-portable size: opted in once per instance and device
       static std::atomic<uint64_t> non_portable{0};
       int dev = 0;
       if (cudaGetDevice(&dev) != cudaSuccess) return cudaErrorInvalidValue;

@@ -65,9 +65,10 @@ size_t front_scratch_bytes(int64_t max_tokens, int groups);
 cudaError_t warm_cooperative_launch();
 
 // Diagnostic timeline (the bench's dispatch suite): while a device buffer of at least
-// 32 x kTraceSlots (16) + kFineStamps (16) uint64 is set, every fused-front launch records %globaltimer stamps
-// per block into it (front.cuh: kTraceSlots, trace_stamp; a diagnosis build also block 0's fine stamps). nullptr (the default) turns it off; production never
-// sets it. Not thread-safe against concurrent launches: a tool's switch.
+// 32 x kTraceSlots (16) + kFineStamps (16) uint64 is set, every fused-front launch records
+// %globaltimer stamps per block into it (front.cuh: kTraceSlots, trace_stamp; a diagnosis build
+// also block 0's fine stamps). nullptr (the default) turns it off; production never sets it. Not
+// thread-safe against concurrent launches: a tool's switch.
 void set_front_trace(unsigned long long* buffer);
 
 }  // namespace fusedmoe::kernels
