@@ -92,19 +92,25 @@ inline int resident_clusters(const void* kernel, int block, size_t smem, int clu
   });
 }
 
-// Opts `kernel` in to `bytes` of dynamic shared memory (beyond the 48 KB default) once per device:
-// `done` is the caller's per-kernel bitmask of devices already set (a function-local static at the
-// launch site). A host attribute call, not a stream operation: fine during graph capture, and
-// after the first launch no host call at all.
-inline cudaError_t opt_in_dynamic_smem(const void* kernel, int bytes, std::atomic<uint64_t>* done) {
+// Sets a function attribute of `kernel` once per device: `done` is the caller's per-kernel bitmask
+// of devices already set (a function-local static at the launch site). A host attribute call, not
+// a stream operation: fine during graph capture, and after the first launch no host call at all.
+// (Devices past 63 are set on every call.)
+inline cudaError_t opt_in_func_attribute(const void* kernel, cudaFuncAttribute attr, int value,
+                                         std::atomic<uint64_t>* done) {
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return e;
   const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
   if (bit != 0 && (done->load(std::memory_order_relaxed) & bit)) return cudaSuccess;
-  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  e = cudaFuncSetAttribute(kernel, attr, value);
   if (e == cudaSuccess && bit != 0) done->fetch_or(bit, std::memory_order_relaxed);
   return e;
+}
+
+// Opts `kernel` in to `bytes` of dynamic shared memory (beyond the 48 KB default), once per device.
+inline cudaError_t opt_in_dynamic_smem(const void* kernel, int bytes, std::atomic<uint64_t>* done) {
+  return opt_in_func_attribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes, done);
 }
 
 // cudaLaunchKernelEx with one launch attribute.

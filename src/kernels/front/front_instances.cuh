@@ -68,15 +68,9 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     std::atomic<int>& known = max_clusters[l.cluster];
     if (l.cluster > kPortableClusterBlocks) {  // a non-portable size: opted in once per instance and device
       static std::atomic<uint64_t> non_portable{0};
-      int dev = 0;
-      if (cudaGetDevice(&dev) != cudaSuccess) return cudaErrorInvalidValue;
-      const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
-      if (bit == 0 || !(non_portable.load(std::memory_order_relaxed) & bit)) {
-        if (cudaFuncSetAttribute(reinterpret_cast<const void*>(fn), cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess)
-          non_portable.fetch_or(bit, std::memory_order_relaxed);
-        else
-          (void)cudaGetLastError();  // then the occupancy query below finds no such cluster
-      }
+      if (opt_in_func_attribute(reinterpret_cast<const void*>(fn), cudaFuncAttributeNonPortableClusterSizeAllowed, 1,
+                                &non_portable) != cudaSuccess)
+        (void)cudaGetLastError();  // then the occupancy query below finds no such cluster
     }
     cudaLaunchAttribute attr = {};
     attr.id = cudaLaunchAttributeClusterDimension;
