@@ -1,5 +1,5 @@
 // Host launcher of the combine: out[t, :] = sum over slots s (in slot order, shared last) of
-// w[t, s] * expert_out[slot_row[t, s], :], accumulated in float32, rounded once to act_dtype.
+// w[t, s] * expert_out[slot_row[t, s], :], accumulated in float64, rounded once to act_dtype.
 // Deterministic: the same bits every run (no atomics).
 #pragma once
 #include <cuda_runtime.h>
