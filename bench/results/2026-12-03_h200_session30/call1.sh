@@ -24,7 +24,7 @@ timeout 120 $B bench --suite layer --cases qwen235-tp8,qwen235-tp8-fp8c --tokens
 echo "256 rc=$?"; grep -E "timeline|front:|gemm[12]:| layer | stage " "$out/trace_256.txt" | sed 's/  */ /g' | cut -c1-230
 for r in 1 2; do for v in 0 1; do
   FUSEDMOE_COMBINE_PREFETCH=$v timeout 80 $B bench --suite layer --cases qwen235-tp8,dsv3-tp8,gptoss-tp1,qwen235-tp8-fp8c,dsv3-tp8-fp8b --tokens 16,64,256 > "$out/combine_pf${v}_r$r.txt" 2>&1
-  echo "prefetch=$v round $r rc=$?"; grep -E " layer " "$out/combine_pf${v}_r$r.txt" | sed 's/  */ /g' | cut -d' ' -f1,7,8 | tr '\n' ';'; echo
+  echo "prefetch=$v round $r rc=$?"; grep -E " layer " "$out/combine_pf${v}_r$r.txt" | sed 's/  */ /g' | cut -d" " -f1,8,9 | tr '\n' ';'; echo
 done; done
 timeout 200 $B bench --suite layer --tokens 1,2,4 --precomputed > "$out/precomputed_1_4.txt" 2>&1
 echo "precomputed rc=$?"; grep -E " layer " "$out/precomputed_1_4.txt" | sed 's/  */ /g' | cut -c1-120
