@@ -332,13 +332,13 @@ struct TileVariant {
   fm::ForwardOptions options;
 };
 
-// Timeline of the layer's two BF16 grouped GEMMs (kernels::set_grouped_gemm_trace): `calls` single
+// Timeline of the layer's two grouped GEMMs, BF16 or FP8 (kernels::set_grouped_gemm_trace): `calls` single
 // runs of `fn` (flush + forward), each synchronised. Per GEMM, medians over calls of: active CTAs
 // and the most on one SM; entry of the first and last active CTA, then per CTA (median over CTAs)
 // expert known, first stage full, main loop done, epilogue done, all from the first CTA's entry
 // of GEMM1 (us); the last CTA done; and the weight rate over [first entry, last done]. The last
 // call's CTAs go to `csv` (when open) as rows. Empty when the GEMMs did not run traced (CUTLASS
-// backend, FP8, or grids above the buffer).
+// backend, or grids above the buffer).
 template <class Fn>
 std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std::FILE* csv, const std::string& tag,
                           int calls = 11) {
@@ -789,7 +789,7 @@ int cmd_bench(int argc, char** argv) {
   std::vector<int> ksplits1;       // --ksplits1: ... with GEMM1's split-K forced (GEMM2 as the oracle says)
   std::vector<int> earlies;        // --early: layer suite, also each case with GEMM1's early weight stages forced
   std::vector<int> earlies2;       // --early2: the same for GEMM2's early weight stages
-  bool trace = false;             // --trace: layer suite, the BF16 GEMMs' per-CTA timeline
+  bool trace = false;             // --trace: layer suite, the grouped GEMMs' per-CTA timeline
   bool front_b2b = false;         // --front-b2b: dispatch suite, also the timeline of a launch right after another
   std::string trace_path;         // --trace-csv F: ... and its CTAs as CSV
   bool cold_inputs = false;       // --cold-inputs: layer suite, x / logits / ids left cold too (not re-read after the flush)

@@ -226,7 +226,7 @@ namespace fusedmoe::kernels {
 // number of weight boxes per 64-wide K chunk the launch used (1 = the preferred single-box view).
 cudaError_t launch_grouped_gemm_test(const GroupedGemmArgs& args, bool gemm2, bool force_simple_weight_view,
                                      int* weight_boxes_per_chunk, cudaStream_t stream);
-// Diagnostic timeline of the BF16 grouped GEMMs (bench --trace): while set, each launch of up to
+// Diagnostic timeline of the grouped GEMMs, BF16 and FP8 (bench --trace): while set, each launch of up to
 // `ctas` CTAs writes kGroupedGemmTraceSlots values per CTA to buffer (GEMM1) or buffer +
 // ctas * kGroupedGemmTraceSlots (GEMM2): [0] entry, [1] expert known, [2] producer past the
 // predecessor wait, [3] first stage full, [4] main loop done, [5] epilogue done (globaltimer ns;

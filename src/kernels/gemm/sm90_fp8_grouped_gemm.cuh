@@ -205,6 +205,9 @@ struct Params {
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; with token-order scales: static only)
   int* queue;           // with flat: the dynamic form's work counter (BF16 kernel's Params::queue), or null
   int* zero_queue;      // zeroed by thread 0 of CTA 0 after griddepcontrol.wait, or null
+  // Diagnostic timeline (set_grouped_gemm_trace; nullptr in production): the BF16 kernel's slots
+  // (sm90_grouped::kTraceSlots, gemm_stamp).
+  unsigned long long* trace;
 };
 
 // A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
@@ -232,6 +235,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int lane = tid % 32;
 
   if (tid == 0) {
+    sm90_grouped::gemm_stamp(p.trace, 0);
     CUTE_UNROLL
     for (int s = 0; s < kStages; ++s) {
       Barrier::init(&ss.full[s], 1);
@@ -292,6 +296,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   // to the compiler, and a loop bound it cannot see as uniform moves the consumers' ring state off
   // the uniform datapath, R2UR before every WGMMA: 3-9 us at 1-4 tokens, session 17)
   const int nseg = __shfl_sync(0xffffffff, dyn ? (int64_t(blockIdx.x) < dc.chunks ? 1 : 0) : ss.nseg, 0);
+  if (p.trace != nullptr && tid == 0) {
+    sm90_grouped::gemm_stamp(p.trace, 1);
+    uint32_t smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    sm90_grouped::gemm_trace_value(p.trace, 6, smid);
+    sm90_grouped::gemm_trace_value(p.trace, 7, nseg > 0 ? (dyn ? 0 : ss.seg[0].e) : -1);  // (dynamic: not recorded)
+  }
   if (nseg == 0) return;  // beyond padded_offsets[G], in an expert's padding, or no items
   // Token-order block scales (a_scale_row_token; the raster's one segment or the static balanced
   // schedule's segments, not the dynamic schedule: the host does not launch it so): where each
@@ -363,8 +374,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           load_weights(i, s0.e, s0.wb + i / steps, (kt_begin + i % steps) * Cfg::kTileK);
         }
         pdl_wait();
+        sm90_grouped::gemm_stamp(p.trace, 2);
         for (int i = 0; i < skip; ++i)
           load_act(i, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
+      } else {
+        sm90_grouped::gemm_stamp(p.trace, 2);
       }
       // Every stage of segment sg; with `queued`, its queue entry goes out with its first stage.
       auto issue = [&](const grouped_schedule::Segment& sg, bool queued) {
@@ -457,7 +471,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
        // the producer's next segment, written before its first stage's full barrier completed
        Barrier::wait(&ss.full[stage], phase);
        sg = grouped_schedule::uniform_segment(ss.seg_q[si % grouped_schedule::kDynQueue]);
-       if (sg.e < 0) break;
+       if (sg.e < 0) {
+         if (tid == 0) sm90_grouped::gemm_stamp(p.trace, 4);
+         break;
+       }
      } else {
        if (si >= nseg) break;
        sg = grouped_schedule::uniform_segment(ss.seg[si]);
@@ -588,6 +605,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           }
         }
         Barrier::wait(&ss.full[stage], phase);
+        if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) sm90_grouped::gemm_stamp(p.trace, 3);
         warpgroup_fence_operand(part);
         warpgroup_arrive();
         tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
@@ -611,6 +629,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
         if (++stage == kStages) { stage = 0; phase ^= 1u; }
       }
+      if (!dyn && si == nseg - 1 && w == w_end - 1 && tid == 0) sm90_grouped::gemm_stamp(p.trace, 4);
 
       // ---------------- epilogue: y = (sa * sw) * acc [+ bias] -> act -> bf16 ----------------
       if constexpr (Cfg::kSwapAB) {
@@ -702,6 +721,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      }
     }
     if constexpr (Cfg::kSwapAB) asm volatile("cp.async.wait_all;" ::: "memory");  // (split-K ranks skip epilogues)
+    if (tid == 0) sm90_grouped::gemm_stamp(p.trace, 5);
   }
 #else
 #if defined(__CUDA_ARCH__)
@@ -910,6 +930,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   grid = sched.grid;
   p.zero_queue = a.zero_queue;
   if (grid <= 0 || grid > int64_t(INT_MAX)) return cudaErrorInvalidValue;
+  p.trace = sm90_grouped::grouped_gemm_trace(gemm2, grid);
   sm90_grouped::note_balanced(sched.kind);
   if (const cudaError_t e = sm90_grouped::record_splits(gemm2, p.k_splits, grid, kernel_fn, Cfg::kThreads, kSmem,
                                                         &optin_done[gated ? 1 : 0]);
