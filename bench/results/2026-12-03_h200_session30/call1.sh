@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 30, call 1 (f1ce8c0-: the mend of the non-portable cluster opt-in, and the combine's slot
-# map prefetch behind FUSEDMOE_COMBINE_PREFETCH, default off): (a) the full GPU suite, then the
+# Session 30, call 1 (build of the commit in .gpu/COMMIT: the mend of the non-portable cluster opt-in, and the combine's slot
+# map prefetch behind FUSEDMOE_COMBINE_PREFETCH, default off; FP8 GEMM trace stamps): (a) the full GPU suite, then the
 # combine and layer tests with the prefetch on; (b) diagnosis: per-CTA timelines and stages of the
 # decode points under 0.75 or behind vLLM's figure: qwen30-tp1 / mixtral-tp2 at 1-4 tokens (also
 # GEMM1 split over 2 / 3 CTAs), qwen235-tp8 (BF16 and fp8c) at 256; (c) the combine prefetch off /
