@@ -83,8 +83,9 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
     };
     int32_t r[kBatch];
     float w[kBatch];
-    slot_map(0, r, w);
+    if constexpr (kPrefetch) slot_map(0, r, w);
     for (int s0 = 0; s0 < p.slots; s0 += kBatch) {
+      if constexpr (!kPrefetch) slot_map(s0, r, w);
       uint4 v[kBatch][VPT];
 #pragma unroll
       for (int q = 0; q < kBatch; ++q)
@@ -110,8 +111,7 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
           for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(f[e]), acc[j][e]);
         }
       }
-      if (s0 + kBatch < p.slots) {
-        if constexpr (!kPrefetch) slot_map(s0 + kBatch, rn, wn);
+      if constexpr (kPrefetch) {
 #pragma unroll
         for (int q = 0; q < kBatch; ++q) {
           r[q] = rn[q];
