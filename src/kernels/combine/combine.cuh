@@ -10,7 +10,8 @@
 // Few tokens: the row is also split in column chunks over blockIdx.y (one block per token would
 // leave one SM streaming all of a token's k rows).
 // A row team (vec.cuh) owns one token (or its chunk): lane loads 16-byte units lane + j * TS of kBatch slot
-// rows at a time (combine_batch), then accumulates them in slot order.
+// rows at a time (kBatch x VPT <= 8 loads in flight: 8 slots at once with one unit per thread),
+// then accumulates them in slot order.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -44,19 +45,10 @@ struct CombineParams {
 // or they spill; that bounds K at 8 * 8 * 256 = 16384.
 __host__ __device__ constexpr int combine_max_block(int vpt) { return vpt >= 8 ? 256 : 512; }
 
-// Slot rows loaded before accumulating: kBatch x VPT = 8 16-byte loads in flight per thread (one
-// slot at a time from 8 units per thread). kPrefetch: the next batch's rows and weights are loaded
-// while this batch's values are in flight, so that the slot map is not a dependent round trip per
-// batch.
-template <int VPT>
-constexpr int combine_batch() {
-  return VPT >= 8 ? 1 : 8 / VPT;
-}
-
-template <class T, int VPT, bool kPrefetch = false>
+template <class T, int VPT>
 __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(CombineParams p) {
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
-  constexpr int kBatch = combine_batch<VPT>();
+  constexpr int kBatch = VPT >= 8 ? 1 : (VPT >= 4 ? 2 : (VPT >= 2 ? 4 : 8));  // slots loaded before accumulating
   const int u0 = int(blockIdx.y) * p.chunk_units;
   const int u_end = min(p.units, u0 + p.chunk_units);
   const int tid = threadIdx.x;
@@ -72,20 +64,15 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[j][e] = 0.0;
 
-    // slot rows and weights of the batch starting at s0 (-1: past the slots)
-    auto slot_map = [&](int s0, int32_t (&r)[kBatch], float (&w)[kBatch]) {
+    for (int s0 = 0; s0 < p.slots; s0 += kBatch) {
+      int32_t r[kBatch];
+      float w[kBatch];
 #pragma unroll
       for (int q = 0; q < kBatch; ++q) {
         const int s = s0 + q;
         r[q] = s < p.slots ? __ldcg(p.slot_row + t * p.slots + s) : -1;
         w[q] = s < p.top_k ? (p.weights != nullptr ? __ldcg(p.weights + t * p.top_k + s) : 1.f) : p.shared_scale;
       }
-    };
-    int32_t r[kBatch];
-    float w[kBatch];
-    if constexpr (kPrefetch) slot_map(0, r, w);
-    for (int s0 = 0; s0 < p.slots; s0 += kBatch) {
-      if constexpr (!kPrefetch) slot_map(s0, r, w);
       uint4 v[kBatch][VPT];
 #pragma unroll
       for (int q = 0; q < kBatch; ++q)
@@ -95,11 +82,6 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
           v[q][j] = (r[q] >= 0 && u < u_end) ? __ldcg(src + static_cast<int64_t>(r[q]) * p.units + u)
                                                : make_uint4(0, 0, 0, 0);
         }
-      int32_t rn[kBatch];
-      float wn[kBatch];
-      if constexpr (kPrefetch) {
-        if (s0 + kBatch < p.slots) slot_map(s0 + kBatch, rn, wn);  // (in flight with v)
-      }
 #pragma unroll
       for (int q = 0; q < kBatch; ++q) {
         if (r[q] < 0) continue;  // -1: routed elsewhere, contributes nothing (not even 0 * NaN)
@@ -109,13 +91,6 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
           vec::unpack8<T>(v[q][j], f);
 #pragma unroll
           for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(f[e]), acc[j][e]);
-        }
-      }
-      if constexpr (kPrefetch) {
-#pragma unroll
-        for (int q = 0; q < kBatch; ++q) {
-          r[q] = rn[q];
-          w[q] = wn[q];
         }
       }
     }

@@ -12,30 +12,15 @@ namespace {
 
 using namespace combine_detail;
 
-constexpr bool kCombinePrefetchDefault = false;
-
-// The slot map loaded a batch ahead (combine_kernel's kPrefetch): FUSEDMOE_COMBINE_PREFETCH=0/1 for
-// every call (measurement), else the default below.
-bool combine_prefetch() {
-  static const int env = env_int("FUSEDMOE_COMBINE_PREFETCH").value_or(-1);
-  return env >= 0 ? env != 0 : kCombinePrefetchDefault;
-}
-
-template <class T, bool kPrefetch>
-cudaError_t launch_typed(const CombineParams& p, int vpt, dim3 grid, int block, cudaStream_t stream) {
-  switch (vpt) {
-    case 1: return launch_chain(combine_kernel<T, 1, kPrefetch>, dim3(grid), dim3(block), 0, stream, p);
-    case 2: return launch_chain(combine_kernel<T, 2, kPrefetch>, dim3(grid), dim3(block), 0, stream, p);
-    case 4: return launch_chain(combine_kernel<T, 4, kPrefetch>, dim3(grid), dim3(block), 0, stream, p);
-    case 8: return launch_chain(combine_kernel<T, 8, kPrefetch>, dim3(grid), dim3(block), 0, stream, p);
-    default: return cudaErrorInvalidValue;
-  }
-}
-
 template <class T>
 cudaError_t launch_typed(const CombineParams& p, int vpt, dim3 grid, int block, cudaStream_t stream) {
-  return combine_prefetch() ? launch_typed<T, true>(p, vpt, grid, block, stream)
-                        : launch_typed<T, false>(p, vpt, grid, block, stream);
+  switch (vpt) {
+    case 1: return launch_chain(combine_kernel<T, 1>, dim3(grid), dim3(block), 0, stream, p);
+    case 2: return launch_chain(combine_kernel<T, 2>, dim3(grid), dim3(block), 0, stream, p);
+    case 4: return launch_chain(combine_kernel<T, 4>, dim3(grid), dim3(block), 0, stream, p);
+    case 8: return launch_chain(combine_kernel<T, 8>, dim3(grid), dim3(block), 0, stream, p);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace
@@ -109,13 +94,5 @@ void append_combine_instances(KernelList* out) {
   add("combine<f16,vpt2>", reinterpret_cast<const void*>(&combine_kernel<__half, 2>));
   add("combine<f16,vpt4>", reinterpret_cast<const void*>(&combine_kernel<__half, 4>));
   add("combine<f16,vpt8>", reinterpret_cast<const void*>(&combine_kernel<__half, 8>));
-  add("combine<bf16,vpt1,prefetch>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 1, true>));
-  add("combine<bf16,vpt2,prefetch>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 2, true>));
-  add("combine<bf16,vpt4,prefetch>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 4, true>));
-  add("combine<bf16,vpt8,prefetch>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 8, true>));
-  add("combine<f16,vpt1,prefetch>", reinterpret_cast<const void*>(&combine_kernel<__half, 1, true>));
-  add("combine<f16,vpt2,prefetch>", reinterpret_cast<const void*>(&combine_kernel<__half, 2, true>));
-  add("combine<f16,vpt4,prefetch>", reinterpret_cast<const void*>(&combine_kernel<__half, 4, true>));
-  add("combine<f16,vpt8,prefetch>", reinterpret_cast<const void*>(&combine_kernel<__half, 8, true>));
 }
 }  // namespace fusedmoe::kernels
