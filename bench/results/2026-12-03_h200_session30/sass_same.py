@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Compares the SASS of two objects function by function (cuobjdump --dump-sass; nvdisasm on PATH).
-Encodings and whitespace are ignored; `--drop S` removes S from the new object's function names
-(e.g. a template argument added with its old value as default: --drop Lb0E).
+Encodings and whitespace are ignored. `--drop S`: a new-object function whose name is an old one
+with S inserted (e.g. a template argument added with its old value as default: --drop Lb0E) is
+compared with that old function; other names are left as they are.
 Usage: sass_same.py OLD.o NEW.o [--drop S ...]"""
 import collections
 import re
@@ -9,7 +10,7 @@ import subprocess
 import sys
 
 
-def load(path, drops):
+def load(path):
     out = subprocess.run([sys.argv[0].rsplit("/", 1)[0] + "/../../../.deps/cuobjdump/bin/cuobjdump", "--dump-sass", path],
                          capture_output=True, text=True, check=True).stdout
     d, cur = collections.defaultdict(list), None
@@ -17,8 +18,6 @@ def load(path, drops):
         m = re.search(r"Function : (\S+)", line)
         if m:
             cur = m.group(1)
-            for s in drops:
-                cur = cur.replace(s, "")
             continue
         t = re.sub(r"\s+", " ", re.sub(r"/\*[0-9a-fx]*\*/", "", line)).strip()
         if cur and t:
@@ -30,7 +29,13 @@ def main():
     args = sys.argv[1:]
     drops = [args[i + 1] for i, a in enumerate(args) if a == "--drop"]
     files = [a for i, a in enumerate(args) if a != "--drop" and (i == 0 or args[i - 1] != "--drop")]
-    a, b = load(files[0], []), load(files[1], drops)
+    a, b = load(files[0]), load(files[1])
+    for name in list(b):
+        for s in drops:
+            old = name.replace(s, "")
+            if old != name and old in a and old not in b:
+                b[old] = b.pop(name)
+                break
     bad = 0
     for k in sorted(a):
         same = a[k] == b.get(k)
