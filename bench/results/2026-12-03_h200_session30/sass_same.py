@@ -19,6 +19,9 @@ def load(path):
         if m:
             cur = m.group(1)
             continue
+        if "Fatbin" in line or "identifier =" in line:  # the next cubin's header (its source path)
+            cur = None
+            continue
         t = re.sub(r"\s+", " ", re.sub(r"/\*[0-9a-fx]*\*/", "", line)).strip()
         if cur and t:
             d[cur].append(t)
