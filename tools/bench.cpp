@@ -789,7 +789,6 @@ int cmd_bench(int argc, char** argv) {
   std::vector<int> ksplits1;       // --ksplits1: ... with GEMM1's split-K forced (GEMM2 as the oracle says)
   std::vector<int> earlies;        // --early: layer suite, also each case with GEMM1's early weight stages forced
   std::vector<int> earlies2;       // --early2: the same for GEMM2's early weight stages
-  std::vector<int> l2pfs;          // --l2pf: ... with GEMM1's L2 prefetch under the front forced (MB)
   bool trace = false;             // --trace: layer suite, the grouped GEMMs' per-CTA timeline
   bool front_b2b = false;         // --front-b2b: dispatch suite, also the timeline of a launch right after another
   std::string trace_path;         // --trace-csv F: ... and its CTAs as CSV
@@ -819,10 +818,10 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--cold-inputs") cold_inputs = true;
     else if (a == "--zero-bias") g_zero_bias = true;
     else if (a == "--trace-csv" && i + 1 < argc) trace = true, trace_path = argv[++i];
-    else if ((a == "--ksplits" || a == "--ksplits1" || a == "--tpc" || a == "--tpc1" || a == "--early" || a == "--early2" || a == "--l2pf") && i + 1 < argc) {
+    else if ((a == "--ksplits" || a == "--ksplits1" || a == "--tpc" || a == "--tpc1" || a == "--early" || a == "--early2") && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');)
-        (a == "--tpc" ? tpcs : a == "--tpc1" ? tpcs1 : a == "--early" ? earlies : a == "--early2" ? earlies2 : a == "--l2pf" ? l2pfs : a == "--ksplits1" ? ksplits1 : ksplits)
+        (a == "--tpc" ? tpcs : a == "--tpc1" ? tpcs1 : a == "--early" ? earlies : a == "--early2" ? earlies2 : a == "--ksplits1" ? ksplits1 : ksplits)
             .push_back(std::atoi(x.c_str()));
     }
     else if (a == "--cases" && i + 1 < argc) {
@@ -835,7 +834,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--early 0,4] [--early2 3,4] [--l2pf 0,32] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -955,12 +954,6 @@ int cmd_bench(int argc, char** argv) {
       TileVariant v;
       v.label = "gemm2 early stages " + std::to_string(k);
       v.options.gemm2_early_weight_stages = k;
-      variants.push_back(v);
-    }
-    for (int k : l2pfs) {  // GEMM1's first weight stages into L2 under the fused front (ForwardOptions)
-      TileVariant v;
-      v.label = "gemm1 l2 prefetch " + std::to_string(k) + " MB";
-      v.options.gemm1_l2_prefetch_mb = k;
       variants.push_back(v);
     }
     const std::vector<Case> cases = selected(layer_cases(), only);

@@ -140,12 +140,6 @@ struct ForwardOptions {
   // FP8 0.6-2.0 % faster at 16-64 tokens, BF16 within +-0.9 %; at 256 tokens 0.1-1.2 % slower on 5
   // of 6 cases. bench --early2 compares (3 on qwen235-tp8, 4 on dsv3 = the first tile).
   int gemm2_early_weight_stages = -1;
-  // Tuning override (BF16, GEMM1 gathering x's rows straight after the fused front): megabytes of
-  // GEMM1's first weight stages (the first K steps of every expert's first weight tile per CTA
-  // chain) prefetched into L2 while the front still runs (kernels::GroupedGemmArgs::
-  // l2_prefetch_bytes). -1 = the rule (ResolvedOptions::gemm1_l2_prefetch_mb says it), 0 = none.
-  // Same results. bench --l2pf compares.
-  int gemm1_l2_prefetch_mb = -1;
   // FP8 with 128x128 weight blocks: x's 1x128 activation scales stay in token order (each token's
   // written once by the permute) and GEMM1 reads each row's through the plan's row_token, instead
   // of a row-order copy (DispatchOptions::group_scales_by_token). Same values. Auto: on (bench
@@ -171,7 +165,6 @@ struct ResolvedOptions {
        cutlass_gemm2 = false,  // requested; forward() applies it where the CUTLASS backend runs the layer
        weights_evict_first = false;
   int dense_swapab = 0;  // the Swap-AB GEMMs' GroupedGemmArgs::dense: 0 the launchers' rule, 1 on, -1 off
-  int gemm1_l2_prefetch_mb = 0;  // GEMM1's L2 prefetch under the fused front (ForwardOptions), 0 = none
   std::string why;
 };
 ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& options);

@@ -154,19 +154,6 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                    "the one-wave chain runs; FP8 GEMM2 on the raster with block scales or token tiles 8-16; BF16 "
                    "where single weight tiles run on the raster (GEMM2: token tiles 8-16); measured)")
          << "\n";
-  // GEMM1's first weight stages into L2 while the fused front runs (gathered rows: GEMM1 cannot
-  // read the plan before its wait, so early weights do not apply). Auto: none (not measured yet).
-  {
-    const bool applies = r.gather_rows && bf16_weights;
-    const int mb = o.gemm1_l2_prefetch_mb >= 0 ? o.gemm1_l2_prefetch_mb : 0;
-    r.gemm1_l2_prefetch_mb = applies ? mb : 0;
-    if (why)
-      *why << "  gemm1_l2_prefetch: " << r.gemm1_l2_prefetch_mb << " MB ("
-           << (!applies ? "not applicable: BF16 GEMM1 gathering x's rows only"
-               : o.gemm1_l2_prefetch_mb >= 0 ? "forced by ForwardOptions"
-                                             : "auto: none (not measured faster yet)")
-           << ")\n";
-  }
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
   if (block_fp8)
@@ -390,8 +377,6 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
              "ForwardOptions::gemm1_weight_tiles_per_cta " << options.gemm1_weight_tiles_per_cta << " is negative");
   FM_REQUIRE(options.early_weight_stages >= -1, kInvalidArgument,
              "ForwardOptions::early_weight_stages " << options.early_weight_stages << " below -1");
-  FM_REQUIRE(options.gemm1_l2_prefetch_mb >= -1 && options.gemm1_l2_prefetch_mb <= 4096, kInvalidArgument,
-             "ForwardOptions::gemm1_l2_prefetch_mb " << options.gemm1_l2_prefetch_mb << " outside [-1, 4096]");
   FM_REQUIRE(options.gemm2_early_weight_stages >= -1, kInvalidArgument,
              "ForwardOptions::gemm2_early_weight_stages " << options.gemm2_early_weight_stages << " below -1");
   const detail::Decision d = detail::decide(p, options, /*reasons=*/false);
@@ -475,7 +460,6 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   if (gather) {
     g.gather_x = r.act;  // [T, K] dense: x itself or its dense copy
     g.row_token = r.row_token;
-    g.l2_prefetch_bytes = int64_t(ro.gemm1_l2_prefetch_mb) << 20;
   } else {
     g.a = r.act;
   }
@@ -521,7 +505,6 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   if (hybrid) return run_cutlass_gemm2_and_combine(p, t, r, w, workspace, stream, options);
   g.gather_x = nullptr;
   g.row_token = nullptr;
-  g.l2_prefetch_bytes = 0;
   g.early_weights = true;
   // (BF16: GEMM1 is the predecessor, itself streaming weights: up to 64 tokens the whole ring
   // across the first run's tiles, above it the first tile's K steps; ForwardOptions::

@@ -250,26 +250,6 @@ TEST(Oracle, DenseSwapAbSwitch) {
 #endif
 }
 
-// ForwardOptions::gemm1_l2_prefetch_mb: only where BF16 GEMM1 gathers x's rows (none elsewhere,
-// forced or not); the rule's value and a forced one; explain() says which.
-TEST(Oracle, Gemm1L2PrefetchSwitch) {
-  const fm::ForwardOptions o;
-  fm::ForwardOptions forced;
-  forced.gemm1_l2_prefetch_mb = 24;
-  const fm::MoeProblem q = bf16("qwen235-tp8", 256);
-  ASSERT_TRUE(fm::resolve_options(q, o).gather_rows);
-  EXPECT_EQ(fm::resolve_options(q, forced).gemm1_l2_prefetch_mb, 24);
-  EXPECT_NE(fm::resolve_options(q, forced).why.find("gemm1_l2_prefetch: 24 MB (forced"), std::string::npos);
-  EXPECT_NE(fm::resolve_options(q, o).why.find("gemm1_l2_prefetch: "), std::string::npos);
-  fm::ForwardOptions no_gather = forced;
-  no_gather.gather_rows = fm::Toggle::kOff;
-  EXPECT_EQ(fm::resolve_options(q, no_gather).gemm1_l2_prefetch_mb, 0);
-  fm::MoeProblem f = q;
-  f.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
-  EXPECT_EQ(fm::resolve_options(f, forced).gemm1_l2_prefetch_mb, 0);
-  EXPECT_NE(fm::resolve_options(f, forced).why.find("not applicable"), std::string::npos);
-}
-
 // ForwardOptions::gather_rows' auto rule (moe.cpp resolve): on at decode from a logits router with
 // <= 400 MB of touched expert weights, or for experts of <= 6 MB; off otherwise and for quantised
 // activations; a forced value wins where gathering applies.

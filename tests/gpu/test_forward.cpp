@@ -563,44 +563,6 @@ TEST(Forward, DenseSwapAb) {
   }
 }
 
-// GEMM1's first weight stages prefetched into L2 while the fused front runs
-// (ForwardOptions::gemm1_l2_prefetch_mb; BF16, gathered rows): none, part of the first tiles' K
-// steps, and more bytes than the weights have (every K step). Against the reference, and the same
-// bits as without, with the fused front and with separate router / plan kernels, split-K off and on
-// (a split launch prefetches nothing), dense instances on and off.
-TEST(Forward, Gemm1L2Prefetch) {
-  const fm::MoeProblem a = small_problem(64, 4, 256, 512);
-  const fm::MoeProblem b = small_problem(16, 2, 192, 1024, fm::Activation::swiglu_oai(1.702f, 7.f, true));
-  int variant = 0;
-  for (const fm::MoeProblem& base : {a, b}) {
-    for (const int64_t t : {3, 40, 256, 300}) {
-      for (const int mb : {1, 4096}) {
-        fm::ForwardOptions on, off;
-        on.gather_rows = off.gather_rows = fm::Toggle::kOn;
-        on.backend = off.backend = fm::Backend::kGrouped;
-        on.tiles = off.tiles = fm::TileFamily::kSwapAB;
-        on.tokens_tile = off.tokens_tile = t <= 40 ? 8 : 32;
-        on.split_k = off.split_k = (variant % 3 == 2) ? fm::Toggle::kAuto : fm::Toggle::kOff;
-        on.dense_swapab = off.dense_swapab = (variant % 2) ? fm::Toggle::kOn : fm::Toggle::kOff;
-        on.gemm1_l2_prefetch_mb = mb;
-        off.gemm1_l2_prefetch_mb = 0;
-        const fm::testing::Skew skew = (variant++ % 2) ? fm::testing::Skew::kZipf : fm::testing::Skew::kUniform;
-        const std::string label = "gemm1 l2 prefetch " + std::to_string(mb) + " MB, T=" + std::to_string(t);
-        check_forward(base, t, on, label, skew);
-        fm::MoeProblem p = base;
-        p.num_tokens = p.max_tokens = t;
-        SCOPED_TRACE(label);
-        EXPECT_EQ(fm::resolve_options(p, on).gemm1_l2_prefetch_mb, mb);
-        Layer L;
-        upload(p, fm::gputest::test_seed(), skew, &L);
-        if (::testing::Test::HasFatalFailure()) return;
-        expect_same_bits(p, L, off, on, "GEMM1's L2 prefetch changed the result");
-        if (::testing::Test::HasFatalFailure()) return;
-      }
-    }
-  }
-}
-
 // Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches), the
 // staged GEMM epilogue (staged_epilogue) and gathered GEMM1 rows (gather_rows): the same bits as the
 // plain path, called directly and (overlap) replayed from a captured graph, over the

@@ -232,11 +232,6 @@ struct Params {
   int64_t gather_stride;  // elements between rows of x
   const int32_t* row_token;
   int red;                // reduction length (K of GEMM1)
-  // GroupedGemmArgs::l2_prefetch_bytes: CTAs below l2pf_ctas (the first wave) prefetch the first
-  // l2pf_steps K steps of weight tile chunk * tiles_per_cta of the (expert, chunk) items
-  // blockIdx.x, blockIdx.x + l2pf_ctas, ... into L2 before their PDL wait. 0 steps: none.
-  int l2pf_steps;
-  int l2pf_ctas;
   // Diagnostic timeline (set_grouped_gemm_trace; nullptr in production): per CTA kTraceSlots
   // values at trace + blockIdx.x * kTraceSlots, see gemm_stamp.
   unsigned long long* trace;
@@ -520,23 +515,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   // wait moves below (the producer streams its first weight stages before it; the expert lookup
   // reads the plan, complete since two launches back, see Params::early_weights).
   const bool prefetch = p.early_weights && p.early_stages > 0;
-  if (p.l2pf_steps > 0 && int(blockIdx.x) < p.l2pf_ctas && warp == Cfg::kConsumerWarps && lane == 0) {
-    // Params::l2pf_steps (the weight map is a kernel parameter: nothing of the predecessor's)
-    const int items = p.num_groups * p.w_chunks;
-    for (int i = int(blockIdx.x); i < items; i += p.l2pf_ctas) {
-      const int e = i / p.w_chunks;
-      const int w = (i - e * p.w_chunks) * p.tiles_per_cta;
-      for (int kt = 0; kt < p.l2pf_steps; ++kt) {
-        for (int s = 0; s < p.n_sub; ++s) {
-          const int q = s >> 1, h = s & 1;
-          if (w * p.sub_col_w + q * p.sub_col_q >= p.sub_col_limit) continue;
-          SM90_TMA_LOAD_5D::PREFETCH::copy(&tm_w, kt * Cfg::kTileK, w * p.mw[0] + q * p.mq[0] + h * p.mh[0],
-                                           w * p.mw[1] + q * p.mq[1] + h * p.mh[1],
-                                           w * p.mw[2] + q * p.mq[2] + h * p.mh[2], e);
-        }
-      }
-    }
-  }
   if (prefetch) pdl_launch_dependents();
   else if (!p.early_weights) pdl_enter();
   // (L2 loads of the plan: with early_weights they run before griddepcontrol.wait, see Params)
@@ -1211,15 +1189,6 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.red = red;
 
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
-  // GroupedGemmArgs::l2_prefetch_bytes (the raster: gathered rows never run the balanced schedule)
-  p.l2pf_steps = 0;
-  p.l2pf_ctas = 0;
-  if (Cfg::kSwapAB && !gemm2 && a.gather_x != nullptr && a.l2_prefetch_bytes > 0 && p.k_splits == 1) {
-    const int64_t step_bytes = int64_t(Cfg::kWRows) * Cfg::kTileK * 2;
-    const int64_t items = int64_t(a.num_groups) * p.w_chunks;
-    p.l2pf_steps = int(std::min<int64_t>(p.k_tiles, a.l2_prefetch_bytes / (items * step_bytes)));
-    p.l2pf_ctas = int(std::min<int64_t>(grid, slots));
-  }
   const bool balanced_ok =
       Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads && a.gather_x == nullptr;
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(

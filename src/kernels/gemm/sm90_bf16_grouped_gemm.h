@@ -111,13 +111,6 @@ struct GroupedGemmArgs {
   const void* gather_x = nullptr;
   int64_t gather_x_stride = 0;
   const int32_t* row_token = nullptr;
-  // GEMM1 with gather_x under PDL, straight after the kernel that writes the plan (the fused front):
-  // while that kernel still runs, the first K steps of the first weight tile of every (expert,
-  // weight chunk) are prefetched into L2 (cp.async.bulk.prefetch.tensor), up to about this many
-  // bytes in all, by the CTAs of the grid's first wave. The DRAM is idle during the front; those
-  // steps are the ones the CTAs read first. 0 = none. BF16 Swap-AB without split-K only; every
-  // expert's tiles are prefetched, active or not (the plan is not known yet). Same values.
-  int64_t l2_prefetch_bytes = 0;
 };
 
 struct TokensTileChoice {
