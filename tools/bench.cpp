@@ -779,6 +779,8 @@ int cmd_bench(int argc, char** argv) {
   bool splitk = false;            // --splitk: layer suite, also each case without split-K
   bool balanced = false;          // --balanced: layer suite, also the balanced GEMM2 schedule forced each way
   bool dense = false;             // --dense: the Swap-AB GEMMs' dense instances forced each way
+  bool dense1 = false;            // --dense1: ... GEMM1's only
+  std::vector<int> tpcs1d;        // --tpc1d: ... GEMM1's weight tiles per CTA forced, on its dense instance
   bool balanced1 = false;         // --balanced1: ... the FP8 GEMM1's balanced schedule forced each way
   bool cutlass_gemm2 = false;     // --cutlass-gemm2: layer suite, also GEMM1 gathered on normal tiles + GEMM2 on CUTLASS, forced each way
   bool cutlass = false;           // --cutlass: layer suite, also each case on each backend (grouped, CUTLASS)
@@ -809,6 +811,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--balanced") balanced = true;
     else if (a == "--balanced1") balanced1 = true;
     else if (a == "--dense") dense = true;
+    else if (a == "--dense1") dense1 = true;
     else if (a == "--cutlass") cutlass = true;
     else if (a == "--cutlass-gemm2") cutlass_gemm2 = true;
     else if (a == "--stages") stages = true;
@@ -818,10 +821,10 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--cold-inputs") cold_inputs = true;
     else if (a == "--zero-bias") g_zero_bias = true;
     else if (a == "--trace-csv" && i + 1 < argc) trace = true, trace_path = argv[++i];
-    else if ((a == "--ksplits" || a == "--ksplits1" || a == "--tpc" || a == "--tpc1" || a == "--early" || a == "--early2") && i + 1 < argc) {
+    else if ((a == "--ksplits" || a == "--ksplits1" || a == "--tpc" || a == "--tpc1" || a == "--early" || a == "--early2" || a == "--tpc1d") && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');)
-        (a == "--tpc" ? tpcs : a == "--tpc1" ? tpcs1 : a == "--early" ? earlies : a == "--early2" ? earlies2 : a == "--ksplits1" ? ksplits1 : ksplits)
+        (a == "--tpc" ? tpcs : a == "--tpc1" ? tpcs1 : a == "--early" ? earlies : a == "--early2" ? earlies2 : a == "--tpc1d" ? tpcs1d : a == "--ksplits1" ? ksplits1 : ksplits)
             .push_back(std::atoi(x.c_str()));
     }
     else if (a == "--cases" && i + 1 < argc) {
@@ -834,7 +837,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -907,6 +910,10 @@ int cmd_bench(int argc, char** argv) {
       add("dense on", &fusedmoe::ForwardOptions::dense_swapab, Toggle::kOn);
       add("dense off", &fusedmoe::ForwardOptions::dense_swapab, Toggle::kOff);
     }
+    if (dense1) {  // GEMM1's dense instances forced on / off (GEMM2 as the rule says)
+      add("gemm1 dense on", &fusedmoe::ForwardOptions::gemm1_dense_swapab, Toggle::kOn);
+      add("gemm1 dense off", &fusedmoe::ForwardOptions::gemm1_dense_swapab, Toggle::kOff);
+    }
     if (balanced1) {  // FP8 Swap-AB GEMM1: the balanced one-wave schedule (static ranges) forced on / off
       add("gemm1 balanced on", &fusedmoe::ForwardOptions::balanced_gemm1, Toggle::kOn);
       add("gemm1 balanced off", &fusedmoe::ForwardOptions::balanced_gemm1, Toggle::kOff);
@@ -942,6 +949,13 @@ int cmd_bench(int argc, char** argv) {
       TileVariant v;
       v.label = "gemm1 tiles/cta " + std::to_string(k);
       v.options.gemm1_weight_tiles_per_cta = k;
+      variants.push_back(v);
+    }
+    for (int k : tpcs1d) {  // GEMM1's weight tiles per CTA forced on its dense instance
+      TileVariant v;
+      v.label = "gemm1 dense, tiles/cta " + std::to_string(k);
+      v.options.gemm1_weight_tiles_per_cta = k;
+      v.options.gemm1_dense_swapab = Toggle::kOn;
       variants.push_back(v);
     }
     for (int k : earlies) {  // GEMM1's weight stages before the permute is done (ForwardOptions)

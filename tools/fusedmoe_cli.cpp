@@ -4,7 +4,7 @@
 //   fusedmoe run [--preset P] [--tokens T] [--seed S] [--skew uniform|zipf|onehot] [--cpu]
 //                                       one MoE layer on a built-in preset with random weights
 //   fusedmoe explain [--preset P] [--tokens T]   the plan forward() would run, and why
-//   fusedmoe bench [--suite S] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--scales] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--csv F] [--json F]   benchmarks (GPU)
+//   fusedmoe bench [--suite S] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--scales] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--csv F] [--json F]   benchmarks (GPU)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,7 +52,7 @@ void usage() {
       "            (layer: also with each switch forced: PDL on/off, staged epilogue off, gathered GEMM1 rows\n"
       "            on/off, split-K off, balanced GEMM2 on/off, row-order FP8 scales, GEMM1 gathered + GEMM2 on\n"
       "            CUTLASS on/off; each backend forced: grouped, CUTLASS grouped GEMMs)\n"
-      "            [--ksplits 1,2] [--ksplits1 2,4] [--tpc 2] [--tpc1 3] [--early 0,3] [--early2 3] (layer: tuning overrides forced)\n"
+      "            [--ksplits 1,2] [--ksplits1 2,4] [--tpc 2] [--tpc1 3] [--tpc1d 2] [--early 0,3] [--early2 3] (layer: tuning overrides forced)\n"
       "            [--evict] (layer: the weights' L2 policy evict_first forced on / off)\n"
       "            [--stages] [--precomputed] (layer: per-stage times; from precomputed top-k)\n"
       "            [--trace] [--trace-csv F] [--cold-inputs] (layer: per-CTA GEMM timeline; inputs left\n"

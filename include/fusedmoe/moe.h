@@ -109,6 +109,9 @@ struct ForwardOptions {
   // on the raster (GEMM2: token tiles 8-16). E.g. qwen235-tp4-fp8b at 256 tokens 265 -> 232 us, dsv3-tp8-fp8b
   // at 64 235 -> 211, gptoss-tp1 at 64 1409 -> 1316. bench --dense.
   Toggle dense_swapab = Toggle::kAuto;
+  // GEMM1 only: its dense instances forced on / off (auto = as dense_swapab: forced the same way, or
+  // the launchers' rules). GEMM2 keeps dense_swapab. For tuning (bench --dense1, --tpc1d).
+  Toggle gemm1_dense_swapab = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1
   // splits each weight tile's reduction over a cluster of n CTAs (1 = none; at most 8, capped to the
@@ -165,6 +168,7 @@ struct ResolvedOptions {
        cutlass_gemm2 = false,  // requested; forward() applies it where the CUTLASS backend runs the layer
        weights_evict_first = false;
   int dense_swapab = 0;  // the Swap-AB GEMMs' GroupedGemmArgs::dense: 0 the launchers' rule, 1 on, -1 off
+  int gemm1_dense_swapab = 0;  // GEMM1's (ForwardOptions::gemm1_dense_swapab; auto: dense_swapab's)
   std::string why;
 };
 ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& options);

@@ -146,6 +146,11 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // The dense Swap-AB instances (3-4 CTAs per SM): by the launchers' measured rules
   // (kernels::dense_fp8_auto / dense_bf16_auto, which need the launch's tile, chain and schedule).
   r.dense_swapab = o.dense_swapab == Toggle::kOn ? 1 : o.dense_swapab == Toggle::kOff ? -1 : 0;
+  r.gemm1_dense_swapab = o.gemm1_dense_swapab == Toggle::kOn    ? 1
+                         : o.gemm1_dense_swapab == Toggle::kOff ? -1
+                                                                : r.dense_swapab;
+  if (why && o.gemm1_dense_swapab != Toggle::kAuto)
+    *why << "  gemm1_dense_swapab: " << (r.gemm1_dense_swapab > 0 ? "on" : "off") << " (forced by ForwardOptions)\n";
   if (why)
     *why << "  dense_swapab: "
          << (o.dense_swapab != Toggle::kAuto
@@ -456,7 +461,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // faster at 1 token than with none (session 12, calls 2-3: the weights are on the way sooner).
   g.early_weight_stages = options.early_weight_stages;
   g.weights_evict_first = ro.weights_evict_first;
-  g.dense = ro.dense_swapab;  // (both GEMMs; GEMM2 copies g)
+  g.dense = ro.gemm1_dense_swapab;  // (GEMM2: ro.dense_swapab, below)
   if (gather) {
     g.gather_x = r.act;  // [T, K] dense: x itself or its dense copy
     g.row_token = r.row_token;
@@ -513,6 +518,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.early_weights_span = options.gemm2_early_weight_stages >= 0 || p.num_tokens <= 64;
   g.k_splits = gemm2_k_splits;
   g.weight_tiles_per_cta = options.weight_tiles_per_cta;
+  g.dense = ro.dense_swapab;
   g.one_wave = false;
   g.a = inter;
   g.w = t.w2;

@@ -26,6 +26,15 @@ int gemm1_one_wave(int64_t tokens, int top_k, int experts, int n, int k) {
   return fk::one_wave_tiles_per_cta(tokens * top_k, experts, c.tokens_tile, w_tiles, k_tiles, slots, swap ? 192 : 512);
 }
 
+// The expected active token tiles (GEMM1's one-wave and dense rules): 1 - e^-mean of the groups,
+// ceil(mean / tile) tiles each; 0 for unknown rows.
+TEST(GemmSchedule, ExpectedActiveTokenTiles) {
+  EXPECT_EQ(fk::expected_active_token_tiles(32, 128, 8), 29);    // qwen30-tp1 at 4 tokens
+  EXPECT_EQ(fk::expected_active_token_tiles(2048, 128, 32), 128);  // qwen235-tp8 at 256 tokens
+  EXPECT_EQ(fk::expected_active_token_tiles(4096, 128, 16), 256);  // 32 rows a group: two tiles of 16
+  EXPECT_EQ(fk::expected_active_token_tiles(0, 128, 8), 0);
+}
+
 TEST(GemmSchedule, OneWaveGemm1TakesTheMeasuredPoints) {
   // Faster on the H200 (session 20, calls 3-5): qwen235-tp8 at 64 / 256 tokens, 3 tiles of 64 steps
   // (2 x 128 CTAs); mixtral-tp2 at 256, 7 normal tiles (128 CTAs).
@@ -119,6 +128,10 @@ TEST(GemmSchedule, DenseBf16OnlyForSingleRasterTiles) {
   EXPECT_TRUE(fk::dense_bf16_auto(true, 16, 1, false));  // dsv3-ep8 / gptoss-tp1 GEMM2 (faster)
   EXPECT_TRUE(fk::dense_bf16_auto(false, 32, 1, false));
   EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 2, false));  // chained tiles
+  // GEMM1 chained by choose_tiles_per_cta in one wave of dense slots (qwen30-tp1 at 4 tokens: faster)
+  EXPECT_TRUE(fk::dense_bf16_auto(false, 8, 2, false, 0, 0, true));
+  EXPECT_FALSE(fk::dense_bf16_auto(true, 8, 2, false, 0, 0, true));   // (GEMM1 only)
+  EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 2, true, 0, 0, true));   // (not balanced)
   EXPECT_FALSE(fk::dense_bf16_auto(true, 8, 1, true));    // the balanced GEMM2 of short reductions (slower)
   EXPECT_FALSE(fk::dense_bf16_auto(true, 32, 1, false));  // GEMM2 on tile 32 (mixtral-tp2 at 64: slower)
   EXPECT_FALSE(fk::dense_bf16_auto(true, 32, 1, false, 7168, 8));  // mixtral-tp2 (slower)

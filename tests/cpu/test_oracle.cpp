@@ -242,6 +242,14 @@ TEST(Oracle, DenseSwapAbSwitch) {
   EXPECT_NE(fm::resolve_options(q, o).why.find("dense_swapab: rule"), std::string::npos);
   EXPECT_EQ(fm::resolve_options(bf16("dsv3-tp8", 256), o).dense_swapab, 0);
   EXPECT_EQ(fm::resolve_options(bf16("dsv3-tp8", 256), on).dense_swapab, 1);
+  // GEMM1's own switch: auto follows dense_swapab; forced, it wins for GEMM1 and explain() says so
+  EXPECT_EQ(fm::resolve_options(q, on).gemm1_dense_swapab, 1);
+  EXPECT_EQ(fm::resolve_options(q, o).gemm1_dense_swapab, 0);
+  fm::ForwardOptions g1 = off;
+  g1.gemm1_dense_swapab = fm::Toggle::kOn;
+  EXPECT_EQ(fm::resolve_options(q, g1).gemm1_dense_swapab, 1);
+  EXPECT_EQ(fm::resolve_options(q, g1).dense_swapab, -1);
+  EXPECT_NE(fm::resolve_options(q, g1).why.find("gemm1_dense_swapab: on (forced"), std::string::npos);
 #if defined(FUSEDMOE_WITH_CUDA)
   q.num_tokens = q.max_tokens = 4096;
   EXPECT_EQ(fm::detail::decide(q, o, true).chosen, fm::Backend::kCutlassGrouped);

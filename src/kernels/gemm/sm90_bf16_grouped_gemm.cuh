@@ -1152,6 +1152,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
 
   int tpc = choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles, slots,
                                  Cfg::kStages, Cfg::kSwapAB);
+  const bool chain_rule = tpc > 1;  // (chained by choose_tiles_per_cta, not by the one-wave rule)
   if (a.one_wave && a.weight_tiles_per_cta == 0 && p.k_splits == 1 && tpc == 1)
     tpc = one_wave_tiles_per_cta(a.rows_hint, a.num_groups, Cfg::kTokTile, p.w_tiles, p.k_tiles, slots,
                                  Cfg::kSwapAB ? 192 : 512);
@@ -1198,7 +1199,13 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   // for this launch as the 2-CTA instance would run it (forced shapes keep the 2-CTA instance)
   if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kTokTile <= 32) {
     const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
-    if (a.dense == 0 && !forced_shape && dense_bf16_auto(gemm2, Cfg::kTokTile, tpc, sched.kind != 0, a.n, a.num_groups)) {
+    // GEMM1's chain in one wave of the dense instance (3 CTAs per SM on token tile 32, else 4)
+    const int64_t dense_slots = int64_t(sms) * (Cfg::kTokTile == 32 ? 3 : 4);
+    const int64_t expected_ctas =
+        expected_active_token_tiles(a.rows_hint, a.num_groups, Cfg::kTokTile) * int64_t(p.w_chunks);
+    const bool chain_fits = !gemm2 && chain_rule && expected_ctas > 0 && expected_ctas <= dense_slots;
+    if (a.dense == 0 && !forced_shape &&
+        dense_bf16_auto(gemm2, Cfg::kTokTile, tpc, sched.kind != 0, a.n, a.num_groups, chain_fits)) {
       GroupedGemmArgs d = a;
       d.dense = 1;
       return launch_swapab_dense(d, Cfg::kTokTile, gemm2, stream, force_simple, n_sub_used);

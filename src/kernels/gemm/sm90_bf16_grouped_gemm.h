@@ -162,12 +162,18 @@ TokensTileChoice choose_tokens_tile(int64_t num_tokens, int top_k, int num_exper
 //     377.9, qwen235-tp4 at 64 / 256 tokens 6 tiles 310.8 -> 324.9 / 344.3 -> 393.8, dsv3-tp8 at 256
 //     8 tiles 540.6 -> 652.7 (qwen30-tp1 at 64 tokens, 12 tiles, was 5.7 us faster: not understood,
 //     left out). So Swap-AB (2 CTAs per SM) chains at most 192 steps (1.5 MB), the normal family 512.
+// The token tiles expected active when `rows` spread uniformly over `groups`: each group active with
+// probability 1 - e^-mean, ceil(mean / tok_tile) tiles each. 0 when rows are unknown (<= 0).
+inline int64_t expected_active_token_tiles(int64_t rows, int groups, int tok_tile) {
+  if (rows <= 0 || groups <= 0 || tok_tile <= 0) return 0;
+  const double mean = double(rows) / double(groups);
+  const int64_t active = int64_t(std::ceil(double(groups) * (1.0 - std::exp(-mean))));
+  return active * int64_t(std::ceil(mean / double(tok_tile)));
+}
 inline int one_wave_tiles_per_cta(int64_t rows, int groups, int tok_tile, int w_tiles, int k_tiles, int64_t slots,
                                   int max_steps) {
   if (rows <= 0 || groups <= 0 || tok_tile <= 0 || w_tiles <= 1 || k_tiles <= 0) return 1;
-  const double mean = double(rows) / double(groups);
-  const int64_t active = int64_t(std::ceil(double(groups) * (1.0 - std::exp(-mean))));
-  const int64_t tiles = active * int64_t(std::ceil(mean / double(tok_tile)));
+  const int64_t tiles = expected_active_token_tiles(rows, groups, tok_tile);
   if (tiles * w_tiles <= slots) return 1;
   for (int tpc = 2; tpc <= w_tiles && tpc * k_tiles <= max_steps; ++tpc) {
     const int64_t ctas = tiles * ((w_tiles + tpc - 1) / tpc);
@@ -192,9 +198,15 @@ inline int one_wave_tiles_per_cta(int64_t rows, int groups, int tok_tile, int w_
 // reductions on tile 32 (N 192-768: qwen235, qwen30, dsv3-tp8, dsv4f-tp4) were slower dense.
 // At 1 token forcing dense was 0.3-1.6 us faster on six of eight cases, whose GEMM2 chains tiles
 // (the rule keeps them).
+// `gemm1_chain_fits`: GEMM1 chains weight tiles by choose_tiles_per_cta (not the one-wave rule) and
+// its expected active CTAs fit one wave of the dense instance's CTA slots (at 1-6 tokens): dense.
+// H200, session 31, call 1 (dense forced on vs off, stages): qwen30-tp1 at 4 tokens, 348 expected
+// CTAs of 2 tiles on 264 slots (1.3 waves), GEMM1 57.0 -> 45.2 us and the layer 84.0 -> 74.0;
+// qwen235-tp4 at 4 tokens (174 CTAs) 48.5 -> 48.0, layer 80.7 -> 78.8.
 inline bool dense_bf16_auto(bool gemm2, int tokens_tile, int tiles_per_cta, bool balanced, int reduction = 0,
-                            int groups = 0) {
-  if (tiles_per_cta != 1 || balanced) return false;
+                            int groups = 0, bool gemm1_chain_fits = false) {
+  if (balanced) return false;
+  if (tiles_per_cta != 1) return !gemm2 && gemm1_chain_fits;
   if (!gemm2 || tokens_tile <= 16) return true;
   return tokens_tile == 32 && reduction >= 2048 && groups >= 16;
 }
