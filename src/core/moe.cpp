@@ -451,6 +451,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.weight_tiles_per_cta = options.gemm1_weight_tiles_per_cta > 0 ? options.gemm1_weight_tiles_per_cta
                                                                     : options.weight_tiles_per_cta;
   g.rows_hint = p.num_tokens * p.slots_per_token();  // (the bound with a device-side token count)
+  g.expected_rows = static_cast<int64_t>(std::ceil(detail::expected_local_rows(p)));  // (the dense rule)
   // GEMM1's chained weight tiles sized to one wave of the expected active token tiles (BF16, decode;
   // sm90_bf16_grouped_gemm.cuh, one_wave_tiles_per_cta; bench --tpc1 1 measures without it)
   g.one_wave = p.num_tokens <= 256;

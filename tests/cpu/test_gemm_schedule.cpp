@@ -132,6 +132,11 @@ TEST(GemmSchedule, DenseBf16OnlyForSingleRasterTiles) {
   EXPECT_TRUE(fk::dense_bf16_auto(false, 8, 2, false, 0, 0, true));
   EXPECT_FALSE(fk::dense_bf16_auto(true, 8, 2, false, 0, 0, true));   // (GEMM1 only)
   EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 2, true, 0, 0, true));   // (not balanced)
+  // GEMM1 single tiles: only past one wave of 2-CTA slots (dsv3-ep8 at 2 tokens: 128 CTAs, slower)
+  EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 1, false, 0, 0, false, 128, 264));
+  EXPECT_TRUE(fk::dense_bf16_auto(false, 8, 1, false, 0, 0, false, 720, 264));  // gptoss-tp1 at 2 tokens
+  EXPECT_TRUE(fk::dense_bf16_auto(false, 8, 1, false, 0, 0, false, 0, 264));    // (unknown rows: as before)
+  EXPECT_TRUE(fk::dense_bf16_auto(true, 8, 1, false, 0, 0, false, 128, 264));   // (GEMM2 unchanged)
   EXPECT_FALSE(fk::dense_bf16_auto(true, 8, 1, true));    // the balanced GEMM2 of short reductions (slower)
   EXPECT_FALSE(fk::dense_bf16_auto(true, 32, 1, false));  // GEMM2 on tile 32 (mixtral-tp2 at 64: slower)
   EXPECT_FALSE(fk::dense_bf16_auto(true, 32, 1, false, 7168, 8));  // mixtral-tp2 (slower)

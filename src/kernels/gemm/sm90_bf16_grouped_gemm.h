@@ -64,6 +64,9 @@ struct GroupedGemmArgs {
   // Valid rows (T x slots) when the host knows them (an upper bound does), 0 = unknown. The
   // balanced schedule's rule reads them (grouped_schedule.cuh, use_balanced_schedule).
   int64_t rows_hint = 0;
+  // The rows expected to reach these groups (expert parallelism: T x k x local / E, + T per shared
+  // expert), 0 = rows_hint. The BF16 dense rule reads them (dense_bf16_auto).
+  int64_t expected_rows = 0;
   // The balanced schedule (one-wave grid; static item ranges, or dynamic with `queue`): 0 = the rule,
   // > 0 = wherever it can run (Swap-AB without split-K or gathered rows, G <= 8 x the CTA's threads;
   // tests), < 0 = off.
@@ -198,15 +201,23 @@ inline int one_wave_tiles_per_cta(int64_t rows, int groups, int tok_tile, int w_
 // reductions on tile 32 (N 192-768: qwen235, qwen30, dsv3-tp8, dsv4f-tp4) were slower dense.
 // At 1 token forcing dense was 0.3-1.6 us faster on six of eight cases, whose GEMM2 chains tiles
 // (the rule keeps them).
-// `gemm1_chain_fits`: GEMM1 chains weight tiles by choose_tiles_per_cta (not the one-wave rule) and
-// its expected active CTAs fit one wave of the dense instance's CTA slots (at 1-6 tokens): dense.
-// H200, session 31, call 1 (dense forced on vs off, stages): qwen30-tp1 at 4 tokens, 348 expected
-// CTAs of 2 tiles on 264 slots (1.3 waves), GEMM1 57.0 -> 45.2 us and the layer 84.0 -> 74.0;
-// qwen235-tp4 at 4 tokens (174 CTAs) 48.5 -> 48.0, layer 80.7 -> 78.8.
+// GEMM1 (session 31, calls 1-2: GEMM1's dense instances forced on / off, every BF16 case at 1-8
+// tokens; `gemm1_expected_ctas` = the expected active token tiles x weight chunks x splits, from
+// the expected local rows, 0 = unknown):
+//  - chained by choose_tiles_per_cta (not the one-wave rule) with the expected CTAs in one wave of
+//    the dense instance's slots (4 per SM, 3 on token tile 32): dense. qwen30-tp1 at 4 tokens (348
+//    CTAs of 2 tiles, 1.3 waves of 264 slots) 82.6 -> 74.7 us, qwen235-tp4 at 3 tokens 70.5 -> 65.2,
+//    dsv3-tp8 at 8 157.7 -> 150.6, qwen235-tp8 at 6 67.8 -> 63.8; none slower by over 0.3 us;
+//  - single tiles: dense only past one wave of the 2-CTA slots (`slots`), where there are CTAs
+//    enough for more than two per SM; below it the dense CTAs' shorter rings (5 stages instead of
+//    8-11) hold fewer bytes in flight per SM: dsv3-ep8 at 2 / 4 tokens (2-3 local experts, 128-192
+//    CTAs) 81.3 / 63.0 us off against 99.1 / 66.7 dense; elsewhere within +-2 us.
 inline bool dense_bf16_auto(bool gemm2, int tokens_tile, int tiles_per_cta, bool balanced, int reduction = 0,
-                            int groups = 0, bool gemm1_chain_fits = false) {
+                            int groups = 0, bool gemm1_chain_fits = false, int64_t gemm1_expected_ctas = 0,
+                            int64_t slots = 0) {
   if (balanced) return false;
   if (tiles_per_cta != 1) return !gemm2 && gemm1_chain_fits;
+  if (!gemm2 && gemm1_expected_ctas > 0 && slots > 0 && gemm1_expected_ctas <= slots) return false;
   if (!gemm2 || tokens_tile <= 16) return true;
   return tokens_tile == 32 && reduction >= 2048 && groups >= 16;
 }
