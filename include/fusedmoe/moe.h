@@ -106,8 +106,10 @@ struct ForwardOptions {
   // Same results. Auto: where measured faster, decided per launch (H200, session 27): FP8 GEMM1 with
   // block scales (or row scales from token tile 16) unless the one-wave chain runs, FP8 GEMM2 on the
   // raster with block scales (or row scales on token tiles 8-16); BF16 where single weight tiles run
-  // on the raster (GEMM2: token tiles 8-16). E.g. qwen235-tp4-fp8b at 256 tokens 265 -> 232 us, dsv3-tp8-fp8b
-  // at 64 235 -> 211, gptoss-tp1 at 64 1409 -> 1316. bench --dense.
+  // on the raster (GEMM2: token tiles 8-16; GEMM1: past one wave of 2-CTA slots), and (session 31)
+  // BF16 GEMM1 where its chained tiles fit one wave of dense slots (1-6 tokens). E.g. qwen235-tp4-fp8b
+  // at 256 tokens 265 -> 232 us, dsv3-tp8-fp8b at 64 235 -> 211, gptoss-tp1 at 64 1409 -> 1316,
+  // qwen30-tp1 at 4 tokens 82.6 -> 74.7. bench --dense.
   Toggle dense_swapab = Toggle::kAuto;
   // GEMM1 only: its dense instances forced on / off (auto = as dense_swapab: forced the same way, or
   // the launchers' rules). GEMM2 keeps dense_swapab. For tuning (bench --dense1, --tpc1d).

@@ -157,7 +157,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                  ? (r.dense_swapab > 0 ? "on (forced by ForwardOptions)" : "off (forced by ForwardOptions)")
                  : "rule (auto, per launch: FP8 GEMM1 with block scales, or row scales from token tile 16, unless "
                    "the one-wave chain runs; FP8 GEMM2 on the raster with block scales or token tiles 8-16; BF16 "
-                   "where single weight tiles run on the raster (GEMM2: token tiles 8-16); measured)")
+                   "where single weight tiles run on the raster (GEMM2: token tiles 8-16; GEMM1: past one wave of 2-CTA slots), "
+                   "BF16 GEMM1 chains that fit one dense wave; measured)")
          << "\n";
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
