@@ -2,7 +2,7 @@
 # Session 31, call 3 (build of .gpu/COMMIT: GEMM1's single-tile dense rule past one wave of 2-CTA
 # slots only, from the expected local rows): (a) the full GPU suite; (b) the BF16 cases
 # the rule changes at 1-8 tokens, default against GEMM1's dense forced on / off; (c) ncu of the FP8
-# GEMM2 of qwen235-tp8-fp8c at 256 tokens (sections, then SASS stall samples);
+# GEMM2 of qwen235-tp8-fp8c at 256 tokens (SASS stall samples);
 # (d) every case at 1 / 16 / 64 / 256 tokens (the decode table).
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
@@ -16,10 +16,5 @@ timeout 150 $B bench --suite layer --cases dsv3-tp8,dsv3-ep8,qwen235-tp8,qwen235
 echo "bf16 small rc=$?"; grep -E " layer " "$out/bf16_small.txt" | sed 's/  */ /g' | sed -E 's/ layer bf16 swap-ab, token tile [0-9]+//' | cut -c1-60
 timeout 120 $B bench --suite layer --tokens 1,16,64,256 > "$out/decode.txt" 2>&1
 echo "decode rc=$?"; grep -E " layer " "$out/decode.txt" | sed 's/  */ /g' | sed -E 's/ layer (bf16|fp8) swap-ab, token tile [0-9]+//' | cut -c1-60
-S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --metrics dram__bytes_read.sum,dram__bytes_write.sum"
-for c in qwen235-tp8-fp8c; do
-  timeout 100 ncu --clock-control none -k regex:sm90_fp8_grouped_gemm --launch-skip 1 --launch-count 1 $S $B bench --suite layer --cases $c --tokens 256 > "$out/ncu_g2_$c.txt" 2>&1
-  echo "ncu $c rc=$?"; grep -E "sm90_fp8|Duration|DRAM Throughput|dram__bytes|No Eligible|Issued Warp|Eligible Warps|Warp Cycles Per Issued|L2 Cache Throughput|Grid Size|Registers Per|Achieved Occupancy|Block Limit|Stall" "$out/ncu_g2_$c.txt" | cut -c1-150 | head -30
-done
 timeout 120 ncu --clock-control none -k regex:sm90_fp8_grouped_gemm --launch-skip 1 --launch-count 1 --section SourceCounters --import-source no --page source --print-source sass --csv $B bench --suite layer --cases qwen235-tp8-fp8c --tokens 256 > "$out/src_g2_fp8c.csv" 2>&1
 echo "src rc=$?"; gzip -f "$out/src_g2_fp8c.csv"
