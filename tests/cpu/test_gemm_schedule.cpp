@@ -128,10 +128,17 @@ TEST(GemmSchedule, DenseBf16OnlyForSingleRasterTiles) {
   EXPECT_TRUE(fk::dense_bf16_auto(true, 16, 1, false));  // dsv3-ep8 / gptoss-tp1 GEMM2 (faster)
   EXPECT_TRUE(fk::dense_bf16_auto(false, 32, 1, false));
   EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 2, false));  // chained tiles
-  // GEMM1 chained by choose_tiles_per_cta in one wave of dense slots (qwen30-tp1 at 4 tokens: faster)
-  EXPECT_TRUE(fk::dense_bf16_auto(false, 8, 2, false, 0, 0, true));
-  EXPECT_FALSE(fk::dense_bf16_auto(true, 8, 2, false, 0, 0, true));   // (GEMM1 only)
-  EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 2, true, 0, 0, true));   // (not balanced)
+  // GEMM1 chained by choose_tiles_per_cta in one wave of dense slots (qwen30-tp1 at 4 tokens: 348
+  // expected CTAs, 264 / 528 slots: faster); not past it (qwen30-tp1 at 8: 612), not by the one-wave
+  // rule, not with unknown rows, GEMM1 only, not balanced
+  EXPECT_EQ(fk::dense_swapab_ctas_per_sm(8), 4);
+  EXPECT_EQ(fk::dense_swapab_ctas_per_sm(32), 3);
+  EXPECT_TRUE(fk::dense_bf16_auto(false, 8, 2, false, 0, 0, true, 348, 264, 528));
+  EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 2, false, 0, 0, true, 612, 264, 528));
+  EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 2, false, 0, 0, false, 348, 264, 528));
+  EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 2, false, 0, 0, true, 0, 264, 528));
+  EXPECT_FALSE(fk::dense_bf16_auto(true, 8, 2, false, 0, 0, true, 348, 264, 528));
+  EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 2, true, 0, 0, true, 348, 264, 528));
   // GEMM1 single tiles: only past one wave of 2-CTA slots (dsv3-ep8 at 2 tokens: 128 CTAs, slower)
   EXPECT_FALSE(fk::dense_bf16_auto(false, 8, 1, false, 0, 0, false, 128, 264));
   EXPECT_TRUE(fk::dense_bf16_auto(false, 8, 1, false, 0, 0, false, 720, 264));  // gptoss-tp1 at 2 tokens

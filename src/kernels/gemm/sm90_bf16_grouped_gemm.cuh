@@ -1199,15 +1199,12 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   // for this launch as the 2-CTA instance would run it (forced shapes keep the 2-CTA instance)
   if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kTokTile <= 32) {
     const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
-    // GEMM1's chain in one wave of the dense instance (3 CTAs per SM on token tile 32, else 4)
-    const int64_t dense_slots = int64_t(sms) * (Cfg::kTokTile == 32 ? 3 : 4);
     const int64_t expected_ctas =
         expected_active_token_tiles(a.expected_rows > 0 ? a.expected_rows : a.rows_hint, a.num_groups, Cfg::kTokTile) *
         int64_t(p.w_chunks) * p.k_splits;
-    const bool chain_fits = !gemm2 && chain_rule && expected_ctas > 0 && expected_ctas <= dense_slots;
     if (a.dense == 0 && !forced_shape &&
-        dense_bf16_auto(gemm2, Cfg::kTokTile, tpc, sched.kind != 0, a.n, a.num_groups, chain_fits, expected_ctas,
-                        slots)) {
+        dense_bf16_auto(gemm2, Cfg::kTokTile, tpc, sched.kind != 0, a.n, a.num_groups, chain_rule, expected_ctas,
+                        slots, int64_t(sms) * dense_swapab_ctas_per_sm(Cfg::kTokTile))) {
       GroupedGemmArgs d = a;
       d.dense = 1;
       return launch_swapab_dense(d, Cfg::kTokTile, gemm2, stream, force_simple, n_sub_used);

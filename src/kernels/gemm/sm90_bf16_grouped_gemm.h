@@ -201,9 +201,12 @@ inline int one_wave_tiles_per_cta(int64_t rows, int groups, int tok_tile, int w_
 // reductions on tile 32 (N 192-768: qwen235, qwen30, dsv3-tp8, dsv4f-tp4) were slower dense.
 // At 1 token forcing dense was 0.3-1.6 us faster on six of eight cases, whose GEMM2 chains tiles
 // (the rule keeps them).
+// CTAs per SM of the BF16 dense Swap-AB instances (sm90_bf16_grouped_gemm_swapab_dense.cu).
+constexpr int dense_swapab_ctas_per_sm(int tokens_tile) { return tokens_tile == 32 ? 3 : 4; }
 // GEMM1 (session 31, calls 1-2: GEMM1's dense instances forced on / off, every BF16 case at 1-8
 // tokens; `gemm1_expected_ctas` = the expected active token tiles x weight chunks x splits, from
-// the expected local rows, 0 = unknown):
+// the expected local rows, 0 = unknown; `slots` / `dense_slots` = CTA slots of one wave of the
+// 2-CTA / dense instance; `chained_by_rule`: tiles_per_cta came from choose_tiles_per_cta):
 //  - chained by choose_tiles_per_cta (not the one-wave rule) with the expected CTAs in one wave of
 //    the dense instance's slots (4 per SM, 3 on token tile 32): dense. qwen30-tp1 at 4 tokens (348
 //    CTAs of 2 tiles, 1.3 waves of 264 slots) 82.6 -> 74.7 us, qwen235-tp4 at 3 tokens 70.5 -> 65.2,
@@ -213,11 +216,12 @@ inline int one_wave_tiles_per_cta(int64_t rows, int groups, int tok_tile, int w_
 //    8-11) hold fewer bytes in flight per SM: dsv3-ep8 at 2 / 4 tokens (2-3 local experts, 128-192
 //    CTAs) 81.3 / 63.0 us off against 99.1 / 66.7 dense; elsewhere within +-2 us.
 inline bool dense_bf16_auto(bool gemm2, int tokens_tile, int tiles_per_cta, bool balanced, int reduction = 0,
-                            int groups = 0, bool gemm1_chain_fits = false, int64_t gemm1_expected_ctas = 0,
-                            int64_t slots = 0) {
+                            int groups = 0, bool chained_by_rule = false, int64_t gemm1_expected_ctas = 0,
+                            int64_t slots = 0, int64_t dense_slots = 0) {
   if (balanced) return false;
-  if (tiles_per_cta != 1) return !gemm2 && gemm1_chain_fits;
-  if (!gemm2 && gemm1_expected_ctas > 0 && slots > 0 && gemm1_expected_ctas <= slots) return false;
+  const bool known = !gemm2 && gemm1_expected_ctas > 0;
+  if (tiles_per_cta != 1) return known && chained_by_rule && gemm1_expected_ctas <= dense_slots;
+  if (known && gemm1_expected_ctas <= slots) return false;
   if (!gemm2 || tokens_tile <= 16) return true;
   return tokens_tile == 32 && reduction >= 2048 && groups >= 16;
 }

@@ -7,9 +7,9 @@
 
 namespace fusedmoe::kernels::sm90_grouped {
 
-using DenseSwapAB8 = Config</*swap=*/true, /*tokens=*/8, 5, /*CTAs per SM=*/4>;
-using DenseSwapAB16 = Config</*swap=*/true, /*tokens=*/16, 4, 4>;
-using DenseSwapAB32 = Config</*swap=*/true, /*tokens=*/32, 5, 3>;
+using DenseSwapAB8 = Config</*swap=*/true, /*tokens=*/8, 5, /*CTAs per SM=*/dense_swapab_ctas_per_sm(8)>;
+using DenseSwapAB16 = Config</*swap=*/true, /*tokens=*/16, 4, dense_swapab_ctas_per_sm(16)>;
+using DenseSwapAB32 = Config</*swap=*/true, /*tokens=*/32, 5, dense_swapab_ctas_per_sm(32)>;
 static_assert(smem_fits<DenseSwapAB8>() && smem_fits<DenseSwapAB16>() && smem_fits<DenseSwapAB32>(),
               "the dense instances' CTAs must fit on one SM together");
 
