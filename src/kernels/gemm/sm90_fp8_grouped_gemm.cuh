@@ -199,6 +199,10 @@ struct Params {
   // runs: a ring of weight loads per CTA issued then delayed the permute of 1 token from ~2 to ~11
   // us (H200 timeline, session 12).
   int early_stages;
+  // Swap-AB: promote stage kt-1 while stage kt's WGMMAs run (two P fragments; wait<1>), else each
+  // stage is waited with wait<0> and promoted before the next is issued (launch_instance sets it;
+  // FUSEDMOE_FP8_DEFER=0 turns it off, for measurement)
+  int defer_promotion;
   uint64_t w_hint;      // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int early_span;       // GroupedGemmArgs::early_weights_span
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
@@ -438,6 +442,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     using TileMN = Shape<Int<Cfg::kMmaM>, Int<Cfg::kMmaN>>;
     Tensor accum = partition_fragment_C(tiled_mma, TileMN{});  // promoted fp32 sum of the weight tile
     Tensor part = partition_fragment_C(tiled_mma, TileMN{});   // P: one stage (128 K) from the tensor core
+    // the second P of the deferred promotion (Swap-AB; unused by the normal family)
+    Tensor part2 = partition_fragment_C(tiled_mma, TileMN{});
+    using Frag = decltype(part);
     Tensor tCcC = thr_mma.partition_C(make_identity_tensor(TileMN{}));  // (m, n) of each value
     constexpr int kKBlocks = decltype(size<2>(tCrA))::value;             // k32 WGMMAs per stage
     static_assert(kKBlocks == Cfg::kMmasPerStage);
@@ -574,60 +581,124 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
       int64_t swb_g = 0, swb_u = 0;
       if (p.block_scales) scale_rows(w, &swb_g, &swb_u);
-      for (int kt = kt_begin; kt < kt_end; ++kt) {
-        // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
-        float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
-        if (p.block_scales) {
-          CUTE_UNROLL
-          for (int q = 0; q < kTokVals; ++q) {
-            // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
-            // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
-            // L2-only __ldcg, so the next K blocks hit L1
-            // (branch-free: a valid address either way, the value masked; row order: plain loads
-            // too, the same values in every weight tile of the segment hit L1)
-            if (p.a_scale_row_token != nullptr) {
-              const int o = tok_off[q];
-              const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
-              sa_k[q] = o >= 0 ? v : 0.f;
-            } else {
-              const int tq = tok_of(q);
-              const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
-              sa_k[q] = tq < rows_valid ? v : 0.f;
-            }
-          }
-          if (p.w_scale_ue8m0) {
-            const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
-            sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
-            sw_u = ue8m0_to_float(__ldg(ws + swb_u + kt));
+      // block scales of K block kt (sa per token column of this thread, sw of the gate / up rows)
+      auto load_scales = [&](int kt, float (&sa_k)[kTokVals], float& sw_g, float& sw_u) {
+        CUTE_UNROLL
+        for (int q = 0; q < kTokVals; ++q) {
+          // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
+          // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
+          // L2-only __ldcg, so the next K blocks hit L1
+          // (branch-free: a valid address either way, the value masked; row order: plain loads
+          // too, the same values in every weight tile of the segment hit L1)
+          if (p.a_scale_row_token != nullptr) {
+            const int o = tok_off[q];
+            const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
+            sa_k[q] = o >= 0 ? v : 0.f;
           } else {
-            sw_g = __ldg(p.w_scale + swb_g + kt);
-            sw_u = __ldg(p.w_scale + swb_u + kt);
+            const int tq = tok_of(q);
+            const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+            sa_k[q] = tq < rows_valid ? v : 0.f;
           }
         }
-        Barrier::wait(&ss.full[stage], phase);
-        if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) sm90_grouped::gemm_stamp(p.trace, 3);
-        warpgroup_fence_operand(part);
+        if (p.w_scale_ue8m0) {
+          const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
+          sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
+          sw_u = ue8m0_to_float(__ldg(ws + swb_u + kt));
+        } else {
+          sw_g = __ldg(p.w_scale + swb_g + kt);
+          sw_u = __ldg(p.w_scale + swb_u + kt);
+        }
+      };
+      // P (one stage's 4 WGMMAs, from zero) of the current stage, committed as one batch
+      auto issue_stage = [&](Frag& P) {
+        warpgroup_fence_operand(P);
         warpgroup_arrive();
         tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
         CUTE_UNROLL
         for (int kb = 0; kb < kKBlocks; ++kb) {
-          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), part);
+          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), P);
           tiled_mma.accumulate_ = GMMA::ScaleOut::One;
         }
         warpgroup_commit_batch();
-        warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup)
-        warpgroup_fence_operand(part);
-        // P is in registers: the stage can be refilled while we promote
-        if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[stage]);
+      };
+      auto promote = [&](const Frag& P, const float (&sa_k)[kTokVals], float sw_g, float sw_u) {
         if (p.block_scales) {
           CUTE_UNROLL
           for (int i = 0; i < size(accum); ++i)  // promotion with this K block's scales
-            accum(i) = fmaf(part(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u : sw_g), accum(i));
+            accum(i) = fmaf(P(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u : sw_g), accum(i));
         } else {
           CUTE_UNROLL
-          for (int i = 0; i < size(accum); ++i) accum(i) += part(i);  // promotion (FADD)
+          for (int i = 0; i < size(accum); ++i) accum(i) += P(i);  // promotion (FADD)
         }
-        if (++stage == kStages) { stage = 0; phase ^= 1u; }
+      };
+      bool deferred = false;
+      if constexpr (Cfg::kSwapAB) deferred = p.defer_promotion != 0;
+      if (deferred) {
+        // Deferred promotion (Swap-AB: one consumer warpgroup per CTA, small P): stage kt's
+        // WGMMAs are issued into one P while the other P (stage kt-1) is still in the tensor core;
+        // then wait<1> (kt-1 done), release its stage and promote it with the scales loaded an
+        // iteration earlier. The tensor core's latency and the scale loads' are off the path of
+        // each stage, as in the BF16 kernel's wait<1> loop.
+        float sa_p[kTokVals], sw_gp = 1.f, sw_up = 1.f;  // the pending stage's scales
+        CUTE_UNROLL
+        for (int q = 0; q < kTokVals; ++q) sa_p[q] = 0.f;
+        int pend = 0;  // the pending stage's ring index
+        auto step = [&](Frag& cur, Frag& prev, int kt, bool has_prev) {
+          float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
+          if (p.block_scales) load_scales(kt, sa_k, sw_g, sw_u);
+          Barrier::wait(&ss.full[stage], phase);
+          if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) sm90_grouped::gemm_stamp(p.trace, 3);
+          issue_stage(cur);
+          if (has_prev) {
+            warpgroup_wait<1>();
+            warpgroup_fence_operand(prev);
+            if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[pend]);
+            promote(prev, sa_p, sw_gp, sw_up);
+          }
+          if (p.block_scales) {
+            CUTE_UNROLL
+            for (int q = 0; q < kTokVals; ++q) sa_p[q] = sa_k[q];
+            sw_gp = sw_g;
+            sw_up = sw_u;
+          }
+          pend = stage;
+          if (++stage == kStages) { stage = 0; phase ^= 1u; }
+        };
+        // (straight-line pairs, so that at the loop's head only `part` is ever in flight: ptxas
+        // checks the accumulators path by path and serialises every WGMMA otherwise, C7514)
+        step(part, part2, kt_begin, false);
+        int kt = kt_begin + 1;
+        for (; kt + 1 < kt_end; kt += 2) {
+          step(part2, part, kt, true);
+          step(part, part2, kt + 1, true);
+        }
+        if (kt < kt_end) {  // an even number of stages: the last goes to part2
+          step(part2, part, kt, true);
+          warpgroup_wait<0>();
+          warpgroup_fence_operand(part2);
+          if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[pend]);
+          promote(part2, sa_p, sw_gp, sw_up);
+        } else {
+          warpgroup_wait<0>();
+          warpgroup_fence_operand(part);
+          if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[pend]);
+          promote(part, sa_p, sw_gp, sw_up);
+        }
+      } else {
+        for (int kt = kt_begin; kt < kt_end; ++kt) {
+          // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
+          float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
+          if (p.block_scales) load_scales(kt, sa_k, sw_g, sw_u);
+          Barrier::wait(&ss.full[stage], phase);
+          if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) sm90_grouped::gemm_stamp(p.trace, 3);
+          issue_stage(part);
+          warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup)
+          warpgroup_fence_operand(part);
+          // P is in registers: the stage can be refilled while we promote
+          if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[stage]);
+          promote(part, sa_k, sw_g, sw_u);
+          if (++stage == kStages) { stage = 0; phase ^= 1u; }
+        }
       }
       if (!dyn && si == nseg - 1 && w == w_end - 1 && tid == 0) sm90_grouped::gemm_stamp(p.trace, 4);
 
@@ -903,6 +974,10 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.early_weights = a.early_weights ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
+  {
+    static const int defer_env = env_int("FUSEDMOE_FP8_DEFER").value_or(1);
+    p.defer_promotion = (Cfg::kSwapAB && defer_env != 0) ? 1 : 0;
+  }
   p.early_span = a.early_weights_span ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
