@@ -664,7 +664,7 @@ TEST(Fp8GroupedGemm, SwapAbTiles) {
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   int idx = 0;
   for (int tile : {8, 16, 32}) {
-    for (int variant = 0; variant < 4; ++variant) {
+    for (int variant = 0; variant < 6; ++variant) {
       Case c;
       c.name = "swapab" + std::to_string(tile) + "_v" + std::to_string(variant);
       c.swap_tile = tile;
@@ -694,11 +694,20 @@ TEST(Fp8GroupedGemm, SwapAbTiles) {
         c.N = 256;
         c.K = 384;
         c.act = Activation::squared_relu();
-      } else {  // GEMM2, chained weight tiles
+      } else if (variant == 3) {  // GEMM2, chained weight tiles
         c.gemm2 = true;
         c.N = 384;
         c.K = 640;
         c.tpc = 3;
+      } else if (variant == 4) {  // GEMM2 on 64-wide stages (reduction 192 = 3 x 64), chained
+        c.gemm2 = true;
+        c.N = 192;
+        c.K = 640;
+        c.tpc = 2;
+      } else {  // gated GEMM1 on 64-wide stages (K = 320 = 5 x 64), ragged N
+        c.gemm2 = false;
+        c.N = 80;
+        c.K = 320;
       }
       run_case(c, seed + uint64_t(idx++));
       c.name = "dense_" + c.name;  // the same case on the instance with 3-4 CTAs per SM

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 #include <cutlass/float8.h>
 
@@ -61,13 +62,17 @@ template <> struct Fp8MmaAtomFor<128> { using type = cute::SM90_64x128x32_F32E4M
 // kBlocks_: CTAs per SM the instance is built for (__launch_bounds__ and the stage count's shared
 // memory): 1 normal, 2 Swap-AB; the Swap-AB "dense" instances (sm90_fp8_grouped_gemm_swapab_dense.cu)
 // take 3-4 with fewer stages each, so that more consumer warpgroups share an SM.
-template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1)>
+// kTileK_: reduction per stage, 128 (one 128-byte swizzle row), or 64 for Swap-AB reductions whose
+// last 128-wide step would be at most half in bounds (K % 128 in 1..64, e.g. Qwen3-235B's GEMM2 at
+// TP 8, K = 192): 64-byte swizzled stages of half the bytes, twice as many in the same ring, all
+// of their weight bytes real (row scales only: block scales are per 128 K).
+template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1), int kTileK_ = 128>
 struct Config {
   using Element = cutlass::float_e4m3_t;
   static constexpr bool kSwapAB = kSwapAB_;
   static constexpr int kTokTile = kTokTile_;              // token rows per tile
   static constexpr int kWRows = kSwapAB ? 64 : 128;       // weight rows per tile
-  static constexpr int kTileK = 128;                      // reduction per stage = promotion interval
+  static constexpr int kTileK = kTileK_;                  // reduction per stage = promotion interval
   static constexpr int kStages = kStages_;
   static constexpr int kConsumerWGs = kSwapAB ? 1 : 2;
   static constexpr int kConsumerThreads = 128 * kConsumerWGs;
@@ -79,17 +84,21 @@ struct Config {
   static constexpr int kMmaM = kSwapAB ? kWRows : kTokTile;
   static constexpr int kMmaN = kSwapAB ? kTokTile : kWRows;
   static constexpr int kMmaK = 32;                        // e4m3 WGMMA K per instruction
-  static constexpr int kMmasPerStage = kTileK / kMmaK;    // 4: one promotion per stage
+  static constexpr int kMmasPerStage = kTileK / kMmaK;    // 4 (2 with 64-wide stages): one promotion per stage
 
   static_assert(kSwapAB ? (kTokTile == 8 || kTokTile == 16 || kTokTile == 32 || kTokTile == 64) : kTokTile == 128);
   static_assert(kMmaM == 64 * kConsumerWGs, "one 64-row WGMMA per consumer warpgroup");
   static_assert(kStages >= 3, "at least 3 stages to hide TMA latency");
-  static_assert(kMmasPerStage == 4, "promotion every 128 K = 4 WGMMAs of k32 (docs/fp8_plan.md §1)");
-  static_assert((kTokTile * kTileK) % 1024 == 0 && (kWRows * kTileK) % 1024 == 0,
-                "each stage must start on a 128B-swizzle pattern boundary (1024 B)");
+  // promotion every 128 K = 4 WGMMAs of k32 (docs/fp8_plan.md §1), or every 64 with 64-wide stages
+  static_assert(kTileK == 128 || (kTileK == 64 && kSwapAB), "K per stage: 128, or 64 in Swap-AB");
+  static_assert(kMmasPerStage * kMmaK == kTileK);
+  static constexpr int kSwizzleBytes = kTileK;  // one swizzle row per stage row (1-byte elements)
+  static_assert((kTokTile * kTileK) % (8 * kSwizzleBytes) == 0 && (kWRows * kTileK) % (8 * kSwizzleBytes) == 0,
+                "each stage must start on a swizzle pattern boundary (8 rows)");
 
-  // 8 rows x 128 one-byte elements per swizzle atom
-  using SmemLayoutAtom = cute::GMMA::Layout_K_SW128_Atom<Element>;
+  // 8 rows x kTileK one-byte elements per swizzle atom
+  using SmemLayoutAtom = std::conditional_t<kTileK == 128, cute::GMMA::Layout_K_SW128_Atom<Element>,
+                                            cute::GMMA::Layout_K_SW64_Atom<Element>>;
   using SmemLayoutAct = decltype(cute::tile_to_shape(
       SmemLayoutAtom{}, cute::Shape<cute::Int<kTokTile>, cute::Int<kTileK>, cute::Int<kStages>>{}));
   using SmemLayoutW = decltype(cute::tile_to_shape(
@@ -807,12 +816,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 cudaError_t launch_swapab_dense(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
 
 inline bool encode_u8_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
-                          const uint64_t* strides_bytes, const uint32_t* box) {
+                          const uint64_t* strides_bytes, const uint32_t* box, int swizzle_bytes = 128) {
   const auto fn = sm90_grouped::tensor_map_encoder();
   if (fn == nullptr) return false;
   const uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
   return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, cuuint32_t(rank), const_cast<void*>(base), dims, strides_bytes,
-            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
@@ -882,6 +892,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   const int out_cols = gemm2 ? a.k : a.n;
   const int w_rows = gemm2 ? a.k : a.activation.gemm1_rows(a.n);  // weight rows per expert
   const int cols_per_tile = gated ? Cfg::kWRows / 2 : Cfg::kWRows;
+  if (Cfg::kTileK != 128 && a.block_scales) return cudaErrorInvalidValue;  // (block scales are per 128 K)
 
   alignas(64) CUtensorMap tm_act;
   alignas(64) CUtensorMap tm_w;
@@ -889,10 +900,10 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     const uint64_t dims[2] = {uint64_t(red), uint64_t(a.max_rows)};
     const uint64_t strides[1] = {uint64_t(red)};
     const uint32_t box[2] = {uint32_t(Cfg::kTileK), uint32_t(Cfg::kActBoxRows)};
-    if (!encode_u8_map(&tm_act, a.a, 2, dims, strides, box)) return cudaErrorInvalidValue;
+    if (!encode_u8_map(&tm_act, a.a, 2, dims, strides, box, Cfg::kSwizzleBytes)) return cudaErrorInvalidValue;
   }
   WeightView v = make_weight_view<Cfg>(a, gemm2, /*simple=*/false);
-  if (!encode_u8_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) {
+  if (!encode_u8_map(&tm_w, a.w, 5, v.dims, v.strides, v.box, Cfg::kSwizzleBytes)) {
     if (Cfg::kSwapAB) return cudaErrorInvalidValue;
     v = make_weight_view<Cfg>(a, gemm2, /*simple=*/true);
     if (!encode_u8_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) return cudaErrorInvalidValue;
@@ -990,7 +1001,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
       use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages);
   // GroupedGemmArgs::dense: the same launch on the dense instance (3-4 CTAs per SM), forced or by
   // the measured rule (dense_fp8_auto) for this launch as the 2-CTA instance would run it
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kTileK == 128) {
     const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
     if (a.dense > 0 ||
         (a.dense == 0 && !forced_shape &&

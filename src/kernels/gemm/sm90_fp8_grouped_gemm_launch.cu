@@ -52,6 +52,19 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row_balanced_gated",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row_balanced",
+    // 64-wide stages (row scales, K % 128 in 1..64; 2 CTAs per SM), both schedules
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x64_s22_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x64_s22_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x64_s22_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x64_s22_row_balanced",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x64_s20_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x64_s20_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x64_s20_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x64_s20_row_balanced",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x64_s16_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x64_s16_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x64_s16_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x64_s16_row_balanced",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 
