@@ -230,7 +230,9 @@ __device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
 
 // kBalanced: the balanced / dynamic schedules compiled in (the BF16 kernel's switch: without it,
 // the raster only, half the code, for the launches that run the raster).
-template <class Cfg, bool kGated, bool kBalanced>
+// kDefer: the Swap-AB deferred promotion (below); false keeps one stage at a time (session 32's
+// A/B against the previous kernel in one run: FUSEDMOE_FP8_DEFER=0 launches those, unregistered).
+template <class Cfg, bool kGated, bool kBalanced, bool kDefer = true>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     sm90_fp8_grouped_gemm_kernel(const __grid_constant__ CUtensorMap tm_act,
                                  const __grid_constant__ CUtensorMap tm_w, const Params p) {
@@ -640,9 +642,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           for (int i = 0; i < size(accum); ++i) accum(i) += P(i);  // promotion (FADD)
         }
       };
-      bool deferred = false;
-      if constexpr (Cfg::kSwapAB) deferred = p.defer_promotion != 0;
-      if (deferred) {
+      if constexpr (Cfg::kSwapAB && kDefer) {
         // Deferred promotion (Swap-AB: one consumer warpgroup per CTA, small P): stage kt's
         // WGMMAs are issued into one P while the other P (stage kt-1) is still in the tensor core;
         // then wait<1> (kt-1 done), release its stage and promote it with the scales loaded an
@@ -928,7 +928,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // steps of 64)
   constexpr int kSmem = smem_bytes<Cfg>();
   static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
-  static std::atomic<uint64_t> optin_done[4] = {};  // per instance: [gated + 2 * balanced]
+  static std::atomic<uint64_t> optin_done[8] = {};  // per instance: [gated + 2 * balanced + 4 * !defer]
   // (split-K launches run the raster: the occupancy query asks about the raster-only kernel)
   const void* kernel_fn = gated ? reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>)
                                 : reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>);
@@ -1024,6 +1024,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     return e;
 
   auto launch = [&](auto kernel, int instance) -> cudaError_t {
+    if (!p.defer_promotion) instance += 4;
     const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[instance]);
     if (err != cudaSuccess) return err;
     return launch_chain_clustered(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream,
@@ -1032,12 +1033,18 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // the raster runs the raster-only kernel (the normal family has no other)
   if (sched.kind != 0) {
     if constexpr (Cfg::kSwapAB) {
+      if (!p.defer_promotion)
+        return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, false>, 3)
+                     : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, false>, 2);
       return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true>, 3)
                    : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true>, 2);
     } else {
       return cudaErrorInvalidValue;  // (launch_schedule gives the normal family the raster)
     }
   }
+  if (Cfg::kSwapAB && !p.defer_promotion)
+    return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, false>, 1)
+                 : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false>, 0);
   return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>, 1)
                : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>, 0);
 }
