@@ -644,15 +644,10 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
       const char* g2 = kernels::grouped_gemm2_name(d.family, d.tokens_tile);
       os << "kernels: " << (front_fused ? "fused route + plan (one launch, <= 256 tokens)" : "router, dispatch plan");
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
-        const bool swap = d.family == TileFamily::kSwapAB;
-        const std::string tile = swap ? "swapab_64x" + std::to_string(d.tokens_tile) : std::string("128x128");
-        // K per stage: 64 for Swap-AB row scales whose reduction ends in a step at most half in
-        // bounds (sm90_fp8_grouped_gemm_swapab.cu, use_k64)
-        const bool rows = p.quant.weight.granularity != ScaleGranularity::kBlock;
-        auto k_step = [&](int red) { return swap && rows && red % 128 >= 1 && red % 128 <= 64 ? "x64" : "x128"; };
-        os << ", permute + e4m3 quantise, sm90_fp8e4m3_grouped_gemm_" << tile << k_step(p.hidden) << " (GEMM1, "
-           << to_string(p.quant.weight.granularity) << " scales), quantise the intermediate, sm90_fp8e4m3_grouped_gemm_"
-           << tile << k_step(p.intermediate) << " (GEMM2), combine\n";
+        const std::string tile = d.family == TileFamily::kSwapAB ? "swapab_64x" + std::to_string(d.tokens_tile)
+                                                                 : std::string("128x128");
+        os << ", permute + e4m3 quantise, sm90_fp8e4m3_grouped_gemm_" << tile << "x128 (GEMM1, "
+           << to_string(p.quant.weight.granularity) << " scales), quantise the intermediate, the same (GEMM2), combine\n";
       }
       else
         os << (ro.gather_rows ? " (GEMM1 gathers x's rows: no permute), " : ", permute, ")

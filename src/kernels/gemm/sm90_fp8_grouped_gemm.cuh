@@ -32,7 +32,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
-#include <type_traits>
 
 #include <cutlass/float8.h>
 
@@ -62,17 +61,13 @@ template <> struct Fp8MmaAtomFor<128> { using type = cute::SM90_64x128x32_F32E4M
 // kBlocks_: CTAs per SM the instance is built for (__launch_bounds__ and the stage count's shared
 // memory): 1 normal, 2 Swap-AB; the Swap-AB "dense" instances (sm90_fp8_grouped_gemm_swapab_dense.cu)
 // take 3-4 with fewer stages each, so that more consumer warpgroups share an SM.
-// kTileK_: reduction per stage, 128 (one 128-byte swizzle row), or 64 for Swap-AB reductions whose
-// last 128-wide step would be at most half in bounds (K % 128 in 1..64, e.g. Qwen3-235B's GEMM2 at
-// TP 8, K = 192): 64-byte swizzled stages of half the bytes, twice as many in the same ring, all
-// of their weight bytes real (row scales only: block scales are per 128 K).
-template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1), int kTileK_ = 128>
+template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1)>
 struct Config {
   using Element = cutlass::float_e4m3_t;
   static constexpr bool kSwapAB = kSwapAB_;
   static constexpr int kTokTile = kTokTile_;              // token rows per tile
   static constexpr int kWRows = kSwapAB ? 64 : 128;       // weight rows per tile
-  static constexpr int kTileK = kTileK_;                  // reduction per stage = promotion interval
+  static constexpr int kTileK = 128;                      // reduction per stage = promotion interval
   static constexpr int kStages = kStages_;
   static constexpr int kConsumerWGs = kSwapAB ? 1 : 2;
   static constexpr int kConsumerThreads = 128 * kConsumerWGs;
@@ -84,21 +79,17 @@ struct Config {
   static constexpr int kMmaM = kSwapAB ? kWRows : kTokTile;
   static constexpr int kMmaN = kSwapAB ? kTokTile : kWRows;
   static constexpr int kMmaK = 32;                        // e4m3 WGMMA K per instruction
-  static constexpr int kMmasPerStage = kTileK / kMmaK;    // 4 (2 with 64-wide stages): one promotion per stage
+  static constexpr int kMmasPerStage = kTileK / kMmaK;    // 4: one promotion per stage
 
   static_assert(kSwapAB ? (kTokTile == 8 || kTokTile == 16 || kTokTile == 32 || kTokTile == 64) : kTokTile == 128);
   static_assert(kMmaM == 64 * kConsumerWGs, "one 64-row WGMMA per consumer warpgroup");
   static_assert(kStages >= 3, "at least 3 stages to hide TMA latency");
-  // promotion every 128 K = 4 WGMMAs of k32 (docs/fp8_plan.md §1), or every 64 with 64-wide stages
-  static_assert(kTileK == 128 || (kTileK == 64 && kSwapAB), "K per stage: 128, or 64 in Swap-AB");
-  static_assert(kMmasPerStage * kMmaK == kTileK);
-  static constexpr int kSwizzleBytes = kTileK;  // one swizzle row per stage row (1-byte elements)
-  static_assert((kTokTile * kTileK) % (8 * kSwizzleBytes) == 0 && (kWRows * kTileK) % (8 * kSwizzleBytes) == 0,
-                "each stage must start on a swizzle pattern boundary (8 rows)");
+  static_assert(kMmasPerStage == 4, "promotion every 128 K = 4 WGMMAs of k32 (docs/fp8_plan.md §1)");
+  static_assert((kTokTile * kTileK) % 1024 == 0 && (kWRows * kTileK) % 1024 == 0,
+                "each stage must start on a 128B-swizzle pattern boundary (1024 B)");
 
-  // 8 rows x kTileK one-byte elements per swizzle atom
-  using SmemLayoutAtom = std::conditional_t<kTileK == 128, cute::GMMA::Layout_K_SW128_Atom<Element>,
-                                            cute::GMMA::Layout_K_SW64_Atom<Element>>;
+  // 8 rows x 128 one-byte elements per swizzle atom
+  using SmemLayoutAtom = cute::GMMA::Layout_K_SW128_Atom<Element>;
   using SmemLayoutAct = decltype(cute::tile_to_shape(
       SmemLayoutAtom{}, cute::Shape<cute::Int<kTokTile>, cute::Int<kTileK>, cute::Int<kStages>>{}));
   using SmemLayoutW = decltype(cute::tile_to_shape(
@@ -208,10 +199,6 @@ struct Params {
   // runs: a ring of weight loads per CTA issued then delayed the permute of 1 token from ~2 to ~11
   // us (H200 timeline, session 12).
   int early_stages;
-  // Swap-AB: promote stage kt-1 while stage kt's WGMMAs run (two P fragments; wait<1>), else each
-  // stage is waited with wait<0> and promoted before the next is issued (launch_instance sets it;
-  // FUSEDMOE_FP8_DEFER=0 turns it off, for measurement)
-  int defer_promotion;
   uint64_t w_hint;      // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int early_span;       // GroupedGemmArgs::early_weights_span
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
@@ -230,9 +217,11 @@ __device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
 
 // kBalanced: the balanced / dynamic schedules compiled in (the BF16 kernel's switch: without it,
 // the raster only, half the code, for the launches that run the raster).
-// kDefer: the Swap-AB deferred promotion (below); false keeps one stage at a time (session 32's
-// A/B against the previous kernel in one run: FUSEDMOE_FP8_DEFER=0 launches those, unregistered).
-template <class Cfg, bool kGated, bool kBalanced, bool kDefer = true>
+// kDefer: the deferred promotion of the K loop (below), on the 2-CTA Swap-AB instances; false (the
+// normal family, the dense Swap-AB instances) keeps one stage at a time on the tensor core. The
+// 2-CTA instances are also compiled with kDefer = false (registered as "..._nodefer"):
+// FUSEDMOE_FP8_DEFER=0 launches those, the previous kernels, for an A/B in one run.
+template <class Cfg, bool kGated, bool kBalanced, bool kDefer = (Cfg::kSwapAB && !Cfg::kDense)>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     sm90_fp8_grouped_gemm_kernel(const __grid_constant__ CUtensorMap tm_act,
                                  const __grid_constant__ CUtensorMap tm_w, const Params p) {
@@ -592,57 +581,57 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
       int64_t swb_g = 0, swb_u = 0;
       if (p.block_scales) scale_rows(w, &swb_g, &swb_u);
-      // block scales of K block kt (sa per token column of this thread, sw of the gate / up rows)
-      auto load_scales = [&](int kt, float (&sa_k)[kTokVals], float& sw_g, float& sw_u) {
-        CUTE_UNROLL
-        for (int q = 0; q < kTokVals; ++q) {
-          // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
-          // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
-          // L2-only __ldcg, so the next K blocks hit L1
-          // (branch-free: a valid address either way, the value masked; row order: plain loads
-          // too, the same values in every weight tile of the segment hit L1)
-          if (p.a_scale_row_token != nullptr) {
-            const int o = tok_off[q];
-            const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
-            sa_k[q] = o >= 0 ? v : 0.f;
-          } else {
-            const int tq = tok_of(q);
-            const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
-            sa_k[q] = tq < rows_valid ? v : 0.f;
-          }
-        }
-        if (p.w_scale_ue8m0) {
-          const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
-          sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
-          sw_u = ue8m0_to_float(__ldg(ws + swb_u + kt));
-        } else {
-          sw_g = __ldg(p.w_scale + swb_g + kt);
-          sw_u = __ldg(p.w_scale + swb_u + kt);
-        }
-      };
-      // P (one stage's 4 WGMMAs, from zero) of the current stage, committed as one batch
-      auto issue_stage = [&](Frag& P) {
-        warpgroup_fence_operand(P);
-        warpgroup_arrive();
-        tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
-        CUTE_UNROLL
-        for (int kb = 0; kb < kKBlocks; ++kb) {
-          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), P);
-          tiled_mma.accumulate_ = GMMA::ScaleOut::One;
-        }
-        warpgroup_commit_batch();
-      };
-      auto promote = [&](const Frag& P, const float (&sa_k)[kTokVals], float sw_g, float sw_u) {
-        if (p.block_scales) {
-          CUTE_UNROLL
-          for (int i = 0; i < size(accum); ++i)  // promotion with this K block's scales
-            accum(i) = fmaf(P(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u : sw_g), accum(i));
-        } else {
-          CUTE_UNROLL
-          for (int i = 0; i < size(accum); ++i) accum(i) += P(i);  // promotion (FADD)
-        }
-      };
       if constexpr (Cfg::kSwapAB && kDefer) {
+        // block scales of K block kt (sa per token column of this thread, sw of the gate / up rows)
+        auto load_scales = [&](int kt, float (&sa_k)[kTokVals], float& sw_g, float& sw_u) {
+          CUTE_UNROLL
+          for (int q = 0; q < kTokVals; ++q) {
+            // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
+            // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
+            // L2-only __ldcg, so the next K blocks hit L1
+            // (branch-free: a valid address either way, the value masked; row order: plain loads
+            // too, the same values in every weight tile of the segment hit L1)
+            if (p.a_scale_row_token != nullptr) {
+              const int o = tok_off[q];
+              const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
+              sa_k[q] = o >= 0 ? v : 0.f;
+            } else {
+              const int tq = tok_of(q);
+              const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+              sa_k[q] = tq < rows_valid ? v : 0.f;
+            }
+          }
+          if (p.w_scale_ue8m0) {
+            const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
+            sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
+            sw_u = ue8m0_to_float(__ldg(ws + swb_u + kt));
+          } else {
+            sw_g = __ldg(p.w_scale + swb_g + kt);
+            sw_u = __ldg(p.w_scale + swb_u + kt);
+          }
+        };
+        // P (one stage's 4 WGMMAs, from zero) of the current stage, committed as one batch
+        auto issue_stage = [&](Frag& P) {
+          warpgroup_fence_operand(P);
+          warpgroup_arrive();
+          tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
+          CUTE_UNROLL
+          for (int kb = 0; kb < kKBlocks; ++kb) {
+            cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), P);
+            tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+          }
+          warpgroup_commit_batch();
+        };
+        auto promote = [&](const Frag& P, const float (&sa_k)[kTokVals], float sw_g, float sw_u) {
+          if (p.block_scales) {
+            CUTE_UNROLL
+            for (int i = 0; i < size(accum); ++i)  // promotion with this K block's scales
+              accum(i) = fmaf(P(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u : sw_g), accum(i));
+          } else {
+            CUTE_UNROLL
+            for (int i = 0; i < size(accum); ++i) accum(i) += P(i);  // promotion (FADD)
+          }
+        };
         // Deferred promotion (Swap-AB: one consumer warpgroup per CTA, small P): stage kt's
         // WGMMAs are issued into one P while the other P (stage kt-1) is still in the tensor core;
         // then wait<1> (kt-1 done), release its stage and promote it with the scales loaded an
@@ -694,20 +683,62 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           promote(part, sa_p, sw_gp, sw_up);
         }
       } else {
-        for (int kt = kt_begin; kt < kt_end; ++kt) {
-          // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
-          float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
-          if (p.block_scales) load_scales(kt, sa_k, sw_g, sw_u);
-          Barrier::wait(&ss.full[stage], phase);
-          if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) sm90_grouped::gemm_stamp(p.trace, 3);
-          issue_stage(part);
-          warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup)
-          warpgroup_fence_operand(part);
-          // P is in registers: the stage can be refilled while we promote
-          if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[stage]);
-          promote(part, sa_k, sw_g, sw_u);
-          if (++stage == kStages) { stage = 0; phase ^= 1u; }
+      // (the loop as before session 32, verbatim: the kDefer = false kernels keep their SASS)
+      for (int kt = kt_begin; kt < kt_end; ++kt) {
+        // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
+        float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
+        if (p.block_scales) {
+          CUTE_UNROLL
+          for (int q = 0; q < kTokVals; ++q) {
+            // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
+            // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
+            // L2-only __ldcg, so the next K blocks hit L1
+            // (branch-free: a valid address either way, the value masked; row order: plain loads
+            // too, the same values in every weight tile of the segment hit L1)
+            if (p.a_scale_row_token != nullptr) {
+              const int o = tok_off[q];
+              const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
+              sa_k[q] = o >= 0 ? v : 0.f;
+            } else {
+              const int tq = tok_of(q);
+              const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+              sa_k[q] = tq < rows_valid ? v : 0.f;
+            }
+          }
+          if (p.w_scale_ue8m0) {
+            const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
+            sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
+            sw_u = ue8m0_to_float(__ldg(ws + swb_u + kt));
+          } else {
+            sw_g = __ldg(p.w_scale + swb_g + kt);
+            sw_u = __ldg(p.w_scale + swb_u + kt);
+          }
         }
+        Barrier::wait(&ss.full[stage], phase);
+        if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) sm90_grouped::gemm_stamp(p.trace, 3);
+        warpgroup_fence_operand(part);
+        warpgroup_arrive();
+        tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
+        CUTE_UNROLL
+        for (int kb = 0; kb < kKBlocks; ++kb) {
+          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), part);
+          tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+        }
+        warpgroup_commit_batch();
+        warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup)
+        warpgroup_fence_operand(part);
+        // P is in registers: the stage can be refilled while we promote
+        if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[stage]);
+        if (p.block_scales) {
+          CUTE_UNROLL
+          for (int i = 0; i < size(accum); ++i)  // promotion with this K block's scales
+            accum(i) = fmaf(part(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u : sw_g), accum(i));
+        } else {
+          CUTE_UNROLL
+          for (int i = 0; i < size(accum); ++i) accum(i) += part(i);  // promotion (FADD)
+        }
+        if (++stage == kStages) { stage = 0; phase ^= 1u; }
+      }
       }
       if (!dyn && si == nseg - 1 && w == w_end - 1 && tid == 0) sm90_grouped::gemm_stamp(p.trace, 4);
 
@@ -816,13 +847,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 cudaError_t launch_swapab_dense(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
 
 inline bool encode_u8_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
-                          const uint64_t* strides_bytes, const uint32_t* box, int swizzle_bytes = 128) {
+                          const uint64_t* strides_bytes, const uint32_t* box) {
   const auto fn = sm90_grouped::tensor_map_encoder();
   if (fn == nullptr) return false;
   const uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
   return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, cuuint32_t(rank), const_cast<void*>(base), dims, strides_bytes,
-            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-            swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
+            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
@@ -892,7 +922,6 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   const int out_cols = gemm2 ? a.k : a.n;
   const int w_rows = gemm2 ? a.k : a.activation.gemm1_rows(a.n);  // weight rows per expert
   const int cols_per_tile = gated ? Cfg::kWRows / 2 : Cfg::kWRows;
-  if (Cfg::kTileK != 128 && a.block_scales) return cudaErrorInvalidValue;  // (block scales are per 128 K)
 
   alignas(64) CUtensorMap tm_act;
   alignas(64) CUtensorMap tm_w;
@@ -900,10 +929,10 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     const uint64_t dims[2] = {uint64_t(red), uint64_t(a.max_rows)};
     const uint64_t strides[1] = {uint64_t(red)};
     const uint32_t box[2] = {uint32_t(Cfg::kTileK), uint32_t(Cfg::kActBoxRows)};
-    if (!encode_u8_map(&tm_act, a.a, 2, dims, strides, box, Cfg::kSwizzleBytes)) return cudaErrorInvalidValue;
+    if (!encode_u8_map(&tm_act, a.a, 2, dims, strides, box)) return cudaErrorInvalidValue;
   }
   WeightView v = make_weight_view<Cfg>(a, gemm2, /*simple=*/false);
-  if (!encode_u8_map(&tm_w, a.w, 5, v.dims, v.strides, v.box, Cfg::kSwizzleBytes)) {
+  if (!encode_u8_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) {
     if (Cfg::kSwapAB) return cudaErrorInvalidValue;
     v = make_weight_view<Cfg>(a, gemm2, /*simple=*/true);
     if (!encode_u8_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) return cudaErrorInvalidValue;
@@ -985,10 +1014,6 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.early_weights = a.early_weights ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
-  {
-    static const int defer_env = env_int("FUSEDMOE_FP8_DEFER").value_or(1);
-    p.defer_promotion = (Cfg::kSwapAB && defer_env != 0) ? 1 : 0;
-  }
   p.early_span = a.early_weights_span ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
@@ -1001,7 +1026,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
       use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages);
   // GroupedGemmArgs::dense: the same launch on the dense instance (3-4 CTAs per SM), forced or by
   // the measured rule (dense_fp8_auto) for this launch as the 2-CTA instance would run it
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kTileK == 128) {
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
     const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
     if (a.dense > 0 ||
         (a.dense == 0 && !forced_shape &&
@@ -1023,8 +1048,11 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
       e != cudaSuccess)
     return e;
 
+  // the kDefer kernel (the 2-CTA Swap-AB instances), unless FUSEDMOE_FP8_DEFER=0
+  static const int defer_env = env_int("FUSEDMOE_FP8_DEFER").value_or(1);
+  const bool defer = Cfg::kSwapAB && !Cfg::kDense && defer_env != 0;
   auto launch = [&](auto kernel, int instance) -> cudaError_t {
-    if (!p.defer_promotion) instance += 4;
+    if (!defer) instance += 4;
     const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[instance]);
     if (err != cudaSuccess) return err;
     return launch_chain_clustered(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream,
@@ -1033,7 +1061,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // the raster runs the raster-only kernel (the normal family has no other)
   if (sched.kind != 0) {
     if constexpr (Cfg::kSwapAB) {
-      if (!p.defer_promotion)
+      if (!defer)
         return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, false>, 3)
                      : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, false>, 2);
       return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true>, 3)
@@ -1042,7 +1070,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
       return cudaErrorInvalidValue;  // (launch_schedule gives the normal family the raster)
     }
   }
-  if (Cfg::kSwapAB && !p.defer_promotion)
+  if (Cfg::kSwapAB && !defer)  // (the dense instances' default kernel)
     return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, false>, 1)
                  : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false>, 0);
   return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>, 1)
@@ -1072,6 +1100,16 @@ void append_config_instances(KernelList* out) {
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true>)});
     out->push_back({"grouped_gemm_fp8", name + "_balanced",
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true>)});
+  }
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {  // FUSEDMOE_FP8_DEFER=0 (see the kernel's kDefer)
+    out->push_back({"grouped_gemm_fp8", name + "_nodefer_gated",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, false>)});
+    out->push_back({"grouped_gemm_fp8", name + "_nodefer",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false>)});
+    out->push_back({"grouped_gemm_fp8", name + "_balanced_nodefer_gated",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, false>)});
+    out->push_back({"grouped_gemm_fp8", name + "_balanced_nodefer",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, false>)});
   }
 }
 

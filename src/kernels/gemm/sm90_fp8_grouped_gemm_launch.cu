@@ -52,19 +52,19 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row_balanced_gated",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row_balanced",
-    // 64-wide stages (row scales, K % 128 in 1..64; 2 CTAs per SM), both schedules
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x64_s22_row_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x64_s22_row",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x64_s22_row_balanced_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x64_s22_row_balanced",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x64_s20_row_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x64_s20_row",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x64_s20_row_balanced_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x64_s20_row_balanced",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x64_s16_row_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x64_s16_row",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x64_s16_row_balanced_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x64_s16_row_balanced",
+    // the 2-CTA Swap-AB instances without the deferred promotion (FUSEDMOE_FP8_DEFER=0, for A/B runs)
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_nodefer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_nodefer",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_balanced_nodefer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_balanced_nodefer",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_nodefer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_nodefer",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced_nodefer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced_nodefer",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_nodefer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_nodefer",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_nodefer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_nodefer",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 

@@ -15,22 +15,6 @@ using SwapAB16 = Config<true, 16, sm90_grouped::kSwapStages16>;
 using SwapAB32 = Config<true, 32, sm90_grouped::kSwapStages32>;
 static_assert(2 * (smem_bytes<SwapAB32>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
 static_assert(2 * (smem_bytes<SwapAB8>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
-// 64-wide stages (Config::kTileK, reductions with K % 128 in 1..64, row scales): half the bytes
-// per stage, twice the stages.
-using SwapAB8K64 = Config<true, 8, 2 * sm90_grouped::kSwapStages8, 2, 64>;
-using SwapAB16K64 = Config<true, 16, 2 * sm90_grouped::kSwapStages16, 2, 64>;
-using SwapAB32K64 = Config<true, 32, 2 * sm90_grouped::kSwapStages32, 2, 64>;
-static_assert(2 * (smem_bytes<SwapAB8K64>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
-static_assert(2 * (smem_bytes<SwapAB32K64>() + 1024) <= 228 * 1024, "two CTAs per SM must fit");
-
-// The 64-wide stages apply: row scales, the 2-CTA instances (not forced dense), and a last
-// 128-wide step at most half in bounds. FUSEDMOE_FP8_K64=0 turns them off (for measurement).
-bool use_k64(const Fp8GroupedGemmArgs& a, bool gemm2) {
-  static const int env = env_int("FUSEDMOE_FP8_K64").value_or(1);
-  if (env == 0 || a.block_scales || a.dense > 0) return false;
-  const int rem = (gemm2 ? a.n : a.k) % 128;
-  return rem >= 1 && rem <= 64;
-}
 
 // sm90_fp8_grouped_gemm_swapab_dense.cu
 void append_swapab_dense_instances(KernelList* out);
@@ -39,14 +23,6 @@ void append_swapab_dense_instances(KernelList* out);
 // launch_instance, which knows the launch's schedule)
 cudaError_t launch_swapab(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream) {
   if (a.dense > 0) return launch_swapab_dense(a, tile, gemm2, stream);
-  if (use_k64(a, gemm2)) {
-    switch (tile) {
-      case 8: return launch_instance<SwapAB8K64>(a, gemm2, stream);
-      case 16: return launch_instance<SwapAB16K64>(a, gemm2, stream);
-      case 32: return launch_instance<SwapAB32K64>(a, gemm2, stream);
-      default: return cudaErrorInvalidValue;
-    }
-  }
   switch (tile) {
     case 8: return launch_instance<SwapAB8>(a, gemm2, stream);
     case 16: return launch_instance<SwapAB16>(a, gemm2, stream);
@@ -59,9 +35,6 @@ void append_swapab_instances(KernelList* out) {
   append_config_instances<SwapAB8>(out);
   append_config_instances<SwapAB16>(out);
   append_config_instances<SwapAB32>(out);
-  append_config_instances<SwapAB8K64>(out);
-  append_config_instances<SwapAB16K64>(out);
-  append_config_instances<SwapAB32K64>(out);
   append_swapab_dense_instances(out);
 }
 
