@@ -172,7 +172,7 @@ TEST(Fp8GroupedGemmArgs, InstanceNamesSpellTheConfig) {
   EXPECT_STREQ(names[2], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gated");
   EXPECT_STREQ(names[7], "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row");
   EXPECT_STREQ(names[13], "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced");
-  EXPECT_STREQ(names[27], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_nodefer");
+  EXPECT_STREQ(names[27], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_defer");
 }
 
 }  // namespace

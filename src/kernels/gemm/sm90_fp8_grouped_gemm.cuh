@@ -217,11 +217,11 @@ __device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
 
 // kBalanced: the balanced / dynamic schedules compiled in (the BF16 kernel's switch: without it,
 // the raster only, half the code, for the launches that run the raster).
-// kDefer: the deferred promotion of the K loop (below), on the 2-CTA Swap-AB instances; false (the
-// normal family, the dense Swap-AB instances) keeps one stage at a time on the tensor core. The
-// 2-CTA instances are also compiled with kDefer = false (registered as "..._nodefer"):
-// FUSEDMOE_FP8_DEFER=0 launches those, the previous kernels, for an A/B in one run.
-template <class Cfg, bool kGated, bool kBalanced, bool kDefer = (Cfg::kSwapAB && !Cfg::kDense)>
+// kDefer: the deferred promotion of the K loop (below). Off by default (session 32: 1-2 % faster
+// layers at 16-64 tokens, up to 14 % slower at 256 where rings are short, see docs/design.md); the
+// 2-CTA Swap-AB instances are also compiled with it (registered as "..._defer"), launched with
+// FUSEDMOE_FP8_DEFER=1.
+template <class Cfg, bool kGated, bool kBalanced, bool kDefer = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     sm90_fp8_grouped_gemm_kernel(const __grid_constant__ CUtensorMap tm_act,
                                  const __grid_constant__ CUtensorMap tm_w, const Params p) {
@@ -1048,11 +1048,11 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
       e != cudaSuccess)
     return e;
 
-  // the kDefer kernel (the 2-CTA Swap-AB instances), unless FUSEDMOE_FP8_DEFER=0
-  static const int defer_env = env_int("FUSEDMOE_FP8_DEFER").value_or(1);
-  const bool defer = Cfg::kSwapAB && !Cfg::kDense && defer_env != 0;
+  // the kDefer kernels (2-CTA Swap-AB instances) with FUSEDMOE_FP8_DEFER=1
+  static const int defer_env = env_int("FUSEDMOE_FP8_DEFER").value_or(0);
+  const bool defer = Cfg::kSwapAB && !Cfg::kDense && defer_env == 1;
   auto launch = [&](auto kernel, int instance) -> cudaError_t {
-    if (!defer) instance += 4;
+    if (defer) instance += 4;
     const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[instance]);
     if (err != cudaSuccess) return err;
     return launch_chain_clustered(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream,
@@ -1061,18 +1061,22 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // the raster runs the raster-only kernel (the normal family has no other)
   if (sched.kind != 0) {
     if constexpr (Cfg::kSwapAB) {
-      if (!defer)
-        return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, false>, 3)
-                     : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, false>, 2);
+      if constexpr (!Cfg::kDense) {
+        if (defer)
+          return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, true>, 3)
+                       : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, true>, 2);
+      }
       return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true>, 3)
                    : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true>, 2);
     } else {
       return cudaErrorInvalidValue;  // (launch_schedule gives the normal family the raster)
     }
   }
-  if (Cfg::kSwapAB && !defer)  // (the dense instances' default kernel)
-    return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, false>, 1)
-                 : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false>, 0);
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
+    if (defer)
+      return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, true>, 1)
+                   : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, true>, 0);
+  }
   return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>, 1)
                : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>, 0);
 }
@@ -1101,15 +1105,15 @@ void append_config_instances(KernelList* out) {
     out->push_back({"grouped_gemm_fp8", name + "_balanced",
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true>)});
   }
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {  // FUSEDMOE_FP8_DEFER=0 (see the kernel's kDefer)
-    out->push_back({"grouped_gemm_fp8", name + "_nodefer_gated",
-                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, false>)});
-    out->push_back({"grouped_gemm_fp8", name + "_nodefer",
-                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false>)});
-    out->push_back({"grouped_gemm_fp8", name + "_balanced_nodefer_gated",
-                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, false>)});
-    out->push_back({"grouped_gemm_fp8", name + "_balanced_nodefer",
-                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, false>)});
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {  // FUSEDMOE_FP8_DEFER=1 (see the kernel's kDefer)
+    out->push_back({"grouped_gemm_fp8", name + "_defer_gated",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, true>)});
+    out->push_back({"grouped_gemm_fp8", name + "_defer",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, true>)});
+    out->push_back({"grouped_gemm_fp8", name + "_balanced_defer_gated",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, true>)});
+    out->push_back({"grouped_gemm_fp8", name + "_balanced_defer",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, true>)});
   }
 }
 

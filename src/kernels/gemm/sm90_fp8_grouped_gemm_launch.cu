@@ -52,19 +52,19 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row_balanced_gated",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row_balanced",
-    // the 2-CTA Swap-AB instances without the deferred promotion (FUSEDMOE_FP8_DEFER=0, for A/B runs)
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_nodefer_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_nodefer",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_balanced_nodefer_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_balanced_nodefer",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_nodefer_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_nodefer",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced_nodefer_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced_nodefer",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_nodefer_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_nodefer",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_nodefer_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_nodefer",
+    // the 2-CTA Swap-AB instances with the deferred promotion (FUSEDMOE_FP8_DEFER=1; off by default)
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_defer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_defer",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_balanced_defer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_balanced_defer",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_defer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_defer",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced_defer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced_defer",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_defer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_defer",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_defer_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_defer",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 
