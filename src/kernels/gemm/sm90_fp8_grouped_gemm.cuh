@@ -239,6 +239,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   constexpr int kStages = Cfg::kStages;
+  // ping-pong: two sub-rings, slots [0, kH0) for warpgroup 0's tiles and [kH0, kStages) for warpgroup
+  // 1's (tile q of the CTA's sequence in sub-ring q % 2), each filled and consumed in order, so that a
+  // consumer's parity wait never looks more than one lap ahead (one ring shared by two warpgroups
+  // that skip each other's stages did: a warpgroup past the other's long tile passed on an older phase)
+  constexpr int kH0 = Cfg::kPingPong ? kStages / 2 : kStages;
 
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_base = cute::cast_smem_ptr_to_uint(smem_raw);
@@ -347,6 +352,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
       int stage = 0;
       uint32_t phase = 0;
+      int rs[2] = {0, kH0};      // ping-pong: each sub-ring's next slot and phase
+      uint32_t rph[2] = {0, 0};
+      int ptile = 0;             // ping-pong: tiles issued (sub-ring ptile % 2)
+      auto ring_base = [](int r) { return r ? kH0 : 0; };
+      auto ring_end = [](int r) { return r ? kStages : kH0; };
       const uint32_t w_bytes = uint32_t(p.n_sub) * p.sub_bytes;
       auto act_boxes = [](const grouped_schedule::Segment& sg) {
         if constexpr (Cfg::kTokTile == Cfg::kActBoxRows) return 1;  // (token tiles 8, 16: one box)
@@ -383,6 +393,31 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         const int boxes0 = act_boxes(s0);
         const int steps = kt_end - kt_begin;
         skip = min(p.early_stages, p.early_span ? steps * (s0.we - s0.wb) : steps);
+        if constexpr (Cfg::kPingPong) {
+          // iteration i (tile i / steps of the sequence) goes to its sub-ring's next slot, up to
+          // the first iteration whose sub-ring is full
+          int cnt[2] = {0, 0};
+          int i = 0;
+          for (; i < skip; ++i) {
+            const int r = (i / steps) & 1;
+            if (ring_base(r) + cnt[r] == ring_end(r)) break;
+            const int slot = ring_base(r) + cnt[r]++;
+            Barrier::arrive_and_expect_tx(&ss.full[slot], uint32_t(boxes0) * Cfg::kActBoxBytes + w_bytes);
+            load_weights(slot, s0.e, s0.wb + i / steps, (kt_begin + i % steps) * Cfg::kTileK);
+          }
+          skip = i;
+          pdl_wait();
+          sm90_grouped::gemm_stamp(p.trace, 2);
+          cnt[0] = cnt[1] = 0;
+          for (i = 0; i < skip; ++i) {
+            const int r = (i / steps) & 1;
+            load_act(ring_base(r) + cnt[r]++, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
+          }
+          for (int r = 0; r < 2; ++r) {
+            rs[r] = ring_base(r) + cnt[r];
+            if (rs[r] == ring_end(r)) { rs[r] = ring_base(r); rph[r] = 1u; }
+          }
+        } else {
         for (int i = 0; i < skip; ++i) {
           Barrier::arrive_and_expect_tx(&ss.full[i], uint32_t(boxes0) * Cfg::kActBoxBytes + w_bytes);
           load_weights(i, s0.e, s0.wb + i / steps, (kt_begin + i % steps) * Cfg::kTileK);
@@ -391,6 +426,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         sm90_grouped::gemm_stamp(p.trace, 2);
         for (int i = 0; i < skip; ++i)
           load_act(i, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
+        }
       } else {
         sm90_grouped::gemm_stamp(p.trace, 2);
       }
@@ -401,6 +437,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
        const uint32_t stage_bytes = uint32_t(boxes) * Cfg::kActBoxBytes + w_bytes;
        bool first = true;
        for (int w = sg.wb; w < sg.we; ++w) {
+        if constexpr (Cfg::kPingPong) {
+          const int r = ptile++ & 1;
+          for (int kt = kt_begin; kt < kt_end; ++kt) {
+            if (skip > 0) {  // (issued before the wait; the sub-rings' state already past it)
+              --skip;
+              continue;
+            }
+            const int k0 = kt * Cfg::kTileK;
+            const int slot = rs[r];
+            Barrier::wait(&ss.empty[slot], rph[r] ^ 1u);
+            Barrier::arrive_and_expect_tx(&ss.full[slot], stage_bytes);
+            load_act(slot, k0, row0, boxes);
+            load_weights(slot, sg.e, w, k0);
+            if (++rs[r] == ring_end(r)) { rs[r] = ring_base(r); rph[r] ^= 1u; }
+          }
+          continue;
+        }
         for (int kt = kt_begin; kt < kt_end; ++kt) {
           if (skip > 0) {
             --skip;
@@ -489,7 +542,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       else if constexpr (Cfg::kSwapAB) return ((i >> 1) & 1) != 0;
       else return get<1>(tCcC(i)) >= 64;
     };
-    int stage = 0;
+    // (ping-pong: this warpgroup's sub-ring [c_base, c_end); otherwise the whole ring)
+    const int c_base = (Cfg::kPingPong && wg != 0) ? kH0 : 0;
+    const int c_end = (Cfg::kPingPong && wg == 0) ? kH0 : kStages;
+    int stage = c_base;
     uint32_t phase = 0;
     for (int si = 0;; ++si) {
      grouped_schedule::Segment sg;
@@ -598,11 +654,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      for (int w = w_begin; w < w_end; ++w) {
       if constexpr (Cfg::kPingPong) {
         // the other warpgroup's tile: skip its stages
-        if ((tile_seq++ & 1) != wg) {
-          stage += kt_end - kt_begin;
-          while (stage >= kStages) { stage -= kStages; phase ^= 1u; }
-          continue;
-        }
+        if ((tile_seq++ & 1) != wg) continue;  // the other warpgroup's tile (in the other sub-ring)
       }
       CUTE_UNROLL
       for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
@@ -692,7 +744,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             sw_up = sw_u;
           }
           pend = stage;
-          if (++stage == kStages) { stage = 0; phase ^= 1u; }
+          if (++stage == c_end) { stage = c_base; phase ^= 1u; }
         };
         // (straight-line pairs, so that at the loop's head only `part` is ever in flight: ptxas
         // checks the accumulators path by path and serialises every WGMMA otherwise, C7514)
@@ -769,7 +821,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           CUTE_UNROLL
           for (int i = 0; i < size(accum); ++i) accum(i) += part(i);  // promotion (FADD)
         }
-        if (++stage == kStages) { stage = 0; phase ^= 1u; }
+        if (++stage == c_end) { stage = c_base; phase ^= 1u; }
       }
       }
       if (!dyn && si == nseg - 1 && w == w_end - 1 && ctid == 0) sm90_grouped::gemm_stamp(p.trace, 4);
