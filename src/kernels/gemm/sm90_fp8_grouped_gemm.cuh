@@ -490,7 +490,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
   } else {
     // ================= consumers =================
-    if constexpr (Cfg::kConsumerWGs == 2) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
+    // (normal family only: its 128-thread producer gives registers back; the ping-pong Swap-AB
+    // consumers keep the launch bound's share, or setmaxnreg.inc would wait forever for 2 CTAs per SM)
+    if constexpr (Cfg::kConsumerWGs == 2 && !Cfg::kSwapAB) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
     if (prefetch) pdl_wait();  // (their outputs are written after the predecessor is done)
     typename Cfg::TiledMma tiled_mma;
     // ping-pong: consumer warpgroup wg takes the CTA's tiles i with i % 2 == wg; ctid is the
