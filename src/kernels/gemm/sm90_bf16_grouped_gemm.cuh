@@ -330,14 +330,13 @@ struct SwapStage {
   static constexpr int kLd = kCols + 8;
   static constexpr int kBarrier = 5;  // named barrier of the consumer warpgroup (1-3: other epilogues)
   __nv_bfloat16* buf;
-  int bar = kBarrier;  // (the FP8 ping-pong kernel's second consumer warpgroup: kBarrier + 1)
   // Before the first put of a tile: every thread has read the previous tile's chunks.
-  __device__ __forceinline__ void open() const { cutlass::arch::NamedBarrier::sync(128, bar); }
+  __device__ __forceinline__ void open() const { cutlass::arch::NamedBarrier::sync(128, kBarrier); }
   __device__ __forceinline__ void put(int t, int c, float v) const { buf[t * kLd + c] = __float2bfloat16_rn(v); }
   // Rows [0, rows_valid) of the tile to out rows row0.., columns col0.. (below out_cols).
   __device__ __forceinline__ void flush(__nv_bfloat16* out, int64_t row0, int64_t ld, int col0, int out_cols,
                                         int rows_valid, int tid) const {
-    cutlass::arch::NamedBarrier::sync(128, bar);
+    cutlass::arch::NamedBarrier::sync(128, kBarrier);
     constexpr int kChunks = kCols / 8;
     CUTE_UNROLL
     for (int c0 = 0; c0 < kTok * kChunks; c0 += 128) {

@@ -61,24 +61,15 @@ template <> struct Fp8MmaAtomFor<128> { using type = cute::SM90_64x128x32_F32E4M
 // kBlocks_: CTAs per SM the instance is built for (__launch_bounds__ and the stage count's shared
 // memory): 1 normal, 2 Swap-AB; the Swap-AB "dense" instances (sm90_fp8_grouped_gemm_swapab_dense.cu)
 // take 3-4 with fewer stages each, so that more consumer warpgroups share an SM.
-// kPingPong_ (Swap-AB, 2 CTAs per SM): two consumer warpgroups that take the CTA's weight tiles
-// in turn (tile i of the CTA's sequence to warpgroup i % 2), each with its own 64-row WGMMAs, so
-// that one warpgroup's epilogue runs while the other's K loop keeps the ring turning. Raster and
-// static balanced schedules, no split-K (sm90_fp8_grouped_gemm_swapab_pingpong.cu).
-template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1), bool kPingPong_ = false>
+template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1)>
 struct Config {
   using Element = cutlass::float_e4m3_t;
   static constexpr bool kSwapAB = kSwapAB_;
-  static constexpr bool kPingPong = kPingPong_;
-  static_assert(!kPingPong || (kSwapAB && kBlocks_ == 2), "ping-pong consumers: the 2-CTA Swap-AB tiles only");
   static constexpr int kTokTile = kTokTile_;              // token rows per tile
   static constexpr int kWRows = kSwapAB ? 64 : 128;       // weight rows per tile
   static constexpr int kTileK = 128;                      // reduction per stage = promotion interval
   static constexpr int kStages = kStages_;
-  static constexpr int kConsumerWGs = kSwapAB ? (kPingPong ? 2 : 1) : 2;
-  static constexpr int kMmaWGs = kPingPong ? 1 : kConsumerWGs;  // warpgroups of one tile's WGMMAs
-  // arrivals that free a stage: the warps of the warpgroup(s) that read it
-  static constexpr int kEmptyArrivals = 4 * kMmaWGs;
+  static constexpr int kConsumerWGs = kSwapAB ? 1 : 2;
   static constexpr int kConsumerThreads = 128 * kConsumerWGs;
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
   static constexpr int kProducerThreads = kSwapAB ? 32 : 128;
@@ -91,7 +82,7 @@ struct Config {
   static constexpr int kMmasPerStage = kTileK / kMmaK;    // 4: one promotion per stage
 
   static_assert(kSwapAB ? (kTokTile == 8 || kTokTile == 16 || kTokTile == 32 || kTokTile == 64) : kTokTile == 128);
-  static_assert(kMmaM == 64 * kMmaWGs, "one 64-row WGMMA per consumer warpgroup");
+  static_assert(kMmaM == 64 * kConsumerWGs, "one 64-row WGMMA per consumer warpgroup");
   static_assert(kStages >= 3, "at least 3 stages to hide TMA latency");
   static_assert(kMmasPerStage == 4, "promotion every 128 K = 4 WGMMAs of k32 (docs/fp8_plan.md §1)");
   static_assert((kTokTile * kTileK) % 1024 == 0 && (kWRows * kTileK) % 1024 == 0,
@@ -106,7 +97,7 @@ struct Config {
 
   using MmaAtom = typename Fp8MmaAtomFor<kMmaN>::type;
   using TiledMma = decltype(cute::make_tiled_mma(
-      MmaAtom{}, cute::Layout<cute::Shape<cute::Int<kMmaWGs>, cute::_1, cute::_1>>{}));
+      MmaAtom{}, cute::Layout<cute::Shape<cute::Int<kConsumerWGs>, cute::_1, cute::_1>>{}));
 
   // The activation TMA box (as the BF16 kernel's Config::kActBoxRows): 16-row boxes in Swap-AB
   // (tile 8: one box of 8), 64-row halves in the normal family, only those holding a row below the
@@ -121,9 +112,8 @@ struct Config {
   // Staged epilogue (normal family, Params::staged_epilogue): the BF16 kernel's
   // (sm90_grouped::normal_epilogue), 2 x 64 bf16 rows of 128 + 8.
   static constexpr int kStageRowElems = 128 + 8;
-  // Swap-AB: the tile's kTokTile x 64 outputs (sm90_grouped::SwapStage), one per consumer warpgroup.
-  static constexpr int kSwapStageElems = kTokTile * (64 + 8);
-  static constexpr int kStageElems = kSwapAB ? kConsumerWGs * kSwapStageElems : kConsumerWGs * 64 * kStageRowElems;
+  // Swap-AB: the tile's kTokTile x 64 outputs (sm90_grouped::SwapStage).
+  static constexpr int kStageElems = kSwapAB ? kTokTile * (64 + 8) : kConsumerWGs * 64 * kStageRowElems;
 };
 
 template <class Cfg>
@@ -141,11 +131,11 @@ struct SharedStorage {
   int tok_scale[grouped_schedule::kMaxSegments * Cfg::kTokTile];
   // Swap-AB epilogue "row" values of two weight tiles (w & 1), copied a tile ahead (cp.async):
   // plain [64 scales, 64 biases] by tile column, gated [32 gate scales, 32 up, 32 gate biases, 32 up]
-  alignas(16) float tile_rows[Cfg::kConsumerWGs][2][128];  // (per consumer warpgroup)
+  alignas(16) float tile_rows[2][128];
   // dynamic balanced schedule (Params::queue): the producer's segments (a ring) and the table of
   // active token tiles before each expert (grouped_schedule.cuh)
   grouped_schedule::Segment seg_q[grouped_schedule::kDynQueue];
-  int first_tile[Cfg::kPingPong ? 1 : 8 * Cfg::kThreads + 1];  // (ping-pong: no dynamic schedule)
+  int first_tile[8 * Cfg::kThreads + 1];
 };
 
 template <class Cfg>
@@ -239,11 +229,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   constexpr int kStages = Cfg::kStages;
-  // ping-pong: two sub-rings, slots [0, kH0) for warpgroup 0's tiles and [kH0, kStages) for warpgroup
-  // 1's (tile q of the CTA's sequence in sub-ring q % 2), each filled and consumed in order, so that a
-  // consumer's parity wait never looks more than one lap ahead (one ring shared by two warpgroups
-  // that skip each other's stages did: a warpgroup past the other's long tile passed on an older phase)
-  constexpr int kH0 = Cfg::kPingPong ? kStages / 2 : kStages;
 
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_base = cute::cast_smem_ptr_to_uint(smem_raw);
@@ -258,7 +243,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     CUTE_UNROLL
     for (int s = 0; s < kStages; ++s) {
       Barrier::init(&ss.full[s], 1);
-      Barrier::init(&ss.empty[s], Cfg::kEmptyArrivals);
+      Barrier::init(&ss.empty[s], Cfg::kConsumerWarps);
     }
     ss.nseg = 0;
     cutlass::arch::fence_barrier_init();
@@ -296,7 +281,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       wk.we = min(p.w_tiles, wk.wb + p.tiles_per_cta);
       grouped_schedule::raster_segment<Cfg::kThreads>(wk, ss.seg, &ss.nseg, tid);
     } else if constexpr (kBalanced) {
-      if (!Cfg::kPingPong && p.queue != nullptr)
+      if (p.queue != nullptr)
         grouped_schedule::dynamic_table<Cfg::kThreads, Cfg::kTokTile>(wk, ss.first_tile, ss.scan, tid);
       else
         grouped_schedule::balanced_segments<Cfg::kThreads, Cfg::kTokTile>(wk, ss.seg, &ss.nseg, ss.scan, tid);
@@ -309,7 +294,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     *p.zero_queue = 0;
   }
   // dynamic schedule: the chunks of L items (grouped_schedule.cuh); CTA b starts with chunk b
-  const bool dyn = kBalanced && !Cfg::kPingPong && p.queue != nullptr;
+  const bool dyn = kBalanced && p.queue != nullptr;
   const grouped_schedule::DynChunks dc = grouped_schedule::dynamic_chunks(dyn, dyn ? ss.first_tile[p.num_groups] : 0, p.w_tiles);
   // (both branches through the shuffle: a count read from shared memory alone is not warp-uniform
   // to the compiler, and a loop bound it cannot see as uniform moves the consumers' ring state off
@@ -352,11 +337,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
       int stage = 0;
       uint32_t phase = 0;
-      int rs[2] = {0, kH0};      // ping-pong: each sub-ring's next slot and phase
-      uint32_t rph[2] = {0, 0};
-      int ptile = 0;             // ping-pong: tiles issued (sub-ring ptile % 2)
-      auto ring_base = [](int r) { return r ? kH0 : 0; };
-      auto ring_end = [](int r) { return r ? kStages : kH0; };
       const uint32_t w_bytes = uint32_t(p.n_sub) * p.sub_bytes;
       auto act_boxes = [](const grouped_schedule::Segment& sg) {
         if constexpr (Cfg::kTokTile == Cfg::kActBoxRows) return 1;  // (token tiles 8, 16: one box)
@@ -393,31 +373,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         const int boxes0 = act_boxes(s0);
         const int steps = kt_end - kt_begin;
         skip = min(p.early_stages, p.early_span ? steps * (s0.we - s0.wb) : steps);
-        if constexpr (Cfg::kPingPong) {
-          // iteration i (tile i / steps of the sequence) goes to its sub-ring's next slot, up to
-          // the first iteration whose sub-ring is full
-          int cnt[2] = {0, 0};
-          int i = 0;
-          for (; i < skip; ++i) {
-            const int r = (i / steps) & 1;
-            if (ring_base(r) + cnt[r] == ring_end(r)) break;
-            const int slot = ring_base(r) + cnt[r]++;
-            Barrier::arrive_and_expect_tx(&ss.full[slot], uint32_t(boxes0) * Cfg::kActBoxBytes + w_bytes);
-            load_weights(slot, s0.e, s0.wb + i / steps, (kt_begin + i % steps) * Cfg::kTileK);
-          }
-          skip = i;
-          pdl_wait();
-          sm90_grouped::gemm_stamp(p.trace, 2);
-          cnt[0] = cnt[1] = 0;
-          for (i = 0; i < skip; ++i) {
-            const int r = (i / steps) & 1;
-            load_act(ring_base(r) + cnt[r]++, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
-          }
-          for (int r = 0; r < 2; ++r) {
-            rs[r] = ring_base(r) + cnt[r];
-            if (rs[r] == ring_end(r)) { rs[r] = ring_base(r); rph[r] = 1u; }
-          }
-        } else {
         for (int i = 0; i < skip; ++i) {
           Barrier::arrive_and_expect_tx(&ss.full[i], uint32_t(boxes0) * Cfg::kActBoxBytes + w_bytes);
           load_weights(i, s0.e, s0.wb + i / steps, (kt_begin + i % steps) * Cfg::kTileK);
@@ -426,7 +381,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         sm90_grouped::gemm_stamp(p.trace, 2);
         for (int i = 0; i < skip; ++i)
           load_act(i, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
-        }
       } else {
         sm90_grouped::gemm_stamp(p.trace, 2);
       }
@@ -437,23 +391,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
        const uint32_t stage_bytes = uint32_t(boxes) * Cfg::kActBoxBytes + w_bytes;
        bool first = true;
        for (int w = sg.wb; w < sg.we; ++w) {
-        if constexpr (Cfg::kPingPong) {
-          const int r = ptile++ & 1;
-          for (int kt = kt_begin; kt < kt_end; ++kt) {
-            if (skip > 0) {  // (issued before the wait; the sub-rings' state already past it)
-              --skip;
-              continue;
-            }
-            const int k0 = kt * Cfg::kTileK;
-            const int slot = rs[r];
-            Barrier::wait(&ss.empty[slot], rph[r] ^ 1u);
-            Barrier::arrive_and_expect_tx(&ss.full[slot], stage_bytes);
-            load_act(slot, k0, row0, boxes);
-            load_weights(slot, sg.e, w, k0);
-            if (++rs[r] == ring_end(r)) { rs[r] = ring_base(r); rph[r] ^= 1u; }
-          }
-          continue;
-        }
         for (int kt = kt_begin; kt < kt_end; ++kt) {
           if (skip > 0) {
             --skip;
@@ -490,21 +427,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
   } else {
     // ================= consumers =================
-    // (normal family only: its 128-thread producer gives registers back; the ping-pong Swap-AB
-    // consumers keep the launch bound's share, or setmaxnreg.inc would wait forever for 2 CTAs per SM)
-    if constexpr (Cfg::kConsumerWGs == 2 && !Cfg::kSwapAB) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
+    if constexpr (Cfg::kConsumerWGs == 2) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
     if (prefetch) pdl_wait();  // (their outputs are written after the predecessor is done)
     typename Cfg::TiledMma tiled_mma;
-    // ping-pong: consumer warpgroup wg takes the CTA's tiles i with i % 2 == wg; ctid is the
-    // thread within its warpgroup (= tid otherwise)
-    const int wg = Cfg::kPingPong ? tid / 128 : 0;
-    const int ctid = Cfg::kPingPong ? tid % 128 : tid;
-    int tile_seq = 0;  // ping-pong: the CTA's tiles so far
-    int own = 0;       // ping-pong: this warpgroup's tiles so far (its row-value buffer: own % 2)
-    // the tile_rows buffer of weight tile w, the o-th tile of this warpgroup (one tile apart: the
-    // other buffer; ping-pong's own tiles within a segment are 2 apart, all of one parity of w)
-    auto rbuf = [&](int w, int o) { return Cfg::kPingPong ? (o & 1) : (w & 1); };
-    auto thr_mma = tiled_mma.get_thread_slice(ctid);
+    auto thr_mma = tiled_mma.get_thread_slice(tid);
     auto operands = [&]() {
       if constexpr (Cfg::kSwapAB) return cute::make_tuple(sW, sAct);
       else return cute::make_tuple(sAct, sW);
@@ -522,7 +448,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     Tensor tCcC = thr_mma.partition_C(make_identity_tensor(TileMN{}));  // (m, n) of each value
     constexpr int kKBlocks = decltype(size<2>(tCrA))::value;             // k32 WGMMAs per stage
     static_assert(kKBlocks == Cfg::kMmasPerStage);
-    static_assert(decltype(size(accum))::value == Cfg::kMmaM * Cfg::kMmaN / (128 * Cfg::kMmaWGs));
+    static_assert(decltype(size(accum))::value == Cfg::kMmaM * Cfg::kMmaN / Cfg::kConsumerThreads);
 
     __nv_bfloat16* out = p.out;
     const int64_t ld = p.out_cols;
@@ -544,10 +470,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       else if constexpr (Cfg::kSwapAB) return ((i >> 1) & 1) != 0;
       else return get<1>(tCcC(i)) >= 64;
     };
-    // (ping-pong: this warpgroup's sub-ring [c_base, c_end); otherwise the whole ring)
-    const int c_base = (Cfg::kPingPong && wg != 0) ? kH0 : 0;
-    const int c_end = (Cfg::kPingPong && wg == 0) ? kH0 : kStages;
-    int stage = c_base;
+    int stage = 0;
     uint32_t phase = 0;
     for (int si = 0;; ++si) {
      grouped_schedule::Segment sg;
@@ -598,9 +521,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      // tile ahead instead (session 18), their scoreboard was waited on at the next tile's first
      // instructions (ncu, qwen235-tp8-fp8c GEMM2 at 256 tokens, session 21: ~20 % of the stall
      // samples on one instruction of the K loop's head).
-     auto copy_tile_rows = [&](int w, int buf) {
+     auto copy_tile_rows = [&](int w) {
        if constexpr (Cfg::kSwapAB) {
-         const int tid = ctid;  // (the warpgroup's threads)
          const int c = tid & 63, part = tid >> 6;  // plain: part 0 scales, 1 biases
          const float* src = nullptr;
          if constexpr (kGated) {
@@ -616,7 +538,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
            const int n = w * 64 + c;
            if (n < p.out_cols) src = part == 0 ? (p.block_scales ? nullptr : sw_e + n * p.w_scale_row_mul) : (bias_e ? bias_e + n : nullptr);
          }
-         float* dst = &ss.tile_rows[wg][buf][tid];
+         float* dst = &ss.tile_rows[w & 1][tid];
          if (src != nullptr) {
            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(cute::cast_smem_ptr_to_uint(dst)), "l"(src) : "memory");
          } else {
@@ -626,12 +548,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
          }
        }
      };
-     // (ping-pong: the segment's first tile of this warpgroup, w_begin + the parity that the
-     // CTA's tile sequence gives it; its next tiles are 2 apart)
-     const int w_first = Cfg::kPingPong ? w_begin + ((tile_seq & 1) != wg ? 1 : 0) : w_begin;
-     constexpr int kWStep = Cfg::kPingPong ? 2 : 1;
      if constexpr (Cfg::kSwapAB) {
-       if (w_first < w_end) copy_tile_rows(w_first, rbuf(w_first, own));
+       copy_tile_rows(w_begin);
        asm volatile("cp.async.commit_group;" ::: "memory");
      }
      // weight scale blocks of tile w's gate (or only) rows and up rows: their offsets in w_scale
@@ -654,15 +572,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      for (int q = 0; q < kTokVals; ++q)
       tok_off[q] = p.block_scales && p.a_scale_row_token != nullptr ? ss.tok_scale[(dyn ? 0 : si) * Cfg::kTokTile + tok_of(q)] : -1;
      for (int w = w_begin; w < w_end; ++w) {
-      if constexpr (Cfg::kPingPong) {
-        // the other warpgroup's tile: skip its stages
-        if ((tile_seq++ & 1) != wg) continue;  // the other warpgroup's tile (in the other sub-ring)
-      }
       CUTE_UNROLL
       for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
       if constexpr (Cfg::kSwapAB) {
-        // this warpgroup's next tile's row values (an empty group on the last: one group per tile)
-        if (w + kWStep < w_end) copy_tile_rows(w + kWStep, rbuf(w + kWStep, own + 1));
+        // the next tile's row values (an empty group on the last tile: one group per tile)
+        if (w + 1 < w_end) copy_tile_rows(w + 1);
         asm volatile("cp.async.commit_group;" ::: "memory");
       }
       int64_t swb_g = 0, swb_u = 0;
@@ -746,7 +660,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             sw_up = sw_u;
           }
           pend = stage;
-          if (++stage == c_end) { stage = c_base; phase ^= 1u; }
+          if (++stage == kStages) { stage = 0; phase ^= 1u; }
         };
         // (straight-line pairs, so that at the loop's head only `part` is ever in flight: ptxas
         // checks the accumulators path by path and serialises every WGMMA otherwise, C7514)
@@ -823,10 +737,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           CUTE_UNROLL
           for (int i = 0; i < size(accum); ++i) accum(i) += part(i);  // promotion (FADD)
         }
-        if (++stage == c_end) { stage = c_base; phase ^= 1u; }
+        if (++stage == kStages) { stage = 0; phase ^= 1u; }
       }
       }
-      if (!dyn && si == nseg - 1 && w == w_end - 1 && ctid == 0) sm90_grouped::gemm_stamp(p.trace, 4);
+      if (!dyn && si == nseg - 1 && w == w_end - 1 && tid == 0) sm90_grouped::gemm_stamp(p.trace, 4);
 
       // ---------------- epilogue: y = (sa * sw) * acc [+ bias] -> act -> bf16 ----------------
       if constexpr (Cfg::kSwapAB) {
@@ -834,7 +748,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         // 8*v1, token 2*(lane%4) + v0 + 8*j
         constexpr int kVals = decltype(size(accum))::value;
         static_assert(kVals == Cfg::kTokTile / 2 && kVals % 4 == 0);
-        if (!Cfg::kPingPong && p.k_splits > 1) {  // (ping-pong instances run without split-K)
+        if (p.k_splits > 1) {
           // split-K (sm90_grouped::splitk_cluster_reduce): the ranks' partial sums, already
           // block-scaled in block mode, meet on rank 0 (the weight ring is idle: one tile per CTA)
           static_assert(kVals * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
@@ -843,11 +757,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             continue;  // (one weight tile per CTA: leaves the tile loop)
         }
         // outputs staged in shared memory, stored as 16-byte row chunks (sm90_grouped::SwapStage)
-        const sm90_grouped::SwapStage<Cfg::kTokTile, kGated ? 32 : 64> stage{ss.stage_out + wg * Cfg::kSwapStageElems,
-                                                                              sm90_grouped::SwapStage<1, 8>::kBarrier + wg};
+        const sm90_grouped::SwapStage<Cfg::kTokTile, kGated ? 32 : 64> stage{ss.stage_out};
         asm volatile("cp.async.wait_group 1;" ::: "memory");  // this tile's row values (not the next's)
         stage.open();  // (also makes every thread's copies visible)
-        const float* rows = ss.tile_rows[wg][rbuf(w, own)];
+        const float* rows = ss.tile_rows[w & 1];
         if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
           const int r = get<0>(tCcC(0));
@@ -873,7 +786,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               }
             });
           }
-          stage.flush(out, out_row0, ld, w * 32, p.out_cols, rows_valid, ctid);
+          stage.flush(out, out_row0, ld, w * 32, p.out_cols, rows_valid, tid);
         } else {
           with_activation<kGated>(p.act_kind, [&](auto kind) {
             constexpr int kK = decltype(kind)::value;
@@ -896,7 +809,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               }
             }
           });
-          stage.flush(out, out_row0, ld, w * 64, p.out_cols, rows_valid, ctid);
+          stage.flush(out, out_row0, ld, w * 64, p.out_cols, rows_valid, tid);
         }
       } else {
         // the "row" scales (block scales were applied per K block), then the BF16 kernel's epilogue
@@ -916,7 +829,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         sm90_grouped::normal_epilogue<kGated, Cfg::kStageRowElems>(p, accum, tCcC, tid, w, bias_e, rows_valid, out_row0,
                                                                    ss.stage_out);
       }
-      if constexpr (Cfg::kPingPong) ++own;
      }
     }
     if constexpr (Cfg::kSwapAB) asm volatile("cp.async.wait_all;" ::: "memory");  // (split-K ranks skip epilogues)
@@ -933,13 +845,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 // sm90_fp8_grouped_gemm_swapab_dense.cu: the dense Swap-AB instances (GroupedGemmArgs::dense)
 cudaError_t launch_swapab_dense(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
-// sm90_fp8_grouped_gemm_swapab_pingpong.cu: the ping-pong Swap-AB instances (Config::kPingPong)
-cudaError_t launch_swapab_pingpong(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
+// sm90_fp8_grouped_gemm_swapab_deep.cu: one CTA per SM with twice the 2-CTA instances' stages
+cudaError_t launch_swapab_deep(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
 
-// FUSEDMOE_FP8_PINGPONG (read once; a tuning switch, off by default): bit 0 GEMM1, bit 1 GEMM2 run
-// the 2-CTA Swap-AB launches without split-K on the ping-pong instances (before the dense rule).
-inline bool pingpong_requested(bool gemm2) {
-  static const int env = env_int("FUSEDMOE_FP8_PINGPONG").value_or(0);
+// FUSEDMOE_FP8_DEEP (read once; a tuning experiment, off by default): bit 0 GEMM1, bit 1 GEMM2 run
+// the 2-CTA Swap-AB launches without split-K on the deep-ring instances (before the dense rule).
+inline bool deep_requested(bool gemm2) {
+  static const int env = env_int("FUSEDMOE_FP8_DEEP").value_or(0);
   return (env & (gemm2 ? 2 : 1)) != 0;
 }
 
@@ -1064,11 +976,11 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
                                   : 1;
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K blocks
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense && !Cfg::kPingPong) {
-    if (p.k_splits == 1 && a.dense <= 0 && pingpong_requested(gemm2)) {
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
+    if (p.k_splits == 1 && a.dense <= 0 && deep_requested(gemm2)) {
       Fp8GroupedGemmArgs d = a;
       d.k_splits = 1;
-      return launch_swapab_pingpong(d, Cfg::kTokTile, gemm2, stream);
+      return launch_swapab_deep(d, Cfg::kTokTile, gemm2, stream);
     }
   }
   // weight tiles per CTA: the BF16 launch's rule (sm90_grouped::choose_tiles_per_cta), both families
@@ -1124,13 +1036,13 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
   const bool balanced_ok = Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads;
   // (token-order block scales: the static ranges only, whose segments are known at the CTA's start)
-  const bool use_queue = a.queue != nullptr && a.a_scale_row_token == nullptr && !Cfg::kPingPong;
+  const bool use_queue = a.queue != nullptr && a.a_scale_row_token == nullptr;
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
       balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
       use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages);
   // GroupedGemmArgs::dense: the same launch on the dense instance (3-4 CTAs per SM), forced or by
   // the measured rule (dense_fp8_auto) for this launch as the 2-CTA instance would run it
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense && !Cfg::kPingPong) {
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
     const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
     if (a.dense > 0 ||
         (a.dense == 0 && !forced_shape &&
@@ -1154,7 +1066,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
 
   // the kDefer kernels (2-CTA Swap-AB instances) with FUSEDMOE_FP8_DEFER=1
   static const int defer_env = env_int("FUSEDMOE_FP8_DEFER").value_or(0);
-  const bool defer = Cfg::kSwapAB && !Cfg::kDense && !Cfg::kPingPong && defer_env == 1;
+  const bool defer = Cfg::kSwapAB && !Cfg::kDense && defer_env == 1;
   auto launch = [&](auto kernel, int instance) -> cudaError_t {
     if (defer) instance += 4;
     const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[instance]);
@@ -1165,7 +1077,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // the raster runs the raster-only kernel (the normal family has no other)
   if (sched.kind != 0) {
     if constexpr (Cfg::kSwapAB) {
-      if constexpr (!Cfg::kDense && !Cfg::kPingPong) {
+      if constexpr (!Cfg::kDense) {
         if (defer)
           return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, true>, 3)
                        : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, true>, 2);
@@ -1176,7 +1088,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
       return cudaErrorInvalidValue;  // (launch_schedule gives the normal family the raster)
     }
   }
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense && !Cfg::kPingPong) {
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
     if (defer)
       return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, true>, 1)
                    : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, true>, 0);
@@ -1191,7 +1103,7 @@ std::string config_name() {
   const std::string tile = Cfg::kSwapAB ? "swapab_" + std::to_string(Cfg::kWRows) + "x" + std::to_string(Cfg::kTokTile)
                                         : std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows);
   return "sm90_fp8e4m3_grouped_gemm_" + tile + "x" + std::to_string(Cfg::kTileK) + "_s" + std::to_string(Cfg::kStages) +
-         (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : std::string()) + (Cfg::kPingPong ? "_pp" : "") + "_row";
+         (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : std::string()) + "_row";
 }
 
 // The kernels of a config for the registry (family "grouped_gemm_fp8"): gated (GEMM1 with a
@@ -1209,7 +1121,7 @@ void append_config_instances(KernelList* out) {
     out->push_back({"grouped_gemm_fp8", name + "_balanced",
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true>)});
   }
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense && !Cfg::kPingPong) {  // FUSEDMOE_FP8_DEFER=1 (see the kernel's kDefer)
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {  // FUSEDMOE_FP8_DEFER=1 (see the kernel's kDefer)
     out->push_back({"grouped_gemm_fp8", name + "_defer_gated",
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, true>)});
     out->push_back({"grouped_gemm_fp8", name + "_defer",
