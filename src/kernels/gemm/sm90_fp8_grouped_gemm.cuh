@@ -845,15 +845,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 // sm90_fp8_grouped_gemm_swapab_dense.cu: the dense Swap-AB instances (GroupedGemmArgs::dense)
 cudaError_t launch_swapab_dense(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
-// sm90_fp8_grouped_gemm_swapab_deep.cu: one CTA per SM with twice the 2-CTA instances' stages
-cudaError_t launch_swapab_deep(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
-
-// FUSEDMOE_FP8_DEEP (read once; a tuning experiment, off by default): bit 0 GEMM1, bit 1 GEMM2 run
-// the 2-CTA Swap-AB launches without split-K on the deep-ring instances (before the dense rule).
-inline bool deep_requested(bool gemm2) {
-  static const int env = env_int("FUSEDMOE_FP8_DEEP").value_or(0);
-  return (env & (gemm2 ? 2 : 1)) != 0;
-}
 
 inline bool encode_u8_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
                           const uint64_t* strides_bytes, const uint32_t* box) {
@@ -976,13 +967,6 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
                                   : 1;
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K blocks
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
-    if (p.k_splits == 1 && a.dense <= 0 && deep_requested(gemm2)) {
-      Fp8GroupedGemmArgs d = a;
-      d.k_splits = 1;
-      return launch_swapab_deep(d, Cfg::kTokTile, gemm2, stream);
-    }
-  }
   // weight tiles per CTA: the BF16 launch's rule (sm90_grouped::choose_tiles_per_cta), both families
   int tpc = sm90_grouped::choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
                                                slots, Cfg::kStages, Cfg::kSwapAB);
