@@ -202,9 +202,6 @@ struct Params {
   uint64_t w_hint;      // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int early_span;       // GroupedGemmArgs::early_weights_span
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
-  // Block scales, the default K loop: the next stage's scales loaded a stage ahead (session 33;
-  // FUSEDMOE_FP8_SCALE_AHEAD=0 / 1, read once, chooses; see launch_instance)
-  int scale_ahead;
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; with token-order scales: static only)
   int* queue;           // with flat: the dynamic form's work counter (BF16 kernel's Params::queue), or null
   int* zero_queue;      // zeroed by thread 0 of CTA 0 after griddepcontrol.wait, or null
@@ -574,9 +571,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      CUTE_UNROLL
      for (int q = 0; q < kTokVals; ++q)
       tok_off[q] = p.block_scales && p.a_scale_row_token != nullptr ? ss.tok_scale[(dyn ? 0 : si) * Cfg::kTokTile + tok_of(q)] : -1;
-     // p.scale_ahead: the next stage's block scales, loaded a stage ahead (the default K loop)
-     float nsa[kTokVals], nsw_g = 1.f, nsw_u = 1.f;
-     bool have_next = false;
      for (int w = w_begin; w < w_end; ++w) {
       CUTE_UNROLL
       for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
@@ -689,61 +683,35 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           promote(part, sa_p, sw_gp, sw_up);
         }
       } else {
-      // (the loop as before session 32, but for p.scale_ahead)
-      // block scales of (weight tile with scale rows g / u, K block kt)
-      auto ld_scales = [&](int64_t g, int64_t u, int kt, float (&sa)[kTokVals], float& swg, float& swu) {
-        CUTE_UNROLL
-        for (int q = 0; q < kTokVals; ++q) {
-          // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
-          // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
-          // L2-only __ldcg, so the next K blocks hit L1
-          // (branch-free: a valid address either way, the value masked; row order: plain loads
-          // too, the same values in every weight tile of the segment hit L1)
-          if (p.a_scale_row_token != nullptr) {
-            const int o = tok_off[q];
-            const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
-            sa[q] = o >= 0 ? v : 0.f;
-          } else {
-            const int tq = tok_of(q);
-            const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
-            sa[q] = tq < rows_valid ? v : 0.f;
-          }
-        }
-        if (p.w_scale_ue8m0) {
-          const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
-          swg = ue8m0_to_float(__ldg(ws + g + kt));
-          swu = ue8m0_to_float(__ldg(ws + u + kt));
-        } else {
-          swg = __ldg(p.w_scale + g + kt);
-          swu = __ldg(p.w_scale + u + kt);
-        }
-      };
+      // (the loop as before session 32, verbatim: the kDefer = false kernels keep their SASS)
       for (int kt = kt_begin; kt < kt_end; ++kt) {
         // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
         float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
         if (p.block_scales) {
-          if (p.scale_ahead && have_next) {  // loaded a stage ahead (below)
-            CUTE_UNROLL
-            for (int q = 0; q < kTokVals; ++q) sa_k[q] = nsa[q];
-            sw_g = nsw_g;
-            sw_u = nsw_u;
-          } else {
-            ld_scales(swb_g, swb_u, kt, sa_k, sw_g, sw_u);
-          }
-          // p.scale_ahead: the next stage's scales (this tile's next K block, or the next tile's
-          // first) go out now, a whole stage before they are needed: where the data of a stage
-          // is already in the ring, a load issued right before its wait was the stage's latency
-          if (p.scale_ahead) {
-            have_next = true;
-            if (kt + 1 < kt_end) {
-              ld_scales(swb_g, swb_u, kt + 1, nsa, nsw_g, nsw_u);
-            } else if (w + 1 < w_end) {
-              int64_t g2 = 0, u2 = 0;
-              scale_rows(w + 1, &g2, &u2);
-              ld_scales(g2, u2, kt_begin, nsa, nsw_g, nsw_u);
+          CUTE_UNROLL
+          for (int q = 0; q < kTokVals; ++q) {
+            // token order: a token's scales are one 128-B line over ~32 K blocks, and the tile's
+            // rows hit many tokens: plain loads (L1-cached; after the PDL wait, see pdl.cuh), not
+            // L2-only __ldcg, so the next K blocks hit L1
+            // (branch-free: a valid address either way, the value masked; row order: plain loads
+            // too, the same values in every weight tile of the segment hit L1)
+            if (p.a_scale_row_token != nullptr) {
+              const int o = tok_off[q];
+              const float v = p.a_scale[(o >= 0 ? o : 0) + kt];
+              sa_k[q] = o >= 0 ? v : 0.f;
             } else {
-              have_next = false;
+              const int tq = tok_of(q);
+              const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+              sa_k[q] = tq < rows_valid ? v : 0.f;
             }
+          }
+          if (p.w_scale_ue8m0) {
+            const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
+            sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
+            sw_u = ue8m0_to_float(__ldg(ws + swb_u + kt));
+          } else {
+            sw_g = __ldg(p.w_scale + swb_g + kt);
+            sw_u = __ldg(p.w_scale + swb_u + kt);
           }
         }
         Barrier::wait(&ss.full[stage], phase);
@@ -1048,8 +1016,6 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
   p.early_span = a.early_weights_span ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
-  static const int scale_ahead_env = env_int("FUSEDMOE_FP8_SCALE_AHEAD").value_or(1);
-  p.scale_ahead = scale_ahead_env != 0 ? 1 : 0;
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
   const bool balanced_ok = Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads;
