@@ -427,6 +427,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
   } else {
     // ================= consumers =================
+    // (the normal family: its 128-thread producer warpgroup gives registers back. A CTA with a
+    // 32-thread producer and two of them per SM cannot grant 232 per consumer thread, and
+    // setmaxnreg.inc then waits forever: session 33's ping-pong Swap-AB experiment hung so.)
     if constexpr (Cfg::kConsumerWGs == 2) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
     if (prefetch) pdl_wait();  // (their outputs are written after the predecessor is done)
     typename Cfg::TiledMma tiled_mma;
