@@ -61,15 +61,10 @@ template <> struct Fp8MmaAtomFor<128> { using type = cute::SM90_64x128x32_F32E4M
 // kBlocks_: CTAs per SM the instance is built for (__launch_bounds__ and the stage count's shared
 // memory): 1 normal, 2 Swap-AB; the Swap-AB "dense" instances (sm90_fp8_grouped_gemm_swapab_dense.cu)
 // take 3-4 with fewer stages each, so that more consumer warpgroups share an SM.
-// kResident_ (Swap-AB GEMM2, the raster, session 33's design, untested): the segment's token-tile
-// activations (T x the whole reduction, <= 8 KB) stay in shared memory for all its weight tiles,
-// loaded once per segment; the ring's stages hold weights only (8 KB), so more of them fit.
-template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1), bool kResident_ = false>
+template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1)>
 struct Config {
   using Element = cutlass::float_e4m3_t;
   static constexpr bool kSwapAB = kSwapAB_;
-  static constexpr bool kResident = kResident_;
-  static_assert(!kResident || kSwapAB, "resident activations: Swap-AB only");
   static constexpr int kTokTile = kTokTile_;              // token rows per tile
   static constexpr int kWRows = kSwapAB ? 64 : 128;       // weight rows per tile
   static constexpr int kTileK = 128;                      // reduction per stage = promotion interval
@@ -89,8 +84,6 @@ struct Config {
   static_assert(kSwapAB ? (kTokTile == 8 || kTokTile == 16 || kTokTile == 32 || kTokTile == 64) : kTokTile == 128);
   static_assert(kMmaM == 64 * kConsumerWGs, "one 64-row WGMMA per consumer warpgroup");
   static_assert(kStages >= 3, "at least 3 stages to hide TMA latency");
-  // resident activations: K tiles of 128 that the act buffer holds (8 KB)
-  static constexpr int kResTiles = kResident ? 8192 / (kTokTile_ * 128) : 0;
   static_assert(kMmasPerStage == 4, "promotion every 128 K = 4 WGMMAs of k32 (docs/fp8_plan.md §1)");
   static_assert((kTokTile * kTileK) % 1024 == 0 && (kWRows * kTileK) % 1024 == 0,
                 "each stage must start on a 128B-swizzle pattern boundary (1024 B)");
@@ -98,7 +91,7 @@ struct Config {
   // 8 rows x 128 one-byte elements per swizzle atom
   using SmemLayoutAtom = cute::GMMA::Layout_K_SW128_Atom<Element>;
   using SmemLayoutAct = decltype(cute::tile_to_shape(
-      SmemLayoutAtom{}, cute::Shape<cute::Int<kTokTile>, cute::Int<kTileK>, cute::Int<kResident ? kResTiles : kStages>>{}));
+      SmemLayoutAtom{}, cute::Shape<cute::Int<kTokTile>, cute::Int<kTileK>, cute::Int<kStages>>{}));
   using SmemLayoutW = decltype(cute::tile_to_shape(
       SmemLayoutAtom{}, cute::Shape<cute::Int<kWRows>, cute::Int<kTileK>, cute::Int<kStages>>{}));
 
@@ -130,7 +123,6 @@ struct SharedStorage {
   alignas(16) __nv_bfloat16 stage_out[Cfg::kStageElems];  // staged epilogue (normal family; Swap-AB always)
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
-  alignas(8) uint64_t act_full, act_empty;  // resident activations (Config::kResident)
   grouped_schedule::Segment seg[grouped_schedule::kMaxSegments];  // the CTA's runs (grouped_schedule.cuh)
   int nseg;
   int scan[Cfg::kThreads / 32];  // balanced schedule: per-warp sums of active token tiles
@@ -253,10 +245,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       Barrier::init(&ss.full[s], 1);
       Barrier::init(&ss.empty[s], Cfg::kConsumerWarps);
     }
-    if constexpr (Cfg::kResident) {
-      Barrier::init(&ss.act_full, 1);
-      Barrier::init(&ss.act_empty, Cfg::kConsumerWarps);
-    }
     ss.nseg = 0;
     cutlass::arch::fence_barrier_init();
   }
@@ -370,15 +358,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                                  row0 + b * Cfg::kActBoxRows);
       };
       int skip = 0;  // leading (tile, K step) iterations issued before the PDL wait
-      // resident activations: K tile j of the segment into act slot j (one barrier: act_full)
-      auto load_res_act = [&](int j, int k0, int row0, int boxes) {
-        Element* dst = ss.act.begin() + j * (Cfg::kTokTile * Cfg::kTileK);
-        for (int b = 0; b < boxes; ++b)
-          SM90_TMA_LOAD_2D::copy(&tm_act, &ss.act_full, kHintAct, dst + b * (Cfg::kActBoxRows * Cfg::kTileK), k0,
-                                 row0 + b * Cfg::kActBoxRows);
-      };
-      int act_issued = 0;       // resident: segments whose activations were issued
-      uint32_t act_phase = 0;   // resident: the act buffer's phase (producer side)
       // dynamic schedule: the walk over this CTA's chunks (first: chunk blockIdx.x) and the queue
       grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups, p.out_unpadded != 0, p.w_tiles,
                                 0, 0, 0};
@@ -395,21 +374,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         const int steps = kt_end - kt_begin;
         skip = min(p.early_stages, p.early_span ? steps * (s0.we - s0.wb) : steps);
         for (int i = 0; i < skip; ++i) {
-          Barrier::arrive_and_expect_tx(&ss.full[i], (Cfg::kResident ? 0u : uint32_t(boxes0) * Cfg::kActBoxBytes) + w_bytes);
+          Barrier::arrive_and_expect_tx(&ss.full[i], uint32_t(boxes0) * Cfg::kActBoxBytes + w_bytes);
           load_weights(i, s0.e, s0.wb + i / steps, (kt_begin + i % steps) * Cfg::kTileK);
         }
         pdl_wait();
         sm90_grouped::gemm_stamp(p.trace, 2);
-        if constexpr (Cfg::kResident) {
-          // segment 0's activations, once (the act buffer starts empty)
-          Barrier::arrive_and_expect_tx(&ss.act_full, uint32_t(steps * boxes0) * Cfg::kActBoxBytes);
-          for (int kt = kt_begin; kt < kt_end; ++kt)
-            load_res_act(kt - kt_begin, kt * Cfg::kTileK, s0.poff + s0.local0, boxes0);
-          act_issued = 1;
-        } else {
         for (int i = 0; i < skip; ++i)
           load_act(i, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
-        }
       } else {
         sm90_grouped::gemm_stamp(p.trace, 2);
       }
@@ -417,20 +388,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       auto issue = [&](const grouped_schedule::Segment& sg, bool queued) {
        const int row0 = sg.poff + sg.local0;  // padded row of the token tile
        const int boxes = act_boxes(sg);
-       const uint32_t stage_bytes = (Cfg::kResident ? 0u : uint32_t(boxes) * Cfg::kActBoxBytes) + w_bytes;
+       const uint32_t stage_bytes = uint32_t(boxes) * Cfg::kActBoxBytes + w_bytes;
        bool first = true;
-       if constexpr (Cfg::kResident) {
-         // this segment's activations, once the consumers are done with the previous segment's
-         // (segment 0's: issued with the early weights). A blocking wait: the launcher takes this
-         // path for the raster only (one segment per CTA).
-         if (act_issued == 0) {
-           Barrier::wait(&ss.act_empty, act_phase ^ 1u);
-           Barrier::arrive_and_expect_tx(&ss.act_full, uint32_t((kt_end - kt_begin) * boxes) * Cfg::kActBoxBytes);
-           for (int kt = kt_begin; kt < kt_end; ++kt) load_res_act(kt - kt_begin, kt * Cfg::kTileK, row0, boxes);
-         }
-         act_issued = 0;
-         act_phase ^= 1u;
-       }
        for (int w = sg.wb; w < sg.we; ++w) {
         for (int kt = kt_begin; kt < kt_end; ++kt) {
           if (skip > 0) {
@@ -446,7 +405,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           if (queued && first) ss.seg_q[qn % grouped_schedule::kDynQueue] = sg;
           first = false;
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
-          if constexpr (!Cfg::kResident) load_act(stage, k0, row0, boxes);
+          load_act(stage, k0, row0, boxes);
           load_weights(stage, sg.e, w, k0);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
@@ -516,7 +475,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     };
     int stage = 0;
     uint32_t phase = 0;
-    uint32_t act_phase = 0;  // resident activations: the act buffer's phase (consumer side)
     for (int si = 0;; ++si) {
      grouped_schedule::Segment sg;
      if (dyn) {
@@ -616,7 +574,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      CUTE_UNROLL
      for (int q = 0; q < kTokVals; ++q)
       tok_off[q] = p.block_scales && p.a_scale_row_token != nullptr ? ss.tok_scale[(dyn ? 0 : si) * Cfg::kTokTile + tok_of(q)] : -1;
-     if constexpr (Cfg::kResident) Barrier::wait(&ss.act_full, act_phase);  // the segment's activations
      for (int w = w_begin; w < w_end; ++w) {
       CUTE_UNROLL
       for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
@@ -767,7 +724,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
         CUTE_UNROLL
         for (int kb = 0; kb < kKBlocks; ++kb) {
-          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, Cfg::kResident ? kt - kt_begin : stage), part);
+          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), part);
           tiled_mma.accumulate_ = GMMA::ScaleOut::One;
         }
         warpgroup_commit_batch();
@@ -787,12 +744,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
       }
       if (!dyn && si == nseg - 1 && w == w_end - 1 && tid == 0) sm90_grouped::gemm_stamp(p.trace, 4);
-      if constexpr (Cfg::kResident) {
-        if (w == w_end - 1) {  // the segment's last WGMMA has completed (wait<0> above): release its activations
-          if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.act_empty);
-          act_phase ^= 1u;
-        }
-      }
 
       // ---------------- epilogue: y = (sa * sw) * acc [+ bias] -> act -> bf16 ----------------
       if constexpr (Cfg::kSwapAB) {
@@ -897,16 +848,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 // sm90_fp8_grouped_gemm_swapab_dense.cu: the dense Swap-AB instances (GroupedGemmArgs::dense)
 cudaError_t launch_swapab_dense(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
-// sm90_fp8_grouped_gemm_swapab_resident.cu: GEMM2 with resident activations (Config::kResident)
-cudaError_t launch_swapab_resident(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
-int swapab_resident_tiles(int tile);  // the K tiles of 128 its act buffer holds
-
-// FUSEDMOE_FP8_RESIDENT=1 (read once; an experiment, off by default): GEMM2 on the 2-CTA raster
-// without split-K, whose token tile's activations fit the act buffer, runs the resident instances.
-inline bool resident_requested() {
-  static const int env = env_int("FUSEDMOE_FP8_RESIDENT").value_or(0);
-  return env == 1;
-}
 
 inline bool encode_u8_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
                           const uint64_t* strides_bytes, const uint32_t* box) {
@@ -1086,19 +1027,9 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
       balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
       use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages);
-  // (before the dense rule: the experiment takes every such GEMM2)
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense && !Cfg::kResident) {
-    if (gemm2 && sched.kind == 0 && p.k_splits == 1 && a.dense <= 0 && resident_requested() &&
-        p.k_tiles <= swapab_resident_tiles(Cfg::kTokTile)) {
-      Fp8GroupedGemmArgs d = a;
-      d.k_splits = 1;
-      d.balanced = -1;  // (the raster, as here)
-      return launch_swapab_resident(d, Cfg::kTokTile, gemm2, stream);
-    }
-  }
   // GroupedGemmArgs::dense: the same launch on the dense instance (3-4 CTAs per SM), forced or by
   // the measured rule (dense_fp8_auto) for this launch as the 2-CTA instance would run it
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense && !Cfg::kResident) {
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
     const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
     if (a.dense > 0 ||
         (a.dense == 0 && !forced_shape &&
@@ -1122,7 +1053,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
 
   // the kDefer kernels (2-CTA Swap-AB instances) with FUSEDMOE_FP8_DEFER=1
   static const int defer_env = env_int("FUSEDMOE_FP8_DEFER").value_or(0);
-  const bool defer = Cfg::kSwapAB && !Cfg::kDense && !Cfg::kResident && defer_env == 1;
+  const bool defer = Cfg::kSwapAB && !Cfg::kDense && defer_env == 1;
   auto launch = [&](auto kernel, int instance) -> cudaError_t {
     if (defer) instance += 4;
     const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[instance]);
@@ -1133,7 +1064,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // the raster runs the raster-only kernel (the normal family has no other)
   if (sched.kind != 0) {
     if constexpr (Cfg::kSwapAB) {
-      if constexpr (!Cfg::kDense && !Cfg::kResident) {
+      if constexpr (!Cfg::kDense) {
         if (defer)
           return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, true>, 3)
                        : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, true>, 2);
@@ -1144,7 +1075,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
       return cudaErrorInvalidValue;  // (launch_schedule gives the normal family the raster)
     }
   }
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense && !Cfg::kResident) {
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
     if (defer)
       return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, true>, 1)
                    : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, true>, 0);
@@ -1159,7 +1090,7 @@ std::string config_name() {
   const std::string tile = Cfg::kSwapAB ? "swapab_" + std::to_string(Cfg::kWRows) + "x" + std::to_string(Cfg::kTokTile)
                                         : std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows);
   return "sm90_fp8e4m3_grouped_gemm_" + tile + "x" + std::to_string(Cfg::kTileK) + "_s" + std::to_string(Cfg::kStages) +
-         (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : std::string()) + (Cfg::kResident ? "_ra" : "") + "_row";
+         (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : std::string()) + "_row";
 }
 
 // The kernels of a config for the registry (family "grouped_gemm_fp8"): gated (GEMM1 with a
@@ -1177,7 +1108,7 @@ void append_config_instances(KernelList* out) {
     out->push_back({"grouped_gemm_fp8", name + "_balanced",
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true>)});
   }
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense && !Cfg::kResident) {  // FUSEDMOE_FP8_DEFER=1 (see the kernel's kDefer)
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {  // FUSEDMOE_FP8_DEFER=1 (see the kernel's kDefer)
     out->push_back({"grouped_gemm_fp8", name + "_defer_gated",
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, true>)});
     out->push_back({"grouped_gemm_fp8", name + "_defer",

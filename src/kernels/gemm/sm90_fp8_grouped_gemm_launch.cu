@@ -65,19 +65,6 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_defer",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_defer_gated",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_defer",
-    // GEMM2 with resident activations (FUSEDMOE_FP8_RESIDENT=1, an experiment, off by default)
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_ra_row_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_ra_row",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_ra_row_balanced_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_ra_row_balanced",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s11_ra_row_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s11_ra_row",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s11_ra_row_balanced_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s11_ra_row_balanced",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s11_ra_row_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s11_ra_row",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s11_ra_row_balanced_gated",
-    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s11_ra_row_balanced",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 
