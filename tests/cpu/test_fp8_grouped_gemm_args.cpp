@@ -166,7 +166,7 @@ TEST(Fp8GroupedGemmArgs, NoRowsIsANoOpWithoutTouchingTheDevice) {
 TEST(Fp8GroupedGemmArgs, InstanceNamesSpellTheConfig) {
   int n = 0;
   const char* const* names = fusedmoe::kernels::fp8_grouped_gemm_instance_names(&n);
-  ASSERT_EQ(n, 38);  // normal + Swap-AB 8/16/32, gated + plain each; Swap-AB also with the balanced schedules; dense Swap-AB; nodefer
+  ASSERT_EQ(n, 50);  // normal + Swap-AB 8/16/32, gated + plain each; Swap-AB also with the balanced schedules; dense Swap-AB; nodefer
   EXPECT_STREQ(names[0], "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated");
   EXPECT_STREQ(names[1], "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row");
   EXPECT_STREQ(names[2], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gated");

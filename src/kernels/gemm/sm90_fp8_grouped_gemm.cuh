@@ -61,7 +61,12 @@ template <> struct Fp8MmaAtomFor<128> { using type = cute::SM90_64x128x32_F32E4M
 // kBlocks_: CTAs per SM the instance is built for (__launch_bounds__ and the stage count's shared
 // memory): 1 normal, 2 Swap-AB; the Swap-AB "dense" instances (sm90_fp8_grouped_gemm_swapab_dense.cu)
 // take 3-4 with fewer stages each, so that more consumer warpgroups share an SM.
-template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1)>
+// kWTiles_ (Swap-AB, 2-CTA; session 34, FUSEDMOE_FP8_PAIR): 64-row weight tiles per ring stage. With 2,
+// a stage holds two consecutive weight tiles of the segment (the "pair" instances), the consumer
+// warpgroup issues both tiles' WGMMAs in one batch into two accumulators and waits once, so the
+// per-stage costs (full/empty barriers, the tensor core's latency, the block-scale loads) are paid
+// once per 16 KB of weights instead of per 8 KB; each tile keeps its own epilogue.
+template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1), int kWTiles_ = 1>
 struct Config {
   using Element = cutlass::float_e4m3_t;
   static constexpr bool kSwapAB = kSwapAB_;
@@ -69,6 +74,8 @@ struct Config {
   static constexpr int kWRows = kSwapAB ? 64 : 128;       // weight rows per tile
   static constexpr int kTileK = 128;                      // reduction per stage = promotion interval
   static constexpr int kStages = kStages_;
+  static constexpr int kWTiles = kWTiles_;
+  static_assert(kWTiles == 1 || (kWTiles == 2 && kSwapAB_ && kBlocks_ == 2), "weight-tile pairs: 2-CTA Swap-AB only");
   static constexpr int kConsumerWGs = kSwapAB ? 1 : 2;
   static constexpr int kConsumerThreads = 128 * kConsumerWGs;
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
@@ -93,7 +100,7 @@ struct Config {
   using SmemLayoutAct = decltype(cute::tile_to_shape(
       SmemLayoutAtom{}, cute::Shape<cute::Int<kTokTile>, cute::Int<kTileK>, cute::Int<kStages>>{}));
   using SmemLayoutW = decltype(cute::tile_to_shape(
-      SmemLayoutAtom{}, cute::Shape<cute::Int<kWRows>, cute::Int<kTileK>, cute::Int<kStages>>{}));
+      SmemLayoutAtom{}, cute::Shape<cute::Int<kWRows>, cute::Int<kTileK>, cute::Int<kStages * kWTiles>>{}));
 
   using MmaAtom = typename Fp8MmaAtomFor<kMmaN>::type;
   using TiledMma = decltype(cute::make_tiled_mma(
@@ -131,7 +138,7 @@ struct SharedStorage {
   int tok_scale[grouped_schedule::kMaxSegments * Cfg::kTokTile];
   // Swap-AB epilogue "row" values of two weight tiles (w & 1), copied a tile ahead (cp.async):
   // plain [64 scales, 64 biases] by tile column, gated [32 gate scales, 32 up, 32 gate biases, 32 up]
-  alignas(16) float tile_rows[2][128];
+  alignas(16) float tile_rows[2 * Cfg::kWTiles][128];  // (pairs: two tiles per slot pair, by w % 4)
   // dynamic balanced schedule (Params::queue): the producer's segments (a ring) and the table of
   // active token tiles before each expert (grouped_schedule.cuh)
   grouped_schedule::Segment seg_q[grouped_schedule::kDynQueue];
@@ -229,6 +236,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   constexpr int kStages = Cfg::kStages;
+  static_assert(!kDefer || Cfg::kWTiles == 1, "the deferred promotion has no weight-tile pairs");
 
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_base = cute::cast_smem_ptr_to_uint(smem_raw);
@@ -342,8 +350,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         if constexpr (Cfg::kTokTile == Cfg::kActBoxRows) return 1;  // (token tiles 8, 16: one box)
         else return (min(Cfg::kTokTile, sg.count - sg.local0) + Cfg::kActBoxRows - 1) / Cfg::kActBoxRows;
       };
-      auto load_weights = [&](int st, int e, int w, int k0) {
-        Element* w_dst = ss.w.begin() + st * (Cfg::kWRows * Cfg::kTileK);
+      auto load_weights = [&](int st, int e, int w, int k0, int h) {  // h: the tile's half of a pair stage
+        Element* w_dst = ss.w.begin() + (st * Cfg::kWTiles + h) * (Cfg::kWRows * Cfg::kTileK);
         for (int s = 0; s < p.n_sub; ++s) {
           const int h = s & 1;
           SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[st], p.w_hint, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
@@ -372,10 +380,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
         const int boxes0 = act_boxes(s0);
         const int steps = kt_end - kt_begin;
-        skip = min(p.early_stages, p.early_span ? steps * (s0.we - s0.wb) : steps);
+        skip = min(p.early_stages, p.early_span ? steps * ((s0.we - s0.wb + Cfg::kWTiles - 1) / Cfg::kWTiles) : steps);
         for (int i = 0; i < skip; ++i) {
-          Barrier::arrive_and_expect_tx(&ss.full[i], uint32_t(boxes0) * Cfg::kActBoxBytes + w_bytes);
-          load_weights(i, s0.e, s0.wb + i / steps, (kt_begin + i % steps) * Cfg::kTileK);
+          const int w = s0.wb + (i / steps) * Cfg::kWTiles, k0 = (kt_begin + i % steps) * Cfg::kTileK;
+          const int halves = min(Cfg::kWTiles, s0.we - w);
+          Barrier::arrive_and_expect_tx(&ss.full[i], uint32_t(boxes0) * Cfg::kActBoxBytes + uint32_t(halves) * w_bytes);
+          for (int h = 0; h < halves; ++h) load_weights(i, s0.e, w + h, k0, h);
         }
         pdl_wait();
         sm90_grouped::gemm_stamp(p.trace, 2);
@@ -388,9 +398,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       auto issue = [&](const grouped_schedule::Segment& sg, bool queued) {
        const int row0 = sg.poff + sg.local0;  // padded row of the token tile
        const int boxes = act_boxes(sg);
-       const uint32_t stage_bytes = uint32_t(boxes) * Cfg::kActBoxBytes + w_bytes;
        bool first = true;
-       for (int w = sg.wb; w < sg.we; ++w) {
+       for (int w = sg.wb; w < sg.we; w += Cfg::kWTiles) {
+        const int halves = min(Cfg::kWTiles, sg.we - w);  // (a pair's second tile may be past the segment)
+        const uint32_t stage_bytes = uint32_t(boxes) * Cfg::kActBoxBytes + uint32_t(halves) * w_bytes;
         for (int kt = kt_begin; kt < kt_end; ++kt) {
           if (skip > 0) {
             --skip;
@@ -406,7 +417,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           first = false;
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
           load_act(stage, k0, row0, boxes);
-          load_weights(stage, sg.e, w, k0);
+          for (int h = 0; h < halves; ++h) load_weights(stage, sg.e, w + h, k0, h);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
        }
@@ -447,6 +458,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     Tensor part = partition_fragment_C(tiled_mma, TileMN{});   // P: one stage (128 K) from the tensor core
     // the second P of the deferred promotion (Swap-AB; unused by the normal family)
     Tensor part2 = partition_fragment_C(tiled_mma, TileMN{});
+    // weight-tile pairs (Config::kWTiles == 2): the second tile's sum and P
+    Tensor accum_b = partition_fragment_C(tiled_mma, TileMN{});
+    Tensor part_b = partition_fragment_C(tiled_mma, TileMN{});
     using Frag = decltype(part);
     Tensor tCcC = thr_mma.partition_C(make_identity_tensor(TileMN{}));  // (m, n) of each value
     constexpr int kKBlocks = decltype(size<2>(tCrA))::value;             // k32 WGMMAs per stage
@@ -541,7 +555,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
            const int n = w * 64 + c;
            if (n < p.out_cols) src = part == 0 ? (p.block_scales ? nullptr : sw_e + n * p.w_scale_row_mul) : (bias_e ? bias_e + n : nullptr);
          }
-         float* dst = &ss.tile_rows[w & 1][tid];
+         float* dst = &ss.tile_rows[w & (2 * Cfg::kWTiles - 1)][tid];
          if (src != nullptr) {
            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(cute::cast_smem_ptr_to_uint(dst)), "l"(src) : "memory");
          } else {
@@ -553,6 +567,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      };
      if constexpr (Cfg::kSwapAB) {
        copy_tile_rows(w_begin);
+       if (Cfg::kWTiles == 2 && w_begin + 1 < w_end) copy_tile_rows(w_begin + 1);
        asm volatile("cp.async.commit_group;" ::: "memory");
      }
      // weight scale blocks of tile w's gate (or only) rows and up rows: their offsets in w_scale
@@ -574,16 +589,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      CUTE_UNROLL
      for (int q = 0; q < kTokVals; ++q)
       tok_off[q] = p.block_scales && p.a_scale_row_token != nullptr ? ss.tok_scale[(dyn ? 0 : si) * Cfg::kTokTile + tok_of(q)] : -1;
-     for (int w = w_begin; w < w_end; ++w) {
+     for (int w = w_begin; w < w_end; w += Cfg::kWTiles) {
       CUTE_UNROLL
       for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
+      if constexpr (Cfg::kWTiles == 2) {
+        CUTE_UNROLL
+        for (int i = 0; i < size(accum_b); ++i) accum_b(i) = 0.f;
+      }
       if constexpr (Cfg::kSwapAB) {
         // the next tile's row values (an empty group on the last tile: one group per tile)
-        if (w + 1 < w_end) copy_tile_rows(w + 1);
+        if (w + Cfg::kWTiles < w_end) copy_tile_rows(w + Cfg::kWTiles);
+        if (Cfg::kWTiles == 2 && w + 3 < w_end) copy_tile_rows(w + 3);
         asm volatile("cp.async.commit_group;" ::: "memory");
       }
       int64_t swb_g = 0, swb_u = 0;
       if (p.block_scales) scale_rows(w, &swb_g, &swb_u);
+      // pairs: the second tile's weight scale blocks (its own 128-row blocks; a missing second
+      // tile reads the first's, its sums are never stored)
+      int64_t swb_g2 = swb_g, swb_u2 = swb_u;
+      if (Cfg::kWTiles == 2 && p.block_scales && w + 1 < w_end) scale_rows(w + 1, &swb_g2, &swb_u2);
       if constexpr (Cfg::kSwapAB && kDefer) {
         // block scales of K block kt (sa per token column of this thread, sw of the gate / up rows)
         auto load_scales = [&](int kt, float (&sa_k)[kTokVals], float& sw_g, float& sw_u) {
@@ -690,6 +714,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       for (int kt = kt_begin; kt < kt_end; ++kt) {
         // block scales of this K block, loaded before the stage's wait (their latency overlaps it)
         float sa_k[kTokVals], sw_g = 1.f, sw_u = 1.f;
+        float sw_g2 = 1.f, sw_u2 = 1.f;  // (pairs: the second tile's)
         if (p.block_scales) {
           CUTE_UNROLL
           for (int q = 0; q < kTokVals; ++q) {
@@ -712,108 +737,144 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             const uint8_t* ws = static_cast<const uint8_t*>(static_cast<const void*>(p.w_scale));
             sw_g = ue8m0_to_float(__ldg(ws + swb_g + kt));
             sw_u = ue8m0_to_float(__ldg(ws + swb_u + kt));
+            if constexpr (Cfg::kWTiles == 2) {
+              sw_g2 = ue8m0_to_float(__ldg(ws + swb_g2 + kt));
+              sw_u2 = ue8m0_to_float(__ldg(ws + swb_u2 + kt));
+            }
           } else {
             sw_g = __ldg(p.w_scale + swb_g + kt);
             sw_u = __ldg(p.w_scale + swb_u + kt);
+            if constexpr (Cfg::kWTiles == 2) {
+              sw_g2 = __ldg(p.w_scale + swb_g2 + kt);
+              sw_u2 = __ldg(p.w_scale + swb_u2 + kt);
+            }
           }
         }
         Barrier::wait(&ss.full[stage], phase);
         if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) sm90_grouped::gemm_stamp(p.trace, 3);
         warpgroup_fence_operand(part);
+        if constexpr (Cfg::kWTiles == 2) warpgroup_fence_operand(part_b);
         warpgroup_arrive();
         tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
         CUTE_UNROLL
         for (int kb = 0; kb < kKBlocks; ++kb) {
-          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), part);
+          cute::gemm(tiled_mma, tCrA(_, _, kb, stage * Cfg::kWTiles), tCrB(_, _, kb, stage), part);
           tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+        }
+        if constexpr (Cfg::kWTiles == 2) {
+          // the pair's second tile, in the same batch (a missing one reads stale shared memory
+          // into sums that are never stored)
+          tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+          CUTE_UNROLL
+          for (int kb = 0; kb < kKBlocks; ++kb) {
+            cute::gemm(tiled_mma, tCrA(_, _, kb, stage * 2 + 1), tCrB(_, _, kb, stage), part_b);
+            tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+          }
         }
         warpgroup_commit_batch();
         warpgroup_wait<0>();  // P is read right below (overlap: the other consumer warpgroup)
         warpgroup_fence_operand(part);
+        if constexpr (Cfg::kWTiles == 2) warpgroup_fence_operand(part_b);
         // P is in registers: the stage can be refilled while we promote
         if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[stage]);
         if (p.block_scales) {
           CUTE_UNROLL
           for (int i = 0; i < size(accum); ++i)  // promotion with this K block's scales
             accum(i) = fmaf(part(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u : sw_g), accum(i));
+          if constexpr (Cfg::kWTiles == 2) {
+            CUTE_UNROLL
+            for (int i = 0; i < size(accum_b); ++i)
+              accum_b(i) = fmaf(part_b(i), sa_k[tok_slot(i)] * (is_up(i) ? sw_u2 : sw_g2), accum_b(i));
+          }
         } else {
           CUTE_UNROLL
           for (int i = 0; i < size(accum); ++i) accum(i) += part(i);  // promotion (FADD)
+          if constexpr (Cfg::kWTiles == 2) {
+            CUTE_UNROLL
+            for (int i = 0; i < size(accum_b); ++i) accum_b(i) += part_b(i);
+          }
         }
         if (++stage == kStages) { stage = 0; phase ^= 1u; }
       }
       }
-      if (!dyn && si == nseg - 1 && w == w_end - 1 && tid == 0) sm90_grouped::gemm_stamp(p.trace, 4);
+      if (!dyn && si == nseg - 1 && w + Cfg::kWTiles >= w_end && tid == 0) sm90_grouped::gemm_stamp(p.trace, 4);
 
       // ---------------- epilogue: y = (sa * sw) * acc [+ bias] -> act -> bf16 ----------------
       if constexpr (Cfg::kSwapAB) {
-        // accum (64 weight rows x T tokens): index v0 + 2*v1 + 4*j: weight row warp*16 + lane/4 +
-        // 8*v1, token 2*(lane%4) + v0 + 8*j
-        constexpr int kVals = decltype(size(accum))::value;
-        static_assert(kVals == Cfg::kTokTile / 2 && kVals % 4 == 0);
-        if (p.k_splits > 1) {
-          // split-K (sm90_grouped::splitk_cluster_reduce): the ranks' partial sums, already
-          // block-scaled in block mode, meet on rank 0 (the weight ring is idle: one tile per CTA)
-          static_assert(kVals * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
-          if (!sm90_grouped::splitk_cluster_reduce<Cfg::kConsumerThreads>(accum, reinterpret_cast<float*>(ss.w.begin()),
-                                                                          split, p.k_splits, tid))
-            continue;  // (one weight tile per CTA: leaves the tile loop)
-        }
-        // outputs staged in shared memory, stored as 16-byte row chunks (sm90_grouped::SwapStage)
-        const sm90_grouped::SwapStage<Cfg::kTokTile, kGated ? 32 : 64> stage{ss.stage_out};
-        asm volatile("cp.async.wait_group 1;" ::: "memory");  // this tile's row values (not the next's)
-        stage.open();  // (also makes every thread's copies visible)
-        const float* rows = ss.tile_rows[w & 1];
-        if constexpr (kGated) {
-          // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
-          const int r = get<0>(tCcC(0));
-          const int c = (r >> 4) * 8 + (r & 7);
-          const int n = w * 32 + c;
-          if (n < p.out_cols) {
-            const float swg = rows[c], swu = rows[32 + c];  // (copied a tile ahead)
-            const float bg = rows[64 + c], bu = rows[96 + c];
-            with_activation<kGated>(p.act_kind, [&](auto kind) {
-              constexpr int kK = decltype(kind)::value;
-              CUTE_UNROLL
-              for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
-                CUTE_UNROLL
-                for (int v0 = 0; v0 < 2; ++v0) {
-                  const int i = v0 + 4 * j;
-                  const int t = get<1>(tCcC(i));
-                  if (t < rows_valid) {
-                    const float sa = sa_col[tok_slot(i)];
-                    const float g = accum(i) * (sa * swg) + bg, u = accum(i + 2) * (sa * swu) + bu;
-                    stage.put(t, c, activate_ct<kK>(g, u, p.alpha, p.limit));
-                  }
-                }
-              }
-            });
+       // each tile of the stage (pairs: the second one's sums in accum_b, if the segment has it)
+       CUTE_UNROLL
+       for (int h = 0; h < Cfg::kWTiles; ++h) {
+        if (h == 1 && w + 1 >= w_end) break;
+        Frag& acc = h == 0 ? accum : accum_b;
+        const int wt = w + h;
+          // accum (64 weight rows x T tokens): index v0 + 2*v1 + 4*j: weight row warp*16 + lane/4 +
+          // 8*v1, token 2*(lane%4) + v0 + 8*j
+          constexpr int kVals = decltype(size(acc))::value;
+          static_assert(kVals == Cfg::kTokTile / 2 && kVals % 4 == 0);
+          if (p.k_splits > 1) {
+            // split-K (sm90_grouped::splitk_cluster_reduce): the ranks' partial sums, already
+            // block-scaled in block mode, meet on rank 0 (the weight ring is idle: one tile per CTA)
+            static_assert(kVals * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
+            if (!sm90_grouped::splitk_cluster_reduce<Cfg::kConsumerThreads>(acc, reinterpret_cast<float*>(ss.w.begin()),
+                                                                            split, p.k_splits, tid))
+              continue;  // (one weight tile per CTA: leaves the tile loop)
           }
-          stage.flush(out, out_row0, ld, w * 32, p.out_cols, rows_valid, tid);
-        } else {
-          with_activation<kGated>(p.act_kind, [&](auto kind) {
-            constexpr int kK = decltype(kind)::value;
-            CUTE_UNROLL
-            for (int v1 = 0; v1 < 2; ++v1) {
-              const int c = get<0>(tCcC(2 * v1));
-              const int n = w * 64 + c;
-              if (n < p.out_cols) {
-                const float sw = rows[c], b = rows[64 + c];  // (copied a tile ahead)
+          // outputs staged in shared memory, stored as 16-byte row chunks (sm90_grouped::SwapStage)
+          const sm90_grouped::SwapStage<Cfg::kTokTile, kGated ? 32 : 64> stage{ss.stage_out};
+          asm volatile("cp.async.wait_group 1;" ::: "memory");  // this tile's row values (not the next's)
+          stage.open();  // (also makes every thread's copies visible)
+          const float* rows = ss.tile_rows[wt & (2 * Cfg::kWTiles - 1)];
+          if constexpr (kGated) {
+            // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
+            const int r = get<0>(tCcC(0));
+            const int c = (r >> 4) * 8 + (r & 7);
+            const int n = wt * 32 + c;
+            if (n < p.out_cols) {
+              const float swg = rows[c], swu = rows[32 + c];  // (copied a tile ahead)
+              const float bg = rows[64 + c], bu = rows[96 + c];
+              with_activation<kGated>(p.act_kind, [&](auto kind) {
+                constexpr int kK = decltype(kind)::value;
                 CUTE_UNROLL
                 for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
                   CUTE_UNROLL
                   for (int v0 = 0; v0 < 2; ++v0) {
-                    const int i = v0 + 2 * v1 + 4 * j;
+                    const int i = v0 + 4 * j;
                     const int t = get<1>(tCcC(i));
-                    if (t < rows_valid)
-                      stage.put(t, c, activate_ct<kK>(accum(i) * (sa_col[tok_slot(i)] * sw) + b, 0.f, p.alpha, p.limit));
+                    if (t < rows_valid) {
+                      const float sa = sa_col[tok_slot(i)];
+                      const float g = acc(i) * (sa * swg) + bg, u = acc(i + 2) * (sa * swu) + bu;
+                      stage.put(t, c, activate_ct<kK>(g, u, p.alpha, p.limit));
+                    }
+                  }
+                }
+              });
+            }
+            stage.flush(out, out_row0, ld, wt * 32, p.out_cols, rows_valid, tid);
+          } else {
+            with_activation<kGated>(p.act_kind, [&](auto kind) {
+              constexpr int kK = decltype(kind)::value;
+              CUTE_UNROLL
+              for (int v1 = 0; v1 < 2; ++v1) {
+                const int c = get<0>(tCcC(2 * v1));
+                const int n = wt * 64 + c;
+                if (n < p.out_cols) {
+                  const float sw = rows[c], b = rows[64 + c];  // (copied a tile ahead)
+                  CUTE_UNROLL
+                  for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
+                    CUTE_UNROLL
+                    for (int v0 = 0; v0 < 2; ++v0) {
+                      const int i = v0 + 2 * v1 + 4 * j;
+                      const int t = get<1>(tCcC(i));
+                      if (t < rows_valid)
+                        stage.put(t, c, activate_ct<kK>(acc(i) * (sa_col[tok_slot(i)] * sw) + b, 0.f, p.alpha, p.limit));
+                    }
                   }
                 }
               }
-            }
-          });
-          stage.flush(out, out_row0, ld, w * 64, p.out_cols, rows_valid, tid);
-        }
+            });
+            stage.flush(out, out_row0, ld, wt * 64, p.out_cols, rows_valid, tid);
+          }
+       }
       } else {
         // the "row" scales (block scales were applied per K block), then the BF16 kernel's epilogue
         // (bias, activation, bf16, direct or staged stores)
@@ -848,6 +909,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 // sm90_fp8_grouped_gemm_swapab_dense.cu: the dense Swap-AB instances (GroupedGemmArgs::dense)
 cudaError_t launch_swapab_dense(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
+// sm90_fp8_grouped_gemm_swapab_pair.cu: the weight-tile pair instances (Config::kWTiles == 2)
+cudaError_t launch_swapab_pair(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
+
+// FUSEDMOE_FP8_PAIR (read once; an experiment, 0 by default): bit 0 GEMM1, bit 1 GEMM2 on the
+// weight-tile pair instances where the 2-CTA Swap-AB instance would run without split-K.
+inline int pair_requested() {
+  static const int env = env_int("FUSEDMOE_FP8_PAIR").value_or(0);
+  return env;
+}
 
 inline bool encode_u8_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
                           const uint64_t* strides_bytes, const uint32_t* box) {
@@ -972,7 +1042,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K blocks
   // weight tiles per CTA: the BF16 launch's rule (sm90_grouped::choose_tiles_per_cta), both families
   int tpc = sm90_grouped::choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
-                                               slots, Cfg::kStages, Cfg::kSwapAB);
+                                               slots, Cfg::kStages * Cfg::kWTiles, Cfg::kSwapAB);
   // GroupedGemmArgs::one_wave (GEMM1 at decode) for long reductions only: one_wave_fp8_applies
   bool one_wave_chain = false;
   if (a.one_wave && a.weight_tiles_per_cta == 0 && p.k_splits == 1 && tpc == 1 &&
@@ -1026,10 +1096,18 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   const bool use_queue = a.queue != nullptr && a.a_scale_row_token == nullptr;
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
       balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
-      use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages);
+      use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages * Cfg::kWTiles);
+  // FUSEDMOE_FP8_PAIR (an experiment, before the dense rule): the launch on the pair instance
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {
+    if ((pair_requested() & (gemm2 ? 2 : 1)) != 0 && p.k_splits == 1 && a.dense <= 0) {
+      Fp8GroupedGemmArgs d = a;
+      d.k_splits = 1;
+      return launch_swapab_pair(d, Cfg::kTokTile, gemm2, stream);
+    }
+  }
   // GroupedGemmArgs::dense: the same launch on the dense instance (3-4 CTAs per SM), forced or by
   // the measured rule (dense_fp8_auto) for this launch as the 2-CTA instance would run it
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {
     const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
     if (a.dense > 0 ||
         (a.dense == 0 && !forced_shape &&
@@ -1053,7 +1131,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
 
   // the kDefer kernels (2-CTA Swap-AB instances) with FUSEDMOE_FP8_DEFER=1
   static const int defer_env = env_int("FUSEDMOE_FP8_DEFER").value_or(0);
-  const bool defer = Cfg::kSwapAB && !Cfg::kDense && defer_env == 1;
+  const bool defer = Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1 && defer_env == 1;
   auto launch = [&](auto kernel, int instance) -> cudaError_t {
     if (defer) instance += 4;
     const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[instance]);
@@ -1064,7 +1142,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // the raster runs the raster-only kernel (the normal family has no other)
   if (sched.kind != 0) {
     if constexpr (Cfg::kSwapAB) {
-      if constexpr (!Cfg::kDense) {
+      if constexpr (!Cfg::kDense && Cfg::kWTiles == 1) {
         if (defer)
           return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, true>, 3)
                        : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, true>, 2);
@@ -1075,7 +1153,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
       return cudaErrorInvalidValue;  // (launch_schedule gives the normal family the raster)
     }
   }
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {
     if (defer)
       return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, true>, 1)
                    : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, true>, 0);
@@ -1087,7 +1165,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
 // The config's name without the gated suffix, e.g. "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row".
 template <class Cfg>
 std::string config_name() {
-  const std::string tile = Cfg::kSwapAB ? "swapab_" + std::to_string(Cfg::kWRows) + "x" + std::to_string(Cfg::kTokTile)
+  const std::string tile = Cfg::kSwapAB ? "swapab_" + std::to_string(Cfg::kWRows * Cfg::kWTiles) + "x" + std::to_string(Cfg::kTokTile)
                                         : std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows);
   return "sm90_fp8e4m3_grouped_gemm_" + tile + "x" + std::to_string(Cfg::kTileK) + "_s" + std::to_string(Cfg::kStages) +
          (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : std::string()) + "_row";
@@ -1108,7 +1186,7 @@ void append_config_instances(KernelList* out) {
     out->push_back({"grouped_gemm_fp8", name + "_balanced",
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true>)});
   }
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense) {  // FUSEDMOE_FP8_DEFER=1 (see the kernel's kDefer)
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {  // FUSEDMOE_FP8_DEFER=1 (see the kernel's kDefer)
     out->push_back({"grouped_gemm_fp8", name + "_defer_gated",
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, true>)});
     out->push_back({"grouped_gemm_fp8", name + "_defer",

@@ -65,6 +65,19 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_defer",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_defer_gated",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_defer",
+    // two weight tiles per stage (FUSEDMOE_FP8_PAIR; off by default)
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x8x128_s6_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x8x128_s6_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x8x128_s6_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x8x128_s6_row_balanced",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x16x128_s5_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x16x128_s5_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x16x128_s5_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x16x128_s5_row_balanced",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row_balanced_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row_balanced",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 

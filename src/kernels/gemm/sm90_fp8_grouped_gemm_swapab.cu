@@ -18,6 +18,7 @@ static_assert(2 * (smem_bytes<SwapAB8>() + 1024) <= 228 * 1024, "two CTAs per SM
 
 // sm90_fp8_grouped_gemm_swapab_dense.cu
 void append_swapab_dense_instances(KernelList* out);
+void append_swapab_pair_instances(KernelList* out);  // sm90_fp8_grouped_gemm_swapab_pair.cu
 
 // (GroupedGemmArgs::dense: forced on goes straight to the dense instance; the rule is applied in
 // launch_instance, which knows the launch's schedule)
@@ -36,6 +37,7 @@ void append_swapab_instances(KernelList* out) {
   append_config_instances<SwapAB16>(out);
   append_config_instances<SwapAB32>(out);
   append_swapab_dense_instances(out);
+  append_swapab_pair_instances(out);
 }
 
 }  // namespace fusedmoe::kernels::sm90_fp8_grouped
