@@ -350,8 +350,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         if constexpr (Cfg::kTokTile == Cfg::kActBoxRows) return 1;  // (token tiles 8, 16: one box)
         else return (min(Cfg::kTokTile, sg.count - sg.local0) + Cfg::kActBoxRows - 1) / Cfg::kActBoxRows;
       };
-      auto load_weights = [&](int st, int e, int w, int k0, int h) {  // h: the tile's half of a pair stage
-        Element* w_dst = ss.w.begin() + (st * Cfg::kWTiles + h) * (Cfg::kWRows * Cfg::kTileK);
+      auto load_weights = [&](int st, int e, int w, int k0, int half) {  // half: the tile's place in a pair stage
+        Element* w_dst = ss.w.begin() + (st * Cfg::kWTiles + half) * (Cfg::kWRows * Cfg::kTileK);
         for (int s = 0; s < p.n_sub; ++s) {
           const int h = s & 1;
           SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[st], p.w_hint, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
