@@ -114,6 +114,13 @@ struct ForwardOptions {
   // GEMM1 only: its dense instances forced on / off (auto = as dense_swapab: forced the same way, or
   // the launchers' rules). GEMM2 keeps dense_swapab. For tuning (bench --dense1, --tpc1d).
   Toggle gemm1_dense_swapab = Toggle::kAuto;
+  // FP8 Swap-AB GEMMs on the "pair" instances: two 64-row weight tiles per pipeline stage, both
+  // tiles' WGMMAs in one batch (2 CTAs per SM, 4-6 stages of 16 KB of weights), so that a stage's
+  // barrier, tensor-core wait and block-scale loads serve twice the weights. Same results. Auto: where
+  // measured faster (H200, session 34): token tile 16 with long reductions, GEMM1 from 48 K blocks of
+  // 128 and GEMM2 from 8 (dsv3-ep8-fp8b at 256 tokens 336.4 -> 299.5 us); it replaces the dense
+  // instances there. bench --pair.
+  Toggle fp8_pair_swapab = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1
   // splits each weight tile's reduction over a cluster of n CTAs (1 = none; at most 8, capped to the
@@ -171,6 +178,7 @@ struct ResolvedOptions {
        weights_evict_first = false;
   int dense_swapab = 0;  // the Swap-AB GEMMs' GroupedGemmArgs::dense: 0 the launchers' rule, 1 on, -1 off
   int gemm1_dense_swapab = 0;  // GEMM1's (ForwardOptions::gemm1_dense_swapab; auto: dense_swapab's)
+  int fp8_pair_swapab = 0;     // the FP8 Swap-AB GEMMs' GroupedGemmArgs::pair: 0 the launchers' rule, 1 on, -1 off
   std::string why;
 };
 ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& options);

@@ -160,6 +160,16 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                    "where single weight tiles run on the raster (GEMM2: token tiles 8-16; GEMM1: past one wave of 2-CTA slots), "
                    "BF16 GEMM1 chains that fit one dense wave; measured)")
          << "\n";
+  // The FP8 pair instances (two weight tiles per stage): by the launcher's measured rule
+  // (kernels::pair_fp8_auto, which needs the launch's tile and reduction length).
+  r.fp8_pair_swapab = o.fp8_pair_swapab == Toggle::kOn ? 1 : o.fp8_pair_swapab == Toggle::kOff ? -1 : 0;
+  if (why && fp8_weights)
+    *why << "  fp8_pair_swapab: "
+         << (o.fp8_pair_swapab != Toggle::kAuto
+                 ? (r.fp8_pair_swapab > 0 ? "on (forced by ForwardOptions)" : "off (forced by ForwardOptions)")
+                 : "rule (auto, per launch: token tile 16 with GEMM1 >= 48 or GEMM2 >= 8 K blocks of 128, "
+                   "instead of the dense instances; measured)")
+         << "\n";
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
   if (block_fp8)
@@ -464,6 +474,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.early_weight_stages = options.early_weight_stages;
   g.weights_evict_first = ro.weights_evict_first;
   g.dense = ro.gemm1_dense_swapab;  // (GEMM2: ro.dense_swapab, below)
+  g.pair = ro.fp8_pair_swapab;
   if (gather) {
     g.gather_x = r.act;  // [T, K] dense: x itself or its dense copy
     g.row_token = r.row_token;
@@ -521,6 +532,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.k_splits = gemm2_k_splits;
   g.weight_tiles_per_cta = options.weight_tiles_per_cta;
   g.dense = ro.dense_swapab;
+  g.pair = ro.fp8_pair_swapab;
   g.one_wave = false;
   g.a = inter;
   g.w = t.w2;

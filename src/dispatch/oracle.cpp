@@ -168,7 +168,7 @@ bool grouped_switch_forced(const MoeProblem& p, const ForwardOptions& o) {
                          p.quant.weight.granularity == ScaleGranularity::kBlock;
   return o.gather_rows != Toggle::kAuto || o.staged_epilogue != Toggle::kAuto || o.split_k != Toggle::kAuto ||
          o.balanced_gemm2 != Toggle::kAuto || o.balanced_gemm1 != Toggle::kAuto || o.dense_swapab != Toggle::kAuto ||
-         o.gemm1_dense_swapab != Toggle::kAuto || (block_fp8 && o.scales_by_token != Toggle::kAuto);
+         o.gemm1_dense_swapab != Toggle::kAuto || o.fp8_pair_swapab != Toggle::kAuto || (block_fp8 && o.scales_by_token != Toggle::kAuto);
 }
 
 bool cutlass_preferred(const MoeProblem& p, const ForwardOptions& o) {
@@ -239,7 +239,7 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
       d.reason = c.backend == Backend::kGrouped
                      ? "grouped backend (tiles below): the CUTLASS path needs more rows per expert or tokens, "
                        "cannot run this problem, or a grouped-backend switch (tiles, gather_rows, staged_epilogue, "
-                       "split_k, balanced_gemm2, balanced_gemm1, dense_swapab, gemm1_dense_swapab, scales_by_token) is forced"
+                       "split_k, balanced_gemm2, balanced_gemm1, dense_swapab, gemm1_dense_swapab, fp8_pair_swapab, scales_by_token) is forced"
                      : "the only backend that can run this problem";
       return d;
     }

@@ -121,6 +121,24 @@ TEST(GemmSchedule, DenseFp8TakesTheMeasuredPoints) {
   EXPECT_FALSE(fk::dense_fp8_auto(true, false, 32, false, false));
 }
 
+// The FP8 pair instances' rule (pair_fp8_auto), at the points measured on the H200 (session 34,
+// call 2: both GEMMs on the pair instances vs the default, stage split).
+TEST(GemmSchedule, PairFp8TakesTheMeasuredPoints) {
+  // token tile 16, long reductions: dsv3-ep8-fp8b / dsv3-tp8-fp8b GEMM1 (56 K blocks) and
+  // dsv3-ep8-fp8b GEMM2 (16) at 256 tokens
+  EXPECT_TRUE(fk::pair_fp8_auto(false, 16, 56));
+  EXPECT_TRUE(fk::pair_fp8_auto(true, 16, 16));
+  // not: dsv4f-tp4-fp8b GEMM1 (32 blocks) and GEMM2 (4), dsv3-tp8-fp8b GEMM2 (2) at tile 16
+  EXPECT_FALSE(fk::pair_fp8_auto(false, 16, 32));
+  EXPECT_FALSE(fk::pair_fp8_auto(true, 16, 4));
+  EXPECT_FALSE(fk::pair_fp8_auto(true, 16, 2));
+  // not: tiles 8 (16-64 tokens) and 32 (qwen235-tp4-fp8b / qwen235-tp8-fp8c at 256)
+  EXPECT_FALSE(fk::pair_fp8_auto(false, 8, 56));
+  EXPECT_FALSE(fk::pair_fp8_auto(true, 8, 16));
+  EXPECT_FALSE(fk::pair_fp8_auto(false, 32, 32));
+  EXPECT_FALSE(fk::pair_fp8_auto(true, 32, 2));
+}
+
 // The BF16 dense rule (dense_bf16_auto): single weight tiles on the raster (split-K or not); GEMM2
 // on token tiles 8-16, and on tile 32 for long reductions over many experts.
 TEST(GemmSchedule, DenseBf16OnlyForSingleRasterTiles) {

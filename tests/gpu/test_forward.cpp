@@ -563,6 +563,41 @@ TEST(Forward, DenseSwapAb) {
   }
 }
 
+// The FP8 pair instances (ForwardOptions::fp8_pair_swapab: two 64-row weight tiles per stage), 128x128
+// blocks with UE8M0 scales and per-channel (gated and plain GEMMs; an odd count of weight tiles, so
+// that a stage holds one tile; weight tiles per CTA forced to 3), token tiles 8 / 16 / 32, uniform
+// and Zipf loads: against the reference, and bitwise against the 2-CTA instances.
+TEST(Forward, Fp8PairSwapAb) {
+  fm::MoeProblem f8b = small_problem(64, 4, 256, 640);  // GEMM2: 10 weight tiles of 64 rows
+  f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  fm::MoeProblem f8c = small_problem(32, 6, 192, 448);  // GEMM1: 6 tiles (gated), GEMM2: 7
+  f8c.quant = fm::QuantScheme::fp8_per_channel();
+  fm::ForwardOptions on, off;
+  on.fp8_pair_swapab = fm::Toggle::kOn;
+  off.fp8_pair_swapab = fm::Toggle::kOff;
+  on.backend = off.backend = fm::Backend::kGrouped;
+  on.tiles = off.tiles = fm::TileFamily::kSwapAB;
+  on.split_k = off.split_k = fm::Toggle::kOff;
+  int variant = 0;
+  for (const fm::MoeProblem& base : {f8b, f8c}) {
+    for (const int tile : {8, 16, 32}) {
+      on.tokens_tile = off.tokens_tile = tile;
+      for (const int64_t t : {3, 40, 200}) {
+        const fm::testing::Skew skew = (variant++ % 2) ? fm::testing::Skew::kZipf : fm::testing::Skew::kUniform;
+        on.weight_tiles_per_cta = off.weight_tiles_per_cta = (t == 40) ? 3 : 0;
+        check_forward(base, t, on, "fp8 pair swap-ab, tile " + std::to_string(tile), skew);
+        fm::MoeProblem p = base;
+        p.num_tokens = p.max_tokens = t;
+        SCOPED_TRACE("tile " + std::to_string(tile) + " T=" + std::to_string(t));
+        Layer L;
+        upload(p, fm::gputest::test_seed(), skew, &L);
+        if (::testing::Test::HasFatalFailure()) return;
+        expect_same_bits(p, L, off, on, "the pair instances differ from the 2-CTA ones");
+      }
+    }
+  }
+}
+
 // Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches), the
 // staged GEMM epilogue (staged_epilogue) and gathered GEMM1 rows (gather_rows): the same bits as the
 // plain path, called directly and (overlap) replayed from a captured graph, over the

@@ -76,6 +76,10 @@ struct GroupedGemmArgs {
   // their one consumer warpgroup per CTA: H200, session 21). 0 = the launcher's rule (FP8:
   // dense_fp8_auto in sm90_fp8_grouped_gemm.h; BF16: off), > 0 = on, < 0 = off. Same values.
   int dense = 0;
+  // FP8 Swap-AB: the "pair" instances (two 64-row weight tiles per stage, sm90_fp8_grouped_gemm.cuh
+  // Config::kWTiles). 0 = the launcher's rule (pair_fp8_auto in sm90_fp8_grouped_gemm.h), > 0 = on
+  // (without split-K), < 0 = off. Same values. (BF16: unused.)
+  int pair = 0;
   // With the balanced schedule, a zeroed int in device memory makes it dynamic (CTAs take further
   // chunks of the items from this counter as they finish: grouped_schedule.cuh; BF16 and FP8). It
   // must be zero when the grid starts: the launch before this one (same stream, under PDL too)

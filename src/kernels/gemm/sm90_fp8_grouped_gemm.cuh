@@ -912,10 +912,10 @@ cudaError_t launch_swapab_dense(const Fp8GroupedGemmArgs& a, int tile, bool gemm
 // sm90_fp8_grouped_gemm_swapab_pair.cu: the weight-tile pair instances (Config::kWTiles == 2)
 cudaError_t launch_swapab_pair(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
 
-// FUSEDMOE_FP8_PAIR (read once; an experiment, 0 by default): bit 0 GEMM1, bit 1 GEMM2 on the
-// weight-tile pair instances where the 2-CTA Swap-AB instance would run without split-K.
-inline int pair_requested() {
-  static const int env = env_int("FUSEDMOE_FP8_PAIR").value_or(0);
+// FUSEDMOE_FP8_PAIR (read once; a tuning override of GroupedGemmArgs::pair's rule, unset by
+// default): bit 0 GEMM1, bit 1 GEMM2 on the pair instances, the other GEMM off (0: both off).
+inline int pair_env() {
+  static const int env = env_int("FUSEDMOE_FP8_PAIR").value_or(-1);
   return env;
 }
 
@@ -1097,9 +1097,14 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
       balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
       use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages * Cfg::kWTiles);
-  // FUSEDMOE_FP8_PAIR (an experiment, before the dense rule): the launch on the pair instance
+  // GroupedGemmArgs::pair (before the dense rule): the launch on the pair instance, forced, by the
+  // FUSEDMOE_FP8_PAIR override, or by the measured rule (pair_fp8_auto) where no shape is forced
   if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {
-    if ((pair_requested() & (gemm2 ? 2 : 1)) != 0 && p.k_splits == 1 && a.dense <= 0) {
+    const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0 || a.dense > 0;
+    const int env = pair_env();
+    const bool pair = a.pair > 0 || (a.pair == 0 && (env >= 0 ? (env & (gemm2 ? 2 : 1)) != 0
+                                                               : !forced_shape && pair_fp8_auto(gemm2, Cfg::kTokTile, p.k_tiles)));
+    if (pair && p.k_splits == 1) {
       Fp8GroupedGemmArgs d = a;
       d.k_splits = 1;
       return launch_swapab_pair(d, Cfg::kTokTile, gemm2, stream);

@@ -98,6 +98,17 @@ inline bool dense_fp8_auto(bool gemm2, bool block_scales, int tokens_tile, bool 
   return !one_wave_chain && (block_scales || tokens_tile >= 16);
 }
 
+// GroupedGemmArgs::pair's rule (2-CTA Swap-AB launches without split-K and without a forced shape,
+// checked before the dense rule): the pair instances (two weight tiles per stage) where measured
+// faster, H200 session 34 (bench/results/2026-12-03_h200_session34, six FP8 cases at 16 / 64 / 256
+// tokens): token tile 16 with long reductions. GEMM1 (K blocks of 128) from 48: dsv3-ep8-fp8b 194.0
+// -> 172.8 us, dsv3-tp8-fp8b 209.5 -> 200.6 at 256 tokens (dsv4f-tp4-fp8b, 32 blocks: 256 -> 266);
+// GEMM2 from 8: dsv3-ep8-fp8b 118.1 -> 99.2 (2-4 blocks: 7-15 % slower). Tiles 8 and 32: no gain
+// that holds across cases (qwen235-tp4-fp8b GEMM1 at tile 32: 127 -> 172).
+inline bool pair_fp8_auto(bool gemm2, int tokens_tile, int k_tiles) {
+  return tokens_tile == 16 && k_tiles >= (gemm2 ? 8 : 48);
+}
+
 // Host-only argument checks (no CUDA call): cudaErrorInvalidValue for N or K not a positive
 // multiple of 16 (TMA global strides of 1-byte rows must be multiples of 16 B), G outside
 // [1, 65536], max_rows < 0 or too large, an unsupported family/tile; and when max_rows > 0: null
