@@ -21,5 +21,5 @@ gzip -f "$out/gpu_tests.log"
 .gpu/bin/fusedmoe run > "$out/run.log" 2>&1; echo "fusedmoe run rc=$?; $(grep -E 'output \[' "$out/run.log")"
 C=qwen235-tp8-fp8c,qwen235-tp8-fp8t,dsv3-tp8-fp8b,dsv3-ep8-fp8b,dsv4f-tp4-fp8b,qwen235-tp4-fp8b
 timeout 200 .gpu/bin/fusedmoe bench --suite layer --cases $C --tokens 16,64,256 --stages --pair --json "$out/fp8_pair.json" > "$out/fp8_pair.txt" 2>&1
-echo "bench rc=$?"; grep -E " layer " "$out/fp8_pair.txt" | sed 's/  */ /g' | cut -c1-90
-sed -n '/summary\|vs default/,$p' "$out/fp8_pair.txt" | head -40
+echo "bench rc=$?"; grep -E " layer " "$out/fp8_pair.txt" | sed 's/  */ /g' | sed -E 's/ layer fp8 swap-ab, token tile ([0-9]+)/ t\1/' | cut -c1-80
+tail -7 "$out/fp8_pair.txt"
