@@ -118,8 +118,8 @@ struct ForwardOptions {
   // tiles' WGMMAs in one batch (2 CTAs per SM, 4-6 stages of 16 KB of weights), so that a stage's
   // barrier, tensor-core wait and block-scale loads serve twice the weights. Same results. Auto: where
   // measured faster (H200, session 34): token tile 16 with long reductions, GEMM1 from 48 K blocks of
-  // 128 and GEMM2 from 8 (dsv3-ep8-fp8b at 256 tokens 336.4 -> 299.5 us); it replaces the dense
-  // instances there. bench --pair.
+  // 128 and GEMM2 from 8 (dsv3-ep8-fp8b at 256 tokens 336.4 -> 299.5 us; it replaces the dense
+  // instances there), and row-scaled GEMM2 on token tile 32. bench --pair.
   Toggle fp8_pair_swapab = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1

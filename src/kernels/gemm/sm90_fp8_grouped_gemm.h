@@ -103,9 +103,11 @@ inline bool dense_fp8_auto(bool gemm2, bool block_scales, int tokens_tile, bool 
 // faster, H200 session 34 (bench/results/2026-12-03_h200_session34, six FP8 cases at 16 / 64 / 256
 // tokens): token tile 16 with long reductions. GEMM1 (K blocks of 128) from 48: dsv3-ep8-fp8b 194.0
 // -> 172.8 us, dsv3-tp8-fp8b 209.5 -> 200.6 at 256 tokens (dsv4f-tp4-fp8b, 32 blocks: 256 -> 266);
-// GEMM2 from 8: dsv3-ep8-fp8b 118.1 -> 99.2 (2-4 blocks: 7-15 % slower). Tiles 8 and 32: no gain
-// that holds across cases (qwen235-tp4-fp8b GEMM1 at tile 32: 127 -> 172).
-inline bool pair_fp8_auto(bool gemm2, int tokens_tile, int k_tiles) {
+// GEMM2 from 8: dsv3-ep8-fp8b 118.1 -> 99.2 (2-4 blocks: 7-15 % slower). And GEMM2 with row
+// scales on token tile 32: qwen235-tp8-fp8c / fp8t at 256 tokens 57.4 / 57.0 -> 54.8 / 53.7. Elsewhere
+// on tiles 8 and 32 no gain that holds across cases (qwen235-tp4-fp8b GEMM1 at tile 32: 127 -> 172).
+inline bool pair_fp8_auto(bool gemm2, bool block_scales, int tokens_tile, int k_tiles) {
+  if (gemm2 && !block_scales && tokens_tile == 32) return true;
   return tokens_tile == 16 && k_tiles >= (gemm2 ? 8 : 48);
 }
 
