@@ -117,9 +117,10 @@ struct ForwardOptions {
   // FP8 Swap-AB GEMMs on the "pair" instances: two 64-row weight tiles per pipeline stage, both
   // tiles' WGMMAs in one batch (2 CTAs per SM, 4-6 stages of 16 KB of weights), so that a stage's
   // barrier, tensor-core wait and block-scale loads serve twice the weights. Same results. Auto: where
-  // measured faster (H200, session 34): token tile 16 with long reductions, GEMM1 from 48 K blocks of
-  // 128 and GEMM2 from 8 (dsv3-ep8-fp8b at 256 tokens 336.4 -> 299.5 us; it replaces the dense
-  // instances there), and row-scaled GEMM2 on token tile 32. bench --pair.
+  // measured faster (H200, session 34): token tile 16 with long reductions over >= 32 weight tiles per
+  // expert, GEMM1 from 48 K blocks of 128 and GEMM2 from 8 (dsv3-ep8-fp8b at 256 tokens 330.9 ->
+  // 295.5 us; it replaces the dense instances there), and row-scaled GEMM2 on token tile 32
+  // (qwen235-tp8-fp8c at 256 tokens 135.6 -> 132.6). bench --pair.
   Toggle fp8_pair_swapab = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1

@@ -167,8 +167,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
     *why << "  fp8_pair_swapab: "
          << (o.fp8_pair_swapab != Toggle::kAuto
                  ? (r.fp8_pair_swapab > 0 ? "on (forced by ForwardOptions)" : "off (forced by ForwardOptions)")
-                 : "rule (auto, per launch: token tile 16 with GEMM1 >= 48 or GEMM2 >= 8 K blocks of 128, "
-                   "and row-scaled GEMM2 on token tile 32; measured)")
+                 : "rule (auto, per launch: token tile 16 with >= 32 weight tiles per expert and GEMM1 >= 48 or "
+                   "GEMM2 >= 8 K blocks of 128, and row-scaled GEMM2 on token tile 32; measured)")
          << "\n";
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;

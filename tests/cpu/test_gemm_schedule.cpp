@@ -124,23 +124,25 @@ TEST(GemmSchedule, DenseFp8TakesTheMeasuredPoints) {
 // The FP8 pair instances' rule (pair_fp8_auto), at the points measured on the H200 (session 34,
 // call 2: both GEMMs on the pair instances vs the default, stage split).
 TEST(GemmSchedule, PairFp8TakesTheMeasuredPoints) {
-  // token tile 16, long reductions: dsv3-ep8-fp8b / dsv3-tp8-fp8b GEMM1 (56 K blocks) and
-  // dsv3-ep8-fp8b GEMM2 (16) at 256 tokens
-  EXPECT_TRUE(fk::pair_fp8_auto(false, true, 16, 56));
-  EXPECT_TRUE(fk::pair_fp8_auto(true, true, 16, 16));
-  // not: dsv4f-tp4-fp8b GEMM1 (32 blocks) and GEMM2 (4), dsv3-tp8-fp8b GEMM2 (2) at tile 16
-  EXPECT_FALSE(fk::pair_fp8_auto(false, true, 16, 32));
-  EXPECT_FALSE(fk::pair_fp8_auto(true, true, 16, 4));
-  EXPECT_FALSE(fk::pair_fp8_auto(true, true, 16, 2));
-  // not: tiles 8 (16-64 tokens) and 32 (qwen235-tp4-fp8b / qwen235-tp8-fp8c at 256)
-  EXPECT_FALSE(fk::pair_fp8_auto(false, true, 8, 56));
-  EXPECT_FALSE(fk::pair_fp8_auto(true, true, 8, 16));
-  EXPECT_FALSE(fk::pair_fp8_auto(false, true, 32, 32));
-  EXPECT_FALSE(fk::pair_fp8_auto(true, true, 32, 2));
+  // token tile 16, long reductions over many weight tiles: dsv3-ep8-fp8b at 256 tokens, GEMM1 (56 K
+  // blocks, 64 gated tiles) and GEMM2 (16 blocks, 112 tiles)
+  EXPECT_TRUE(fk::pair_fp8_auto(false, true, 16, 56, 64));
+  EXPECT_TRUE(fk::pair_fp8_auto(true, true, 16, 16, 112));
+  // not: dsv3-tp8-fp8b GEMM1 (56 blocks, 8 tiles) and GEMM2 (2 blocks), dsv4f-tp4-fp8b GEMM1 (32
+  // blocks) and GEMM2 (4)
+  EXPECT_FALSE(fk::pair_fp8_auto(false, true, 16, 56, 8));
+  EXPECT_FALSE(fk::pair_fp8_auto(true, true, 16, 2, 112));
+  EXPECT_FALSE(fk::pair_fp8_auto(false, true, 16, 32, 16));
+  EXPECT_FALSE(fk::pair_fp8_auto(true, true, 16, 4, 64));
+  // not: tile 8 (16-64 tokens), tile 32 with block scales (qwen235-tp4-fp8b at 256)
+  EXPECT_FALSE(fk::pair_fp8_auto(false, true, 8, 56, 64));
+  EXPECT_FALSE(fk::pair_fp8_auto(true, true, 8, 16, 112));
+  EXPECT_FALSE(fk::pair_fp8_auto(false, true, 32, 32, 12));
+  EXPECT_FALSE(fk::pair_fp8_auto(true, true, 32, 3, 64));
   // row scales: GEMM2 on tile 32 (qwen235-tp8-fp8c / fp8t at 256 tokens), not GEMM1, not tile 8
-  EXPECT_TRUE(fk::pair_fp8_auto(true, false, 32, 2));
-  EXPECT_FALSE(fk::pair_fp8_auto(false, false, 32, 32));
-  EXPECT_FALSE(fk::pair_fp8_auto(true, false, 8, 2));
+  EXPECT_TRUE(fk::pair_fp8_auto(true, false, 32, 2, 64));
+  EXPECT_FALSE(fk::pair_fp8_auto(false, false, 32, 32, 6));
+  EXPECT_FALSE(fk::pair_fp8_auto(true, false, 8, 2, 64));
 }
 
 // The BF16 dense rule (dense_bf16_auto): single weight tiles on the raster (split-K or not); GEMM2

@@ -1103,7 +1103,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0 || a.dense > 0;
     const int env = pair_env();
     const bool pair = a.pair > 0 || (a.pair == 0 && (env >= 0 ? (env & (gemm2 ? 2 : 1)) != 0
-                                                               : !forced_shape && pair_fp8_auto(gemm2, a.block_scales, Cfg::kTokTile, p.k_tiles)));
+                                                               : !forced_shape && pair_fp8_auto(gemm2, a.block_scales, Cfg::kTokTile, p.k_tiles, p.w_tiles)));
     if (pair && p.k_splits == 1) {
       Fp8GroupedGemmArgs d = a;
       d.k_splits = 1;

@@ -101,14 +101,18 @@ inline bool dense_fp8_auto(bool gemm2, bool block_scales, int tokens_tile, bool 
 // GroupedGemmArgs::pair's rule (2-CTA Swap-AB launches without split-K and without a forced shape,
 // checked before the dense rule): the pair instances (two weight tiles per stage) where measured
 // faster, H200 session 34 (bench/results/2026-12-03_h200_session34, six FP8 cases at 16 / 64 / 256
-// tokens): token tile 16 with long reductions. GEMM1 (K blocks of 128) from 48: dsv3-ep8-fp8b 194.0
-// -> 172.8 us, dsv3-tp8-fp8b 209.5 -> 200.6 at 256 tokens (dsv4f-tp4-fp8b, 32 blocks: 256 -> 266);
-// GEMM2 from 8: dsv3-ep8-fp8b 118.1 -> 99.2 (2-4 blocks: 7-15 % slower). And GEMM2 with row
-// scales on token tile 32: qwen235-tp8-fp8c / fp8t at 256 tokens 57.4 / 57.0 -> 54.8 / 53.7. Elsewhere
-// on tiles 8 and 32 no gain that holds across cases (qwen235-tp4-fp8b GEMM1 at tile 32: 127 -> 172).
-inline bool pair_fp8_auto(bool gemm2, bool block_scales, int tokens_tile, int k_tiles) {
+// tokens, calls 2-3):
+// - token tile 16, long reductions over many weight tiles per expert (w_tiles >= 32; GEMM1 from 48
+//   K blocks of 128, GEMM2 from 8): dsv3-ep8-fp8b at 256 tokens 330.9 -> 295.5 us (GEMM1 193.1 ->
+//   174.0, GEMM2 117.9 -> 99.2). With 8 weight tiles per expert (dsv3-tp8-fp8b GEMM1, 56 blocks) the
+//   layer was slower (355.8 -> 365.6), as were short reductions (GEMM2 with 2-4 blocks: 7-15 %);
+// - GEMM2 with row scales on token tile 32: qwen235-tp8-fp8c / fp8t at 256 tokens 135.6 / 135.1 ->
+//   132.6 / 132.0 us (GEMM2 56.6 -> 53.6).
+// Elsewhere on tiles 8 and 32 no gain that holds across cases (qwen235-tp4-fp8b GEMM1 at tile 32:
+// 127 -> 172 us).
+inline bool pair_fp8_auto(bool gemm2, bool block_scales, int tokens_tile, int k_tiles, int w_tiles) {
   if (gemm2 && !block_scales && tokens_tile == 32) return true;
-  return tokens_tile == 16 && k_tiles >= (gemm2 ? 8 : 48);
+  return tokens_tile == 16 && w_tiles >= 32 && k_tiles >= (gemm2 ? 8 : 48);
 }
 
 // Host-only argument checks (no CUDA call): cudaErrorInvalidValue for N or K not a positive
