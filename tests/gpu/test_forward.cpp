@@ -528,10 +528,37 @@ TEST(Forward, BalancedGemm1Fp8) {
   }
 }
 
+// A Swap-AB switch forced on (`on`) against forced off (`off`), both on the grouped backend without
+// split-K (its split count follows the CTA slots): each base problem at token tiles 8 / 16 / 32 and
+// 3 / 40 / 200 tokens, uniform and Zipf loads in turn, `on` against the reference and bitwise against
+// `off`. tpc_at_40 > 0: both with that many weight tiles per CTA at 40 tokens.
+void check_swapab_switch(const std::vector<fm::MoeProblem>& bases, fm::ForwardOptions on, fm::ForwardOptions off,
+                         const std::string& label, const char* differ, int tpc_at_40 = 0) {
+  on.backend = off.backend = fm::Backend::kGrouped;
+  on.tiles = off.tiles = fm::TileFamily::kSwapAB;
+  on.split_k = off.split_k = fm::Toggle::kOff;
+  int variant = 0;
+  for (const fm::MoeProblem& base : bases) {
+    for (const int tile : {8, 16, 32}) {
+      on.tokens_tile = off.tokens_tile = tile;
+      for (const int64_t t : {3, 40, 200}) {
+        const fm::testing::Skew skew = (variant++ % 2) ? fm::testing::Skew::kZipf : fm::testing::Skew::kUniform;
+        on.weight_tiles_per_cta = off.weight_tiles_per_cta = (t == 40) ? tpc_at_40 : 0;
+        check_forward(base, t, on, label + ", tile " + std::to_string(tile), skew);
+        fm::MoeProblem p = base;
+        p.num_tokens = p.max_tokens = t;
+        SCOPED_TRACE("tile " + std::to_string(tile) + " T=" + std::to_string(t));
+        Layer L;
+        upload(p, fm::gputest::test_seed(), skew, &L);
+        if (::testing::Test::HasFatalFailure()) return;
+        expect_same_bits(p, L, off, on, differ);
+      }
+    }
+  }
+}
+
 // The dense Swap-AB instances (ForwardOptions::dense_swapab: 3-4 CTAs per SM, fewer stages), BF16
-// and FP8 (128x128 blocks with UE8M0 scales, per-channel), token tiles 8 / 16 / 32, uniform and Zipf
-// loads: against the reference, and bitwise against the 2-CTA instances (split-K off: its split
-// count follows the CTA slots).
+// and FP8 (128x128 blocks with UE8M0 scales, per-channel): against the 2-CTA instances.
 TEST(Forward, DenseSwapAb) {
   fm::MoeProblem b16 = small_problem(64, 4, 256, 512);
   fm::MoeProblem f8b = small_problem(64, 4, 256, 512);
@@ -541,32 +568,13 @@ TEST(Forward, DenseSwapAb) {
   fm::ForwardOptions on, off;
   on.dense_swapab = fm::Toggle::kOn;
   off.dense_swapab = fm::Toggle::kOff;
-  on.backend = off.backend = fm::Backend::kGrouped;
-  on.tiles = off.tiles = fm::TileFamily::kSwapAB;
-  on.split_k = off.split_k = fm::Toggle::kOff;
-  int variant = 0;
-  for (const fm::MoeProblem& base : {b16, f8b, f8c}) {
-    for (const int tile : {8, 16, 32}) {
-      on.tokens_tile = off.tokens_tile = tile;
-      for (const int64_t t : {3, 40, 200}) {
-        const fm::testing::Skew skew = (variant++ % 2) ? fm::testing::Skew::kZipf : fm::testing::Skew::kUniform;
-        check_forward(base, t, on, "dense swap-ab, tile " + std::to_string(tile), skew);
-        fm::MoeProblem p = base;
-        p.num_tokens = p.max_tokens = t;
-        SCOPED_TRACE("tile " + std::to_string(tile) + " T=" + std::to_string(t));
-        Layer L;
-        upload(p, fm::gputest::test_seed(), skew, &L);
-        if (::testing::Test::HasFatalFailure()) return;
-        expect_same_bits(p, L, off, on, "the dense instances differ from the 2-CTA ones");
-      }
-    }
-  }
+  check_swapab_switch({b16, f8b, f8c}, on, off, "dense swap-ab", "the dense instances differ from the 2-CTA ones");
 }
 
 // The FP8 pair instances (ForwardOptions::fp8_pair_swapab: two 64-row weight tiles per stage), 128x128
-// blocks with UE8M0 scales and per-channel (gated and plain GEMMs; an odd count of weight tiles, so
-// that a stage holds one tile; weight tiles per CTA forced to 3), token tiles 8 / 16 / 32, uniform
-// and Zipf loads: against the reference, and bitwise against the 2-CTA instances.
+// blocks with UE8M0 scales and per-channel (gated and plain GEMMs; odd counts of weight tiles, so
+// that a segment can end on a stage with one tile; 3 weight tiles per CTA at 40 tokens): against the
+// 2-CTA instances.
 TEST(Forward, Fp8PairSwapAb) {
   fm::MoeProblem f8b = small_problem(64, 4, 256, 640);  // GEMM2: 10 weight tiles of 64 rows
   f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
@@ -575,27 +583,7 @@ TEST(Forward, Fp8PairSwapAb) {
   fm::ForwardOptions on, off;
   on.fp8_pair_swapab = fm::Toggle::kOn;
   off.fp8_pair_swapab = fm::Toggle::kOff;
-  on.backend = off.backend = fm::Backend::kGrouped;
-  on.tiles = off.tiles = fm::TileFamily::kSwapAB;
-  on.split_k = off.split_k = fm::Toggle::kOff;
-  int variant = 0;
-  for (const fm::MoeProblem& base : {f8b, f8c}) {
-    for (const int tile : {8, 16, 32}) {
-      on.tokens_tile = off.tokens_tile = tile;
-      for (const int64_t t : {3, 40, 200}) {
-        const fm::testing::Skew skew = (variant++ % 2) ? fm::testing::Skew::kZipf : fm::testing::Skew::kUniform;
-        on.weight_tiles_per_cta = off.weight_tiles_per_cta = (t == 40) ? 3 : 0;
-        check_forward(base, t, on, "fp8 pair swap-ab, tile " + std::to_string(tile), skew);
-        fm::MoeProblem p = base;
-        p.num_tokens = p.max_tokens = t;
-        SCOPED_TRACE("tile " + std::to_string(tile) + " T=" + std::to_string(t));
-        Layer L;
-        upload(p, fm::gputest::test_seed(), skew, &L);
-        if (::testing::Test::HasFatalFailure()) return;
-        expect_same_bits(p, L, off, on, "the pair instances differ from the 2-CTA ones");
-      }
-    }
-  }
+  check_swapab_switch({f8b, f8c}, on, off, "fp8 pair swap-ab", "the pair instances differ from the 2-CTA ones", 3);
 }
 
 // Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches), the
