@@ -161,7 +161,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                    "BF16 GEMM1 chains that fit one dense wave; measured)")
          << "\n";
   // The FP8 pair instances (two weight tiles per stage): by the launcher's measured rule
-  // (kernels::pair_fp8_auto, which needs the launch's tile and reduction length).
+  // (kernels::pair_fp8_auto, which needs the launch's tile, reduction length and weight tiles).
   r.fp8_pair_swapab = o.fp8_pair_swapab == Toggle::kOn ? 1 : o.fp8_pair_swapab == Toggle::kOff ? -1 : 0;
   if (why && fp8_weights)
     *why << "  fp8_pair_swapab: "

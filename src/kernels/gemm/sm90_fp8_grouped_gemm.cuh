@@ -597,7 +597,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         for (int i = 0; i < size(accum_b); ++i) accum_b(i) = 0.f;
       }
       if constexpr (Cfg::kSwapAB) {
-        // the next tile's row values (an empty group on the last tile: one group per tile)
+        // the next stage's row values (an empty group on the last stage: one group per stage)
         if (w + Cfg::kWTiles < w_end) copy_tile_rows(w + Cfg::kWTiles);
         if (Cfg::kWTiles == 2 && w + 3 < w_end) copy_tile_rows(w + 3);
         asm volatile("cp.async.commit_group;" ::: "memory");
@@ -807,73 +807,73 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         if (h == 1 && w + 1 >= w_end) break;
         Frag& acc = h == 0 ? accum : accum_b;
         const int wt = w + h;
-          // accum (64 weight rows x T tokens): index v0 + 2*v1 + 4*j: weight row warp*16 + lane/4 +
-          // 8*v1, token 2*(lane%4) + v0 + 8*j
-          constexpr int kVals = decltype(size(acc))::value;
-          static_assert(kVals == Cfg::kTokTile / 2 && kVals % 4 == 0);
-          if (p.k_splits > 1) {
-            // split-K (sm90_grouped::splitk_cluster_reduce): the ranks' partial sums, already
-            // block-scaled in block mode, meet on rank 0 (the weight ring is idle: one tile per CTA)
-            static_assert(kVals * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
-            if (!sm90_grouped::splitk_cluster_reduce<Cfg::kConsumerThreads>(acc, reinterpret_cast<float*>(ss.w.begin()),
-                                                                            split, p.k_splits, tid))
-              continue;  // (one weight tile per CTA: leaves the tile loop)
-          }
-          // outputs staged in shared memory, stored as 16-byte row chunks (sm90_grouped::SwapStage)
-          const sm90_grouped::SwapStage<Cfg::kTokTile, kGated ? 32 : 64> stage{ss.stage_out};
-          asm volatile("cp.async.wait_group 1;" ::: "memory");  // this tile's row values (not the next's)
-          stage.open();  // (also makes every thread's copies visible)
-          const float* rows = ss.tile_rows[wt & (2 * Cfg::kWTiles - 1)];
-          if constexpr (kGated) {
-            // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
-            const int r = get<0>(tCcC(0));
-            const int c = (r >> 4) * 8 + (r & 7);
-            const int n = wt * 32 + c;
-            if (n < p.out_cols) {
-              const float swg = rows[c], swu = rows[32 + c];  // (copied a tile ahead)
-              const float bg = rows[64 + c], bu = rows[96 + c];
-              with_activation<kGated>(p.act_kind, [&](auto kind) {
-                constexpr int kK = decltype(kind)::value;
-                CUTE_UNROLL
-                for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
-                  CUTE_UNROLL
-                  for (int v0 = 0; v0 < 2; ++v0) {
-                    const int i = v0 + 4 * j;
-                    const int t = get<1>(tCcC(i));
-                    if (t < rows_valid) {
-                      const float sa = sa_col[tok_slot(i)];
-                      const float g = acc(i) * (sa * swg) + bg, u = acc(i + 2) * (sa * swu) + bu;
-                      stage.put(t, c, activate_ct<kK>(g, u, p.alpha, p.limit));
-                    }
-                  }
-                }
-              });
-            }
-            stage.flush(out, out_row0, ld, wt * 32, p.out_cols, rows_valid, tid);
-          } else {
+        // accum (64 weight rows x T tokens): index v0 + 2*v1 + 4*j: weight row warp*16 + lane/4 +
+        // 8*v1, token 2*(lane%4) + v0 + 8*j
+        constexpr int kVals = decltype(size(acc))::value;
+        static_assert(kVals == Cfg::kTokTile / 2 && kVals % 4 == 0);
+        if (p.k_splits > 1) {
+          // split-K (sm90_grouped::splitk_cluster_reduce): the ranks' partial sums, already
+          // block-scaled in block mode, meet on rank 0 (the weight ring is idle: one tile per CTA)
+          static_assert(kVals * 128 * 4 <= int(sizeof(ss.w)), "partials fit in the weight ring");
+          if (!sm90_grouped::splitk_cluster_reduce<Cfg::kConsumerThreads>(acc, reinterpret_cast<float*>(ss.w.begin()),
+                                                                          split, p.k_splits, tid))
+            continue;  // (one weight tile per CTA: leaves the tile loop)
+        }
+        // outputs staged in shared memory, stored as 16-byte row chunks (sm90_grouped::SwapStage)
+        const sm90_grouped::SwapStage<Cfg::kTokTile, kGated ? 32 : 64> stage{ss.stage_out};
+        asm volatile("cp.async.wait_group 1;" ::: "memory");  // this tile's row values (not the next's)
+        stage.open();  // (also makes every thread's copies visible)
+        const float* rows = ss.tile_rows[wt & (2 * Cfg::kWTiles - 1)];
+        if constexpr (kGated) {
+          // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
+          const int r = get<0>(tCcC(0));
+          const int c = (r >> 4) * 8 + (r & 7);
+          const int n = wt * 32 + c;
+          if (n < p.out_cols) {
+            const float swg = rows[c], swu = rows[32 + c];  // (copied a tile ahead)
+            const float bg = rows[64 + c], bu = rows[96 + c];
             with_activation<kGated>(p.act_kind, [&](auto kind) {
               constexpr int kK = decltype(kind)::value;
               CUTE_UNROLL
-              for (int v1 = 0; v1 < 2; ++v1) {
-                const int c = get<0>(tCcC(2 * v1));
-                const int n = wt * 64 + c;
-                if (n < p.out_cols) {
-                  const float sw = rows[c], b = rows[64 + c];  // (copied a tile ahead)
-                  CUTE_UNROLL
-                  for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
-                    CUTE_UNROLL
-                    for (int v0 = 0; v0 < 2; ++v0) {
-                      const int i = v0 + 2 * v1 + 4 * j;
-                      const int t = get<1>(tCcC(i));
-                      if (t < rows_valid)
-                        stage.put(t, c, activate_ct<kK>(acc(i) * (sa_col[tok_slot(i)] * sw) + b, 0.f, p.alpha, p.limit));
-                    }
+              for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
+                CUTE_UNROLL
+                for (int v0 = 0; v0 < 2; ++v0) {
+                  const int i = v0 + 4 * j;
+                  const int t = get<1>(tCcC(i));
+                  if (t < rows_valid) {
+                    const float sa = sa_col[tok_slot(i)];
+                    const float g = acc(i) * (sa * swg) + bg, u = acc(i + 2) * (sa * swu) + bu;
+                    stage.put(t, c, activate_ct<kK>(g, u, p.alpha, p.limit));
                   }
                 }
               }
             });
-            stage.flush(out, out_row0, ld, wt * 64, p.out_cols, rows_valid, tid);
           }
+          stage.flush(out, out_row0, ld, wt * 32, p.out_cols, rows_valid, tid);
+        } else {
+          with_activation<kGated>(p.act_kind, [&](auto kind) {
+            constexpr int kK = decltype(kind)::value;
+            CUTE_UNROLL
+            for (int v1 = 0; v1 < 2; ++v1) {
+              const int c = get<0>(tCcC(2 * v1));
+              const int n = wt * 64 + c;
+              if (n < p.out_cols) {
+                const float sw = rows[c], b = rows[64 + c];  // (copied a tile ahead)
+                CUTE_UNROLL
+                for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
+                  CUTE_UNROLL
+                  for (int v0 = 0; v0 < 2; ++v0) {
+                    const int i = v0 + 2 * v1 + 4 * j;
+                    const int t = get<1>(tCcC(i));
+                    if (t < rows_valid)
+                      stage.put(t, c, activate_ct<kK>(acc(i) * (sa_col[tok_slot(i)] * sw) + b, 0.f, p.alpha, p.limit));
+                  }
+                }
+              }
+            }
+          });
+          stage.flush(out, out_row0, ld, wt * 64, p.out_cols, rows_valid, tid);
+        }
        }
       } else {
         // the "row" scales (block scales were applied per K block), then the BF16 kernel's epilogue
@@ -1097,23 +1097,22 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
       balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
       use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages * Cfg::kWTiles);
-  // GroupedGemmArgs::pair (before the dense rule): the launch on the pair instance, forced, by the
-  // FUSEDMOE_FP8_PAIR override, or by the measured rule (pair_fp8_auto) where no shape is forced
   if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {
-    const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0 || a.dense > 0;
+    const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
+    // GroupedGemmArgs::pair (before the dense rule): the launch on the pair instance, forced, by the
+    // FUSEDMOE_FP8_PAIR override, or by the measured rule (pair_fp8_auto) where neither the shape
+    // nor the dense instances are forced
     const int env = pair_env();
     const bool pair = a.pair > 0 || (a.pair == 0 && (env >= 0 ? (env & (gemm2 ? 2 : 1)) != 0
-                                                               : !forced_shape && pair_fp8_auto(gemm2, a.block_scales, Cfg::kTokTile, p.k_tiles, p.w_tiles)));
+                                                               : !forced_shape && a.dense <= 0 &&
+                                                                     pair_fp8_auto(gemm2, a.block_scales, Cfg::kTokTile, p.k_tiles, p.w_tiles)));
     if (pair && p.k_splits == 1) {
       Fp8GroupedGemmArgs d = a;
       d.k_splits = 1;
       return launch_swapab_pair(d, Cfg::kTokTile, gemm2, stream);
     }
-  }
-  // GroupedGemmArgs::dense: the same launch on the dense instance (3-4 CTAs per SM), forced or by
-  // the measured rule (dense_fp8_auto) for this launch as the 2-CTA instance would run it
-  if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {
-    const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
+    // GroupedGemmArgs::dense: the same launch on the dense instance (3-4 CTAs per SM), forced or by
+    // the measured rule (dense_fp8_auto) for this launch as the 2-CTA instance would run it
     if (a.dense > 0 ||
         (a.dense == 0 && !forced_shape &&
          dense_fp8_auto(gemm2, a.block_scales, Cfg::kTokTile, one_wave_chain, sched.kind != 0))) {
