@@ -54,12 +54,13 @@ double ulp_of(DType t, double v) {
   return std::ldexp(1.0, e - (bits - 1));
 }
 
-void run_case(const CCase& c) {
+// method: CombineArgs::method (1 row team, 2 staged); both must give the emulated bits.
+void run_case(const CCase& c, int method) {
   const uint64_t seed = fm::gputest::test_seed();
   char name[200];
-  std::snprintf(name, sizeof name, "T=%lld K=%d k=%d shared=%d weights=%d %s stride+%d seed=%llu",
+  std::snprintf(name, sizeof name, "T=%lld K=%d k=%d shared=%d weights=%d %s stride+%d method=%d seed=%llu",
                 static_cast<long long>(c.tokens), c.hidden, c.k, c.shared, int(c.weights), fm::to_string(c.dtype),
-                c.stride_pad, static_cast<unsigned long long>(seed));
+                c.stride_pad, method, static_cast<unsigned long long>(seed));
   SCOPED_TRACE(name);
   std::mt19937_64 rng(seed);
   const int64_t T = c.tokens;
@@ -114,6 +115,8 @@ void run_case(const CCase& c) {
   a.act_dtype = c.dtype;
   a.out = dout.get();
   a.out_row_stride = c.stride_pad ? stride : 0;
+  a.method = method;
+  a.plan_ready = (seed & 1) != 0;  // (no PDL here: either order of the plan's loads is valid)
 
   std::vector<uint16_t> first;
   for (int run = 0; run < 10; ++run) {
@@ -194,8 +197,31 @@ TEST(Combine, MatchesReferenceAndIsDeterministic) {
       {256, 7168, 8, 0, true, bf, 0, 1.f, true},
       {64, 2880, 4, 0, false, hf, 8, 1.f, true},
       {700, 2048, 8, 0, true, bf, 0, 1.f, true},
+      // the staged kernel's limits: 17 slots (k 16 + shared), rows of one 16-byte unit, 5 chunks
+      {5, 8, 16, 1, true, bf},
+      {2, 7168, 16, 1, true, hf, 8},
   };
-  for (const CCase& c : cases) run_case(c);
+  for (int method : {1, 2})
+    for (const CCase& c : cases) run_case(c, method);
+}
+
+TEST(Combine, StagedRejectsMoreThan17Slots) {
+  fk::CombineArgs a;
+  DeviceBuffer y(256), o(256), sr(1024);
+  a.expert_out = y.get();
+  sr.poison(0xFF);  // every slot -1: routed nowhere
+  a.slot_row = sr.as<int32_t>();
+  a.out = o.get();
+  a.num_tokens = 1;
+  a.hidden = 64;
+  a.top_k = 18;
+  a.method = 2;
+  EXPECT_EQ(fk::launch_combine(a, nullptr), cudaErrorInvalidValue);
+  a.method = 0;  // auto: the row-team kernel takes it
+  EXPECT_EQ(fk::launch_combine(a, nullptr), cudaSuccess);
+  a.method = 3;
+  EXPECT_EQ(fk::launch_combine(a, nullptr), cudaErrorInvalidValue);
+  FM_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 TEST(Combine, ZeroTokensLaunchesNothing) {
@@ -211,7 +237,8 @@ using fusedmoe::gputest::median_us;
 
 TEST(CombineTiming, Informational) {
   const int K = 7168, k = 8, slots = 9;
-  for (int64_t T : {int64_t{256}, int64_t{16384}}) {
+  for (int method : {1, 2})
+  for (int64_t T : {int64_t{1}, int64_t{16}, int64_t{256}, int64_t{4096}, int64_t{16384}}) {
     const int64_t R = T * slots;
     std::vector<int32_t> slot_row(static_cast<size_t>(R));
     std::iota(slot_row.begin(), slot_row.end(), 0);
@@ -229,13 +256,14 @@ TEST(CombineTiming, Informational) {
     a.num_shared = 1;
     a.hidden = K;
     a.out = dout.get();
+    a.method = method;
     auto launch = [&](cudaStream_t s) { fk::launch_combine(a, s); };
     const float single = median_us(launch);
     const float us = graph_us(launch);
     const double bytes = double(R) * K * 2 + double(T) * K * 2;
-    std::printf("[timing] combine T=%lld K=%d k=%d+1 bf16: %.2f us per launch in a graph (%.0f GB/s); %.2f us single "
-                "launch incl. host submission\n",
-                static_cast<long long>(T), K, k, us, bytes / us * 1e-3, single);
+    std::printf("[timing] combine (%s) T=%lld K=%d k=%d+1 bf16: %.2f us per launch in a graph (%.0f GB/s); %.2f us "
+                "single launch incl. host submission\n",
+                method == 2 ? "staged" : "row team", static_cast<long long>(T), K, k, us, bytes / us * 1e-3, single);
   }
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }

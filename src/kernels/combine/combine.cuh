@@ -17,6 +17,9 @@
 
 #include <cstdint>
 
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cutlass/arch/barrier.h>
+
 #include "kernels/common/pdl.cuh"
 #include "kernels/common/token_count.cuh"
 #include "kernels/quant/vec.cuh"
@@ -39,7 +42,14 @@ struct CombineParams {
   int64_t out_stride;
   int ts;
   int teams;
+  // staged kernel: the plan (slot rows, weights) and the device token count may be read before
+  // griddepcontrol.wait (CombineArgs::plan_ready)
+  int plan_ready;
 };
+
+// The staged combine's limits: slots per token (k <= 16 plus one shared expert) and threads.
+constexpr int kStagedMaxSlots = 17;
+constexpr int kStagedThreads = 128;
 
 // 8 units per thread hold 64 float64 accumulators: at most 256 threads (255 registers each)
 // or they spill; that bounds K at 8 * 8 * 256 = 16384.
@@ -105,6 +115,83 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
         dst[u] = vec::pack8<T>(f);
       }
     }
+  }
+}
+
+// The staged combine: one block per (token, column chunk). Thread 0 reads the token's slot rows
+// and weights (before griddepcontrol.wait when the plan is complete at launch), then copies each
+// valid slot row's chunk into shared memory with one bulk copy (cp.async.bulk, completing on one
+// transaction barrier): a token's k rows are in flight at once with no registers held for them, so
+// the bytes in flight per SM are bounded by shared memory (a few blocks of <= 32 KB) rather than by
+// the float64 accumulators of the row-team kernel above. Then every thread accumulates its 16-byte
+// units from shared memory in slot order with the same float64 fma chain: the same bits as
+// combine_kernel.
+template <class T>
+__global__ void __launch_bounds__(kStagedThreads) combine_staged_kernel(CombineParams p) {
+  extern __shared__ __align__(128) uint4 smem_rows[];  // (slot, chunk_units) 16-byte units
+  __shared__ alignas(8) uint64_t full;
+  __shared__ int32_t s_row[kStagedMaxSlots];
+  __shared__ float s_w[kStagedMaxSlots];
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  const int tid = threadIdx.x;
+  const int64_t t = blockIdx.x;
+  const int u0 = int(blockIdx.y) * p.chunk_units;
+  const int cu = min(p.units, u0 + p.chunk_units) - u0;  // units of this chunk
+  if (tid == 0) Barrier::init(&full, 1);
+  if (!p.plan_ready) pdl_enter();
+  const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, nullptr);
+  if (t >= num_tokens) {  // (a device-side count below the launch bound; block-uniform)
+    if (p.plan_ready) pdl_enter();
+    return;
+  }
+  if (tid == 0) {
+    cutlass::arch::fence_barrier_init();
+    int32_t r[kStagedMaxSlots];
+    float w[kStagedMaxSlots];
+#pragma unroll
+    for (int s = 0; s < kStagedMaxSlots; ++s) {
+      r[s] = s < p.slots ? __ldcg(p.slot_row + t * p.slots + s) : -1;
+      w[s] = s < p.top_k ? (p.weights != nullptr ? __ldcg(p.weights + t * p.top_k + s) : 1.f) : p.shared_scale;
+    }
+    uint32_t bytes = 0;
+#pragma unroll
+    for (int s = 0; s < kStagedMaxSlots; ++s) {
+      s_row[s] = r[s];
+      s_w[s] = w[s];
+      bytes += r[s] >= 0 ? uint32_t(cu) * 16u : 0u;
+    }
+    if (p.plan_ready) pdl_enter();  // expert_out is the predecessor's output
+    Barrier::arrive_and_expect_tx(&full, bytes);
+    const uint4* src = static_cast<const uint4*>(p.expert_out);
+#pragma unroll 1
+    for (int s = 0; s < p.slots; ++s)
+      if (r[s] >= 0)
+        cute::SM90_BULK_COPY_G2S::copy(src + static_cast<int64_t>(r[s]) * p.units + u0, &full,
+                                       smem_rows + s * p.chunk_units, cu * 16);
+  } else if (p.plan_ready) {
+    pdl_enter();
+  }
+  __syncthreads();  // the barrier's init, s_row and s_w
+  Barrier::wait(&full, 0);
+  uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(p.out) + t * p.out_stride) + u0;
+#pragma unroll 1
+  for (int u = tid; u < cu; u += kStagedThreads) {
+    double acc[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] = 0.0;
+#pragma unroll 1
+    for (int s = 0; s < p.slots; ++s) {
+      if (s_row[s] < 0) continue;  // routed elsewhere: contributes nothing (not even 0 * NaN)
+      const double ws = static_cast<double>(s_w[s]);
+      float f[8];
+      vec::unpack8<T>(smem_rows[s * p.chunk_units + u], f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = __fma_rn(ws, static_cast<double>(f[e]), acc[e]);
+    }
+    float f[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) f[e] = static_cast<float>(acc[e]);
+    dst[u] = vec::pack8<T>(f);
   }
 }
 

@@ -23,7 +23,36 @@ cudaError_t launch_typed(const CombineParams& p, int vpt, dim3 grid, int block, 
   }
 }
 
+// The staged kernel's launch: one block per (token, column chunk); a chunk's slot rows take at
+// most kStagedBytes of shared memory (several blocks per SM keep rows in flight), and few tokens
+// split their rows further so that about every SM has a block.
+constexpr int kStagedBytes = 32 * 1024;
+
+template <class T>
+cudaError_t launch_staged(CombineParams p, cudaStream_t stream) {
+  const int64_t sms = vec::sm_count();
+  int chunk = std::max(1, kStagedBytes / (16 * std::max(1, p.slots)));
+  int chunks = (p.units + chunk - 1) / chunk;
+  if (p.num_tokens * chunks < sms) {  // decode: spread a row over more blocks (>= 32 units each)
+    const int64_t want = std::min<int64_t>((sms + p.num_tokens - 1) / p.num_tokens, (p.units + 31) / 32);
+    chunks = static_cast<int>(std::max<int64_t>(chunks, want));
+  }
+  chunk = (p.units + chunks - 1) / chunks;
+  chunks = (p.units + chunk - 1) / chunk;
+  p.chunk_units = chunk;
+  const size_t smem = size_t(p.slots) * size_t(chunk) * 16;
+  if (p.num_tokens > 0x7fffffff || chunks > 65535) return cudaErrorInvalidValue;
+  return launch_chain(combine_staged_kernel<T>, dim3(static_cast<unsigned>(p.num_tokens), static_cast<unsigned>(chunks)),
+                      dim3(kStagedThreads), smem, stream, p);
+}
+
 }  // namespace
+
+bool combine_uses_staged(int64_t num_tokens, int hidden, int slots) {
+  (void)num_tokens;
+  (void)hidden;
+  return slots <= kStagedMaxSlots;
+}
 
 const char* combine_kernel_name() { return "combine_rowteam_f64acc_x8"; }
 
@@ -53,6 +82,14 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   p.units = a.hidden / 8;
   p.out = a.out;
   p.out_stride = stride;
+  p.plan_ready = a.plan_ready ? 1 : 0;
+  if (a.method < 0 || a.method > 2) return cudaErrorInvalidValue;
+  const bool staged = a.method == 2 || (a.method == 0 && combine_uses_staged(a.num_tokens, a.hidden, slots));
+  if (staged && slots <= kStagedMaxSlots) {
+    if (a.act_dtype == DType::kBFloat16) return launch_staged<__nv_bfloat16>(p, stream);
+    return launch_staged<__half>(p, stream);
+  }
+  if (staged) return cudaErrorInvalidValue;
 
   vec::TeamShape shape;
   if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
@@ -94,5 +131,7 @@ void append_combine_instances(KernelList* out) {
   add("combine<f16,vpt2>", reinterpret_cast<const void*>(&combine_kernel<__half, 2>));
   add("combine<f16,vpt4>", reinterpret_cast<const void*>(&combine_kernel<__half, 4>));
   add("combine<f16,vpt8>", reinterpret_cast<const void*>(&combine_kernel<__half, 8>));
+  add("combine_staged<bf16>", reinterpret_cast<const void*>(&combine_detail::combine_staged_kernel<__nv_bfloat16>));
+  add("combine_staged<f16>", reinterpret_cast<const void*>(&combine_detail::combine_staged_kernel<__half>));
 }
 }  // namespace fusedmoe::kernels
