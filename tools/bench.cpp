@@ -781,7 +781,6 @@ int cmd_bench(int argc, char** argv) {
   bool dense = false;             // --dense: the Swap-AB GEMMs' dense instances forced each way
   bool dense1 = false;            // --dense1: ... GEMM1's only
   bool pair = false;              // --pair: the FP8 Swap-AB pair instances forced each way
-  bool combine = false;           // --combine: the staged combine kernel forced each way
   std::vector<int> tpcs1d;        // --tpc1d: ... GEMM1's weight tiles per CTA forced, on its dense instance
   bool balanced1 = false;         // --balanced1: ... the FP8 GEMM1's balanced schedule forced each way
   bool cutlass_gemm2 = false;     // --cutlass-gemm2: layer suite, also GEMM1 gathered on normal tiles + GEMM2 on CUTLASS, forced each way
@@ -815,7 +814,6 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--dense") dense = true;
     else if (a == "--dense1") dense1 = true;
     else if (a == "--pair") pair = true;
-    else if (a == "--combine") combine = true;
     else if (a == "--cutlass") cutlass = true;
     else if (a == "--cutlass-gemm2") cutlass_gemm2 = true;
     else if (a == "--stages") stages = true;
@@ -841,7 +839,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--combine] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -917,10 +915,6 @@ int cmd_bench(int argc, char** argv) {
     if (pair) {  // FP8 Swap-AB GEMMs on the pair instances (two weight tiles per stage) forced on / off
       add("pair on", &fusedmoe::ForwardOptions::fp8_pair_swapab, Toggle::kOn);
       add("pair off", &fusedmoe::ForwardOptions::fp8_pair_swapab, Toggle::kOff);
-    }
-    if (combine) {  // the combine on the staged kernel (bulk copies into shared memory) forced on / off
-      add("staged combine on", &fusedmoe::ForwardOptions::staged_combine, Toggle::kOn);
-      add("staged combine off", &fusedmoe::ForwardOptions::staged_combine, Toggle::kOff);
     }
     if (dense1) {  // GEMM1's dense instances forced on / off (GEMM2 as the rule says)
       add("gemm1 dense on", &fusedmoe::ForwardOptions::gemm1_dense_swapab, Toggle::kOn);

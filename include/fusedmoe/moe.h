@@ -122,12 +122,6 @@ struct ForwardOptions {
   // 295.5 us; it replaces the dense instances there), and row-scaled GEMM2 on token tile 32
   // (qwen235-tp8-fp8c at 256 tokens 135.6 -> 132.6). bench --pair.
   Toggle fp8_pair_swapab = Toggle::kAuto;
-  // The combine on the "staged" kernel: one block per (token, column chunk) copies the token's
-  // slot rows into shared memory with bulk copies (every row in flight at once, no registers held
-  // for them) and reads the plan before waiting for GEMM2 under PDL, instead of the row-team
-  // kernel (rows loaded into registers in batches). Same bits. Auto: the staged kernel (k + shared
-  // experts <= 17). bench --combine.
-  Toggle staged_combine = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1
   // splits each weight tile's reduction over a cluster of n CTAs (1 = none; at most 8, capped to the
@@ -186,7 +180,6 @@ struct ResolvedOptions {
   int dense_swapab = 0;  // the Swap-AB GEMMs' GroupedGemmArgs::dense: 0 the launchers' rule, 1 on, -1 off
   int gemm1_dense_swapab = 0;  // GEMM1's (ForwardOptions::gemm1_dense_swapab; auto: dense_swapab's)
   int fp8_pair_swapab = 0;     // the FP8 Swap-AB GEMMs' GroupedGemmArgs::pair: 0 the launchers' rule, 1 on, -1 off
-  int staged_combine = 0;      // kernels::CombineArgs::method: 0 auto (kernels::combine_uses_staged), 1 row team, 2 staged
   std::string why;
 };
 ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& options);

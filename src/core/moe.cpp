@@ -38,10 +38,6 @@ constexpr int64_t kFrontSeparateQuantMaxTokens = 64;
 // The dynamic balanced GEMM2 (BF16), measured up to this many tokens (session 17, call 5).
 constexpr int64_t kBalancedMaxTokens = 256;
 
-// ForwardOptions::staged_combine as kernels::CombineArgs::method (0 auto, 1 row team, 2 staged).
-int combine_method(const ForwardOptions& o) {
-  return o.staged_combine == Toggle::kOn ? 2 : o.staged_combine == Toggle::kOff ? 1 : 0;
-}
 
 // The switches as forward() resolves them; the reasons only when `why` is given (explain(): the
 // hot path builds no strings).
@@ -175,14 +171,6 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                  : "rule (auto, per launch: token tile 16 with >= 32 weight tiles per expert and GEMM1 >= 48 or "
                    "GEMM2 >= 8 K blocks of 128, and row-scaled GEMM2 on token tile 32; measured)")
          << "\n";
-  // The combine's kernel (kernels::combine_uses_staged has the auto rule).
-  r.staged_combine = combine_method(o);
-  if (why)
-    *why << "  staged_combine: "
-         << (o.staged_combine != Toggle::kAuto ? (r.staged_combine == 2 ? "on (forced by ForwardOptions)"
-                                                                        : "off (forced by ForwardOptions)")
-                                               : "rule (auto: the staged kernel when k + shared experts <= 17)")
-         << "\n";
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
   if (block_fp8)
@@ -287,7 +275,7 @@ Status run_cutlass_gemm2_and_combine(const MoeProblem& p, const MoeTensors& t, c
   const cudaError_t e = kernels::launch_cutlass_grouped_gemm(c, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS grouped GEMM2: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm2) return Status::Ok();
-  return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, combine_method(options), true);
+  return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, true);
 }
 
 // Backend::kCutlassGrouped after dispatch: GEMM1 (CUTLASS grouped, pre-activation rows into the
@@ -351,7 +339,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     e = launch(f, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM2: " << cudaGetErrorString(e));
     if (options.stop_after == Stage::kGemm2) return Status::Ok();
-    return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, combine_method(options), true);
+    return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, true);
   };
   if (p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.weight.granularity != ScaleGranularity::kBlock) {
     // per-tensor / per-channel weight scales: CUTLASS's FP8 grouped GEMM with the scales in its
@@ -580,7 +568,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   e = fp8 ? kernels::launch_fp8_grouped_gemm2(f, stream) : kernels::launch_grouped_gemm2(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm2) return Status::Ok();
-  return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, combine_method(options), true);
+  return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, true);
 #endif
 }
 

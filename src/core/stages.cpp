@@ -230,9 +230,9 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
 }
 
 Status run_combine(const MoeProblem& p, const DispatchResult& d, const void* expert_out, void* out,
-                   int64_t out_row_stride, Stream stream, int method, bool plan_ready) {
+                   int64_t out_row_stride, Stream stream, bool plan_ready) {
 #if !defined(FUSEDMOE_WITH_CUDA)
-  (void)p; (void)d; (void)expert_out; (void)out; (void)out_row_stride; (void)stream; (void)method; (void)plan_ready;
+  (void)p; (void)d; (void)expert_out; (void)out; (void)out_row_stride; (void)stream; (void)plan_ready;
   return Status(StatusCode::kNoDevice, "built without CUDA kernels");
 #else
   if (p.num_tokens == 0) return Status::Ok();
@@ -249,7 +249,6 @@ Status run_combine(const MoeProblem& p, const DispatchResult& d, const void* exp
   c.act_dtype = p.act_dtype;
   c.out = out;
   c.out_row_stride = out_row_stride;
-  c.method = method;
   c.plan_ready = plan_ready;
   return launched(kernels::launch_combine(c, stream), "combine");
 #endif

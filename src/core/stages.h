@@ -8,8 +8,8 @@ namespace fusedmoe::detail {
 Status check_call(const MoeProblem& p, const MoeTensors& t, const void* ws, size_t ws_bytes);
 Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream stream, const DispatchOptions& o,
                     DispatchResult* r);
-// method: kernels::CombineArgs::method; plan_ready: kernels::CombineArgs::plan_ready (forward() only:
-// the permute or a gathering GEMM1 waits before it triggers, so the plan is complete at launch).
+// plan_ready: kernels::CombineArgs::plan_ready (forward() only: the permute, or GEMM1 gathering its
+// rows, waits before it triggers, so the plan is complete when the combine starts).
 Status run_combine(const MoeProblem& p, const DispatchResult& d, const void* expert_out, void* out,
-                   int64_t out_row_stride, Stream stream, int method = 0, bool plan_ready = false);
+                   int64_t out_row_stride, Stream stream, bool plan_ready = false);
 }  // namespace fusedmoe::detail

@@ -45,7 +45,7 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   EXPECT_EQ(per_family.size(), std::size(kFamilies)) << "a family not in kFamilies: update the test and the docs";
   // Names spell the config (a few that the library launches for real model shapes).
   for (const char* n : {"router_topk<bf16,vec8,nv1,sigmoid>", "router_topk<f32,vec4,nv2,softmax>",
-                        "router_topk<f32,vec1,nv32,logits>", "router_gather<bf16>", "combine<bf16,vpt8>",
+                        "router_topk<f32,vec1,nv32,logits>", "router_gather<bf16>", "combine<bf16,vpt8,batch1>",
                         "permute_quant<bf16,e4m3,vpt4>", "sm90_bf16_grouped_gemm_128x128x64_s5_gated",
                         "sm90_bf16_grouped_gemm_swapab_64x16x64_s10", "sm90_bf16_gemm_smoke_128x128x64_s5",
                         "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated",
@@ -70,7 +70,7 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   // CUTLASS grouped GEMMs: 4 BF16 configurations x (kernel, setup), the gated and plain activation,
   // the FP8 blockwise GEMM with its setup and scale kernels, the FP8 row-scaled GEMM and its setup.
   EXPECT_EQ(per_family["cutlass_grouped"], 15);
-  EXPECT_EQ(b.kernel_instances.size(), size_t(532)) << "total instances (350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the staged combine): update docs too";
+  EXPECT_EQ(b.kernel_instances.size(), size_t(534)) << "total instances (350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the combine batch instances): update docs too";
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)

@@ -54,13 +54,12 @@ double ulp_of(DType t, double v) {
   return std::ldexp(1.0, e - (bits - 1));
 }
 
-// method: CombineArgs::method (1 row team, 2 staged); both must give the emulated bits.
-void run_case(const CCase& c, int method) {
+void run_case(const CCase& c) {
   const uint64_t seed = fm::gputest::test_seed();
   char name[200];
-  std::snprintf(name, sizeof name, "T=%lld K=%d k=%d shared=%d weights=%d %s stride+%d method=%d seed=%llu",
+  std::snprintf(name, sizeof name, "T=%lld K=%d k=%d shared=%d weights=%d %s stride+%d seed=%llu",
                 static_cast<long long>(c.tokens), c.hidden, c.k, c.shared, int(c.weights), fm::to_string(c.dtype),
-                c.stride_pad, method, static_cast<unsigned long long>(seed));
+                c.stride_pad, static_cast<unsigned long long>(seed));
   SCOPED_TRACE(name);
   std::mt19937_64 rng(seed);
   const int64_t T = c.tokens;
@@ -115,8 +114,7 @@ void run_case(const CCase& c, int method) {
   a.act_dtype = c.dtype;
   a.out = dout.get();
   a.out_row_stride = c.stride_pad ? stride : 0;
-  a.method = method;
-  a.plan_ready = (seed & 1) != 0;  // (no PDL here: either order of the plan's loads is valid)
+  a.plan_ready = (seed & 1) != 0;  // (no PDL here: the plan may be read before the wait or after)
 
   std::vector<uint16_t> first;
   for (int run = 0; run < 10; ++run) {
@@ -197,15 +195,14 @@ TEST(Combine, MatchesReferenceAndIsDeterministic) {
       {256, 7168, 8, 0, true, bf, 0, 1.f, true},
       {64, 2880, 4, 0, false, hf, 8, 1.f, true},
       {700, 2048, 8, 0, true, bf, 0, 1.f, true},
-      // the staged kernel's limits: 17 slots (k 16 + shared), rows of one 16-byte unit, 5 chunks
+      // 17 slots (k 16 + shared): teams of 8 lanes (two passes over the plan), and a row team
       {5, 8, 16, 1, true, bf},
       {2, 7168, 16, 1, true, hf, 8},
   };
-  for (int method : {1, 2})
-    for (const CCase& c : cases) run_case(c, method);
+  for (const CCase& c : cases) run_case(c);
 }
 
-TEST(Combine, StagedRejectsMoreThan17Slots) {
+TEST(Combine, RejectsMoreThan17Slots) {
   fk::CombineArgs a;
   DeviceBuffer y(256), o(256), sr(1024);
   a.expert_out = y.get();
@@ -215,12 +212,10 @@ TEST(Combine, StagedRejectsMoreThan17Slots) {
   a.num_tokens = 1;
   a.hidden = 64;
   a.top_k = 18;
-  a.method = 2;
   EXPECT_EQ(fk::launch_combine(a, nullptr), cudaErrorInvalidValue);
-  a.method = 0;  // auto: the row-team kernel takes it
+  a.top_k = 16;
+  a.num_shared = 1;
   EXPECT_EQ(fk::launch_combine(a, nullptr), cudaSuccess);
-  a.method = 3;
-  EXPECT_EQ(fk::launch_combine(a, nullptr), cudaErrorInvalidValue);
   FM_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
@@ -237,7 +232,6 @@ using fusedmoe::gputest::median_us;
 
 TEST(CombineTiming, Informational) {
   const int K = 7168, k = 8, slots = 9;
-  for (int method : {1, 2})
   for (int64_t T : {int64_t{1}, int64_t{16}, int64_t{256}, int64_t{4096}, int64_t{16384}}) {
     const int64_t R = T * slots;
     std::vector<int32_t> slot_row(static_cast<size_t>(R));
@@ -256,14 +250,13 @@ TEST(CombineTiming, Informational) {
     a.num_shared = 1;
     a.hidden = K;
     a.out = dout.get();
-    a.method = method;
     auto launch = [&](cudaStream_t s) { fk::launch_combine(a, s); };
     const float single = median_us(launch);
     const float us = graph_us(launch);
     const double bytes = double(R) * K * 2 + double(T) * K * 2;
-    std::printf("[timing] combine (%s) T=%lld K=%d k=%d+1 bf16: %.2f us per launch in a graph (%.0f GB/s); %.2f us "
-                "single launch incl. host submission\n",
-                method == 2 ? "staged" : "row team", static_cast<long long>(T), K, k, us, bytes / us * 1e-3, single);
+    std::printf("[timing] combine T=%lld K=%d k=%d+1 bf16: %.2f us per launch in a graph (%.0f GB/s); %.2f us single "
+                "launch incl. host submission\n",
+                static_cast<long long>(T), K, k, us, bytes / us * 1e-3, single);
   }
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }

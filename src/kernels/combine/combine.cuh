@@ -9,16 +9,16 @@
 // same bits every run.
 // Few tokens: the row is also split in column chunks over blockIdx.y (one block per token would
 // leave one SM streaming all of a token's k rows).
-// A row team (vec.cuh) owns one token (or its chunk): lane loads 16-byte units lane + j * TS of kBatch slot
-// rows at a time (kBatch x VPT <= 8 loads in flight: 8 slots at once with one unit per thread),
-// then accumulates them in slot order.
+// A row team (vec.cuh) owns one token (or its chunk). Its lanes first put the token's slot rows and
+// weights in shared memory (one load round trip for all slots; under PDL before griddepcontrol.wait
+// when the plan is complete at launch, CombineParams::plan_ready), then each lane loads 16-byte units
+// lane + j * TS of kBatch slot rows at a time (12-16 loads in flight for VPT <= 2: every slot of
+// k = 8 plus a shared expert at once; 8 for VPT 4-8, where the float64 accumulators take the
+// registers) and accumulates them in slot order.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
-
-#include <cute/arch/copy_sm90_tma.hpp>
-#include <cutlass/arch/barrier.h>
 
 #include "kernels/common/pdl.cuh"
 #include "kernels/common/token_count.cuh"
@@ -42,23 +42,24 @@ struct CombineParams {
   int64_t out_stride;
   int ts;
   int teams;
-  // staged kernel: the plan (slot rows, weights) and the device token count may be read before
-  // griddepcontrol.wait (CombineArgs::plan_ready)
-  int plan_ready;
+  int plan_ready;  // CombineArgs::plan_ready: slot rows, weights and the device count read before the PDL wait
 };
 
-// The staged combine's limits: slots per token (k <= 16 plus one shared expert) and threads.
-constexpr int kStagedMaxSlots = 17;
-constexpr int kStagedThreads = 128;
+// Slots per token (top-k <= 16, one shared expert) and teams per block (256 threads / 8-lane teams).
+constexpr int kMaxSlots = 17;
+constexpr int kMaxTeams = 32;
 
 // 8 units per thread hold 64 float64 accumulators: at most 256 threads (255 registers each)
 // or they spill; that bounds K at 8 * 8 * 256 = 16384.
 __host__ __device__ constexpr int combine_max_block(int vpt) { return vpt >= 8 ? 256 : 512; }
 
-template <class T, int VPT>
+// kBatch: slots whose rows are loaded before accumulating (the launcher's combine_batch).
+template <class T, int VPT, int kBatch>
 __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(CombineParams p) {
-  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
-  constexpr int kBatch = VPT >= 8 ? 1 : (VPT >= 4 ? 2 : (VPT >= 2 ? 4 : 8));  // slots loaded before accumulating
+  __shared__ int32_t s_row[kMaxTeams][kMaxSlots];
+  __shared__ float s_w[kMaxTeams][kMaxSlots];
+  // kernels/common/pdl.cuh: first, before any global access, unless the plan may be read early
+  if (!p.plan_ready) pdl_enter();
   const int u0 = int(blockIdx.y) * p.chunk_units;
   const int u_end = min(p.units, u0 + p.chunk_units);
   const int tid = threadIdx.x;
@@ -67,131 +68,73 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
   const uint4* __restrict__ src = static_cast<const uint4*>(p.expert_out);
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.teams;
   const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, nullptr);
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * p.teams + team; t < num_tokens; t += step) {
-    double acc[VPT][8];
+  // token t's slot rows and weights into the team's shared row (t past the count: nothing)
+  auto load_plan = [&](int64_t t) {
+    if (t >= num_tokens) return;
+    for (int s = lane; s < p.slots; s += p.ts) {
+      s_row[team][s] = __ldcg(p.slot_row + t * p.slots + s);
+      s_w[team][s] = s < p.top_k ? (p.weights != nullptr ? __ldcg(p.weights + t * p.top_k + s) : 1.f) : p.shared_scale;
+    }
+  };
+  // (block-uniform trip count: every team passes the barriers)
+  int64_t base = static_cast<int64_t>(blockIdx.x) * p.teams;
+  load_plan(base + team);
+  if (p.plan_ready) pdl_enter();  // expert_out is the predecessor's output
+  __syncthreads();
+  for (; base < num_tokens; base += step) {
+    const int64_t t = base + team;
+    if (t < num_tokens) {
+      double acc[VPT][8];
 #pragma unroll
-    for (int j = 0; j < VPT; ++j)
+      for (int j = 0; j < VPT; ++j)
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc[j][e] = 0.0;
+        for (int e = 0; e < 8; ++e) acc[j][e] = 0.0;
 
-    for (int s0 = 0; s0 < p.slots; s0 += kBatch) {
-      int32_t r[kBatch];
-      float w[kBatch];
+      for (int s0 = 0; s0 < p.slots; s0 += kBatch) {
+        int32_t r[kBatch];
+        float w[kBatch];
 #pragma unroll
-      for (int q = 0; q < kBatch; ++q) {
-        const int s = s0 + q;
-        r[q] = s < p.slots ? __ldcg(p.slot_row + t * p.slots + s) : -1;
-        w[q] = s < p.top_k ? (p.weights != nullptr ? __ldcg(p.weights + t * p.top_k + s) : 1.f) : p.shared_scale;
-      }
-      uint4 v[kBatch][VPT];
-#pragma unroll
-      for (int q = 0; q < kBatch; ++q)
-#pragma unroll
-        for (int j = 0; j < VPT; ++j) {
-          const int u = u0 + lane + j * p.ts;
-          v[q][j] = (r[q] >= 0 && u < u_end) ? __ldcg(src + static_cast<int64_t>(r[q]) * p.units + u)
-                                               : make_uint4(0, 0, 0, 0);
+        for (int q = 0; q < kBatch; ++q) {
+          const int s = s0 + q;
+          r[q] = s < p.slots ? s_row[team][s] : -1;
+          w[q] = s < p.slots ? s_w[team][s] : 0.f;
         }
+        uint4 v[kBatch][VPT];
 #pragma unroll
-      for (int q = 0; q < kBatch; ++q) {
-        if (r[q] < 0) continue;  // -1: routed elsewhere, contributes nothing (not even 0 * NaN)
+        for (int q = 0; q < kBatch; ++q)
 #pragma unroll
-        for (int j = 0; j < VPT; ++j) {
+          for (int j = 0; j < VPT; ++j) {
+            const int u = u0 + lane + j * p.ts;
+            v[q][j] = (r[q] >= 0 && u < u_end) ? __ldcg(src + static_cast<int64_t>(r[q]) * p.units + u)
+                                                 : make_uint4(0, 0, 0, 0);
+          }
+#pragma unroll
+        for (int q = 0; q < kBatch; ++q) {
+          if (r[q] < 0) continue;  // -1: routed elsewhere, contributes nothing (not even 0 * NaN)
+#pragma unroll
+          for (int j = 0; j < VPT; ++j) {
+            float f[8];
+            vec::unpack8<T>(v[q][j], f);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(f[e]), acc[j][e]);
+          }
+        }
+      }
+      uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(p.out) + t * p.out_stride);
+#pragma unroll
+      for (int j = 0; j < VPT; ++j) {
+        const int u = u0 + lane + j * p.ts;
+        if (u < u_end) {
           float f[8];
-          vec::unpack8<T>(v[q][j], f);
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(f[e]), acc[j][e]);
+          for (int e = 0; e < 8; ++e) f[e] = static_cast<float>(acc[j][e]);
+          dst[u] = vec::pack8<T>(f);
         }
       }
     }
-    uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(p.out) + t * p.out_stride);
-#pragma unroll
-    for (int j = 0; j < VPT; ++j) {
-      const int u = u0 + lane + j * p.ts;
-      if (u < u_end) {
-        float f[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) f[e] = static_cast<float>(acc[j][e]);
-        dst[u] = vec::pack8<T>(f);
-      }
-    }
-  }
-}
-
-// The staged combine: one block per (token, column chunk). Thread 0 reads the token's slot rows
-// and weights (before griddepcontrol.wait when the plan is complete at launch), then copies each
-// valid slot row's chunk into shared memory with one bulk copy (cp.async.bulk, completing on one
-// transaction barrier): a token's k rows are in flight at once with no registers held for them, so
-// the bytes in flight per SM are bounded by shared memory (a few blocks of <= 32 KB) rather than by
-// the float64 accumulators of the row-team kernel above. Then every thread accumulates its 16-byte
-// units from shared memory in slot order with the same float64 fma chain: the same bits as
-// combine_kernel.
-template <class T>
-__global__ void __launch_bounds__(kStagedThreads) combine_staged_kernel(CombineParams p) {
-  extern __shared__ __align__(128) uint4 smem_rows[];  // (slot, chunk_units) 16-byte units
-  __shared__ alignas(8) uint64_t full;
-  __shared__ int32_t s_row[kStagedMaxSlots];
-  __shared__ float s_w[kStagedMaxSlots];
-  using Barrier = cutlass::arch::ClusterTransactionBarrier;
-  const int tid = threadIdx.x;
-  const int64_t t = blockIdx.x;
-  const int u0 = int(blockIdx.y) * p.chunk_units;
-  const int cu = min(p.units, u0 + p.chunk_units) - u0;  // units of this chunk
-  if (tid == 0) Barrier::init(&full, 1);
-  if (!p.plan_ready) pdl_enter();
-  const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, nullptr);
-  if (t >= num_tokens) {  // (a device-side count below the launch bound; block-uniform)
-    if (p.plan_ready) pdl_enter();
-    return;
-  }
-  if (tid == 0) {
-    cutlass::arch::fence_barrier_init();
-    int32_t r[kStagedMaxSlots];
-    float w[kStagedMaxSlots];
-#pragma unroll
-    for (int s = 0; s < kStagedMaxSlots; ++s) {
-      r[s] = s < p.slots ? __ldcg(p.slot_row + t * p.slots + s) : -1;
-      w[s] = s < p.top_k ? (p.weights != nullptr ? __ldcg(p.weights + t * p.top_k + s) : 1.f) : p.shared_scale;
-    }
-    uint32_t bytes = 0;
-#pragma unroll
-    for (int s = 0; s < kStagedMaxSlots; ++s) {
-      s_row[s] = r[s];
-      s_w[s] = w[s];
-      bytes += r[s] >= 0 ? uint32_t(cu) * 16u : 0u;
-    }
-    if (p.plan_ready) pdl_enter();  // expert_out is the predecessor's output
-    Barrier::arrive_and_expect_tx(&full, bytes);
-    const uint4* src = static_cast<const uint4*>(p.expert_out);
-#pragma unroll 1
-    for (int s = 0; s < p.slots; ++s)
-      if (r[s] >= 0)
-        cute::SM90_BULK_COPY_G2S::copy(src + static_cast<int64_t>(r[s]) * p.units + u0, &full,
-                                       smem_rows + s * p.chunk_units, cu * 16);
-  } else if (p.plan_ready) {
-    pdl_enter();
-  }
-  __syncthreads();  // the barrier's init, s_row and s_w
-  Barrier::wait(&full, 0);
-  uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(p.out) + t * p.out_stride) + u0;
-#pragma unroll 1
-  for (int u = tid; u < cu; u += kStagedThreads) {
-    double acc[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] = 0.0;
-#pragma unroll 1
-    for (int s = 0; s < p.slots; ++s) {
-      if (s_row[s] < 0) continue;  // routed elsewhere: contributes nothing (not even 0 * NaN)
-      const double ws = static_cast<double>(s_w[s]);
-      float f[8];
-      vec::unpack8<T>(smem_rows[s * p.chunk_units + u], f);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] = __fma_rn(ws, static_cast<double>(f[e]), acc[e]);
-    }
-    float f[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) f[e] = static_cast<float>(acc[e]);
-    dst[u] = vec::pack8<T>(f);
+    __syncthreads();  // every lane is done with the shared row
+    load_plan(base + step + team);
+    __syncthreads();
   }
 }
 

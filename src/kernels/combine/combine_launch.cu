@@ -1,5 +1,6 @@
 // combine_launch.cu — host side of the weighted combine: checks, launch shape, launch.
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/combine/combine.cuh"
 #include "kernels/combine/combine_launch.h"
@@ -12,47 +13,32 @@ namespace {
 
 using namespace combine_detail;
 
+// Slots loaded per batch (combine.cuh): 12-16 loads in flight per thread for VPT <= 2 (12 slots of one
+// unit: 16 spill the row addresses), 8 for VPT 4-8
+// (their float64 accumulators fill the registers). FUSEDMOE_COMBINE_LEGACY=1 (read once; tuning):
+// session 34's kernel's batches (8 loads in flight) and the plan read after the PDL wait.
+bool combine_legacy() {
+  static const bool v = [] {
+    const char* e = std::getenv("FUSEDMOE_COMBINE_LEGACY");
+    return e != nullptr && e[0] == '1';
+  }();
+  return v;
+}
+
 template <class T>
-cudaError_t launch_typed(const CombineParams& p, int vpt, dim3 grid, int block, cudaStream_t stream) {
-  switch (vpt) {
-    case 1: return launch_chain(combine_kernel<T, 1>, dim3(grid), dim3(block), 0, stream, p);
-    case 2: return launch_chain(combine_kernel<T, 2>, dim3(grid), dim3(block), 0, stream, p);
-    case 4: return launch_chain(combine_kernel<T, 4>, dim3(grid), dim3(block), 0, stream, p);
-    case 8: return launch_chain(combine_kernel<T, 8>, dim3(grid), dim3(block), 0, stream, p);
+cudaError_t launch_typed(const CombineParams& p, int vpt, bool wide, dim3 grid, int block, cudaStream_t stream) {
+  switch (vpt * 2 + (wide ? 1 : 0)) {
+    case 2: return launch_chain(combine_kernel<T, 1, 8>, dim3(grid), dim3(block), 0, stream, p);
+    case 3: return launch_chain(combine_kernel<T, 1, 12>, dim3(grid), dim3(block), 0, stream, p);
+    case 4: return launch_chain(combine_kernel<T, 2, 4>, dim3(grid), dim3(block), 0, stream, p);
+    case 5: return launch_chain(combine_kernel<T, 2, 8>, dim3(grid), dim3(block), 0, stream, p);
+    case 8: case 9: return launch_chain(combine_kernel<T, 4, 2>, dim3(grid), dim3(block), 0, stream, p);
+    case 16: case 17: return launch_chain(combine_kernel<T, 8, 1>, dim3(grid), dim3(block), 0, stream, p);
     default: return cudaErrorInvalidValue;
   }
 }
 
-// The staged kernel's launch: one block per (token, column chunk); a chunk's slot rows take at
-// most kStagedBytes of shared memory (several blocks per SM keep rows in flight), and few tokens
-// split their rows further so that about every SM has a block.
-constexpr int kStagedBytes = 32 * 1024;
-
-template <class T>
-cudaError_t launch_staged(CombineParams p, cudaStream_t stream) {
-  const int64_t sms = vec::sm_count();
-  int chunk = std::max(1, kStagedBytes / (16 * std::max(1, p.slots)));
-  int chunks = (p.units + chunk - 1) / chunk;
-  if (p.num_tokens * chunks < sms) {  // decode: spread a row over more blocks (>= 32 units each)
-    const int64_t want = std::min<int64_t>((sms + p.num_tokens - 1) / p.num_tokens, (p.units + 31) / 32);
-    chunks = static_cast<int>(std::max<int64_t>(chunks, want));
-  }
-  chunk = (p.units + chunks - 1) / chunks;
-  chunks = (p.units + chunk - 1) / chunk;
-  p.chunk_units = chunk;
-  const size_t smem = size_t(p.slots) * size_t(chunk) * 16;
-  if (p.num_tokens > 0x7fffffff || chunks > 65535) return cudaErrorInvalidValue;
-  return launch_chain(combine_staged_kernel<T>, dim3(static_cast<unsigned>(p.num_tokens), static_cast<unsigned>(chunks)),
-                      dim3(kStagedThreads), smem, stream, p);
-}
-
 }  // namespace
-
-bool combine_uses_staged(int64_t num_tokens, int hidden, int slots) {
-  (void)num_tokens;
-  (void)hidden;
-  return slots <= kStagedMaxSlots;
-}
 
 const char* combine_kernel_name() { return "combine_rowteam_f64acc_x8"; }
 
@@ -65,6 +51,7 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   if (stride < a.hidden || stride % 8 != 0) return cudaErrorInvalidValue;
   if (a.num_tokens == 0) return cudaSuccess;
   const int slots = a.top_k + a.num_shared;
+  if (slots > kMaxSlots) return cudaErrorInvalidValue;
   if (a.out == nullptr || !vec::aligned16(a.out)) return cudaErrorInvalidValue;
   if (slots > 0 && (a.slot_row == nullptr || a.expert_out == nullptr || !vec::aligned16(a.expert_out)))
     return cudaErrorInvalidValue;
@@ -82,14 +69,8 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   p.units = a.hidden / 8;
   p.out = a.out;
   p.out_stride = stride;
-  p.plan_ready = a.plan_ready ? 1 : 0;
-  if (a.method < 0 || a.method > 2) return cudaErrorInvalidValue;
-  const bool staged = a.method == 2 || (a.method == 0 && combine_uses_staged(a.num_tokens, a.hidden, slots));
-  if (staged && slots <= kStagedMaxSlots) {
-    if (a.act_dtype == DType::kBFloat16) return launch_staged<__nv_bfloat16>(p, stream);
-    return launch_staged<__half>(p, stream);
-  }
-  if (staged) return cudaErrorInvalidValue;
+  const bool legacy = combine_legacy();
+  p.plan_ready = a.plan_ready && !legacy ? 1 : 0;
 
   vec::TeamShape shape;
   if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
@@ -112,8 +93,8 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   p.teams = shape.teams;
   const int64_t resident = sms * std::max(1, 2048 / shape.block);
   const dim3 grid(static_cast<unsigned>(std::min(blocks_needed, resident)), static_cast<unsigned>(chunks));
-  if (a.act_dtype == DType::kBFloat16) return launch_typed<__nv_bfloat16>(p, shape.vpt, grid, shape.block, stream);
-  return launch_typed<__half>(p, shape.vpt, grid, shape.block, stream);
+  if (a.act_dtype == DType::kBFloat16) return launch_typed<__nv_bfloat16>(p, shape.vpt, !legacy, grid, shape.block, stream);
+  return launch_typed<__half>(p, shape.vpt, !legacy, grid, shape.block, stream);
 }
 
 }  // namespace fusedmoe::kernels
@@ -123,15 +104,17 @@ namespace fusedmoe::kernels {
 void append_combine_instances(KernelList* out) {
   using combine_detail::combine_kernel;
   const auto add = [out](const char* name, const void* fn) { out->push_back({"combine", name, fn}); };
-  add("combine<bf16,vpt1>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 1>));
-  add("combine<bf16,vpt2>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 2>));
-  add("combine<bf16,vpt4>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 4>));
-  add("combine<bf16,vpt8>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 8>));
-  add("combine<f16,vpt1>", reinterpret_cast<const void*>(&combine_kernel<__half, 1>));
-  add("combine<f16,vpt2>", reinterpret_cast<const void*>(&combine_kernel<__half, 2>));
-  add("combine<f16,vpt4>", reinterpret_cast<const void*>(&combine_kernel<__half, 4>));
-  add("combine<f16,vpt8>", reinterpret_cast<const void*>(&combine_kernel<__half, 8>));
-  add("combine_staged<bf16>", reinterpret_cast<const void*>(&combine_detail::combine_staged_kernel<__nv_bfloat16>));
-  add("combine_staged<f16>", reinterpret_cast<const void*>(&combine_detail::combine_staged_kernel<__half>));
+  add("combine<bf16,vpt1,batch8>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 1, 8>));
+  add("combine<bf16,vpt1,batch12>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 1, 12>));
+  add("combine<bf16,vpt2,batch4>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 2, 4>));
+  add("combine<bf16,vpt2,batch8>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 2, 8>));
+  add("combine<bf16,vpt4,batch2>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 4, 2>));
+  add("combine<bf16,vpt8,batch1>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 8, 1>));
+  add("combine<f16,vpt1,batch8>", reinterpret_cast<const void*>(&combine_kernel<__half, 1, 8>));
+  add("combine<f16,vpt1,batch12>", reinterpret_cast<const void*>(&combine_kernel<__half, 1, 12>));
+  add("combine<f16,vpt2,batch4>", reinterpret_cast<const void*>(&combine_kernel<__half, 2, 4>));
+  add("combine<f16,vpt2,batch8>", reinterpret_cast<const void*>(&combine_kernel<__half, 2, 8>));
+  add("combine<f16,vpt4,batch2>", reinterpret_cast<const void*>(&combine_kernel<__half, 4, 2>));
+  add("combine<f16,vpt8,batch1>", reinterpret_cast<const void*>(&combine_kernel<__half, 8, 1>));
 }
 }  // namespace fusedmoe::kernels

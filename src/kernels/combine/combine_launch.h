@@ -23,24 +23,18 @@ struct CombineArgs {
   DType act_dtype = DType::kBFloat16;
   void* out = nullptr;                // [T, K], rows out_row_stride elements apart
   int64_t out_row_stride = 0;         // 0 = K
-  // Which kernel: 0 auto (combine_uses_staged), 1 the row-team kernel (each thread's slot rows
-  // in registers), 2 the staged kernel (slot rows copied into shared memory by bulk copies).
-  // Same bits either way.
-  int method = 0;
   // The plan (slot_row, topk_weights) and num_tokens_dev were complete when this launch was made,
   // or, under PDL, some kernel strictly between their writer and this one waits for its own
-  // predecessor before it triggers its dependents (forward(): the permute or a gathering GEMM1):
-  // the staged kernel then reads them before griddepcontrol.wait.
+  // predecessor before it triggers its dependents (forward(): the permute, or GEMM1 gathering its
+  // rows): the kernel then reads them before griddepcontrol.wait.
   bool plan_ready = false;
 };
-
-// Auto choice of CombineArgs::method (true: the staged kernel).
-bool combine_uses_staged(int64_t num_tokens, int hidden, int slots);
 
 // Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).
 const char* combine_kernel_name();
 
-// K % 8 == 0; out and expert_out 16-byte aligned; out_row_stride % 8 == 0. T == 0: no launch.
+// K % 8 == 0; top_k + num_shared <= 17; out and expert_out 16-byte aligned; out_row_stride % 8 == 0.
+// T == 0: no launch.
 cudaError_t launch_combine(const CombineArgs& args, cudaStream_t stream);
 
 }  // namespace fusedmoe::kernels
