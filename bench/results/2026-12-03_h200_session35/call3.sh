@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Device call 3 (carry ["build_pack"]): the weight-streaming probe (tests/gpu/test_stream_probe.cu);
+# the FP8 grouped-GEMM tests with the admitted-error rel bound, session 34's seed and fresh seeds.
+set -uo pipefail
+out=${OUT:-out}; mkdir -p "$out"
+[ -d .gpu ] || tar -xJf build_pack/gpu_head.tar.xz
+B=.gpu/bin
+echo "build $(cat .gpu/COMMIT)" > "$out/summary.txt"
+timeout 120 $B/fusedmoe_gpu_tests --gtest_filter=StreamProbe.* > "$out/probe.log" 2>&1
+grep probe "$out/probe.log" >> "$out/summary.txt"
+for seed in 16296730396128209446 11 12 13; do
+  FUSEDMOE_TEST_SEED=$seed timeout 300 $B/fusedmoe_gpu_tests --gtest_filter='Fp8GroupedGemm.*' > "$out/s.log" 2>&1
+  echo "Fp8GroupedGemm seed $seed rc=$?: $(grep -c '^\[       OK \]' "$out/s.log") OK, $(grep -c '^\[  FAILED  \]' "$out/s.log") FAILED; $(grep 'swapab16_v1 ' "$out/s.log" | head -1 | grep -oE 'rel_l2=.*carriers')" >> "$out/summary.txt"
+  cat "$out/s.log" >> "$out/fp8_tests.log"
+done
+rm -f "$out/s.log"; gzip -f "$out/fp8_tests.log"
+cat "$out/summary.txt"
