@@ -9,9 +9,12 @@ echo "build $(cat .gpu/COMMIT)" > "$out/summary.txt"
 timeout 120 $B/fusedmoe_gpu_tests --gtest_filter=StreamProbe.* > "$out/probe.log" 2>&1
 grep probe "$out/probe.log" >> "$out/summary.txt"
 for seed in 16296730396128209446 11 12 13; do
-  FUSEDMOE_TEST_SEED=$seed timeout 300 $B/fusedmoe_gpu_tests --gtest_filter='Fp8GroupedGemm.*' > "$out/s.log" 2>&1
-  echo "Fp8GroupedGemm seed $seed rc=$?: $(grep -c '^\[       OK \]' "$out/s.log") OK, $(grep -c '^\[  FAILED  \]' "$out/s.log") FAILED; $(grep 'swapab16_v1 ' "$out/s.log" | head -1 | grep -oE 'rel_l2=.*carriers')" >> "$out/summary.txt"
-  cat "$out/s.log" >> "$out/fp8_tests.log"
+  FUSEDMOE_TEST_SEED=$seed timeout 300 $B/fusedmoe_gpu_tests --gtest_filter='Fp8GroupedGemm.*' > "$out/s_$seed.log" 2>&1 &
 done
-rm -f "$out/s.log"; gzip -f "$out/fp8_tests.log"
+wait
+for seed in 16296730396128209446 11 12 13; do
+  echo "Fp8GroupedGemm seed $seed: $(grep -c '^\[       OK \]' "$out/s_$seed.log") OK, $(grep -c '^\[  FAILED  \]' "$out/s_$seed.log") FAILED; $(grep 'swapab16_v1 ' "$out/s_$seed.log" | head -1 | grep -oE 'rel_l2=.*carriers')" >> "$out/summary.txt"
+  cat "$out/s_$seed.log" >> "$out/fp8_tests.log"; rm -f "$out/s_$seed.log"
+done
+gzip -f "$out/fp8_tests.log"
 cat "$out/summary.txt"
