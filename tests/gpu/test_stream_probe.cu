@@ -7,7 +7,10 @@
 //   box32x256: 32 rows x 256 bytes (twice the run per row, the same 8 KB),
 //   bulk8k:    8 KB contiguous bulk copies (a weight layout pre-tiled so that a stage is contiguous).
 // Each CTA streams whole 64-row tiles (64 x K bytes) of a 2 GiB matrix, far past the 50 MB L2.
-// Varied: CTAs per SM and ring depth (the bytes in flight per SM), K (the row stride).
+// Varied: CTAs per SM and ring depth (the bytes in flight per SM), K (the row stride). Then the
+// GEMM's other per-stage work, one at a time: a 4 KB activation box per stage from a 2 MB buffer
+// that stays in L2 (a 32-token tile of BF16), and a consumer that holds each stage for a while
+// before freeing it (the tensor core's round trip).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -24,6 +27,7 @@ namespace {
 
 constexpr int kStageBytes = 8192;
 constexpr int kMaxStages = 24;
+constexpr int kActBufBytes = 2 << 20;
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -49,7 +53,7 @@ __device__ __forceinline__ void mbar_wait(uint64_t* b, uint32_t phase) {
 // mode 0 / 1: 2D boxes (tensor map `tm`, box {128, 64} or {256, 32} bytes); mode 2: 1D bulk copies.
 __global__ void __launch_bounds__(64, 1)
     stream_probe_kernel(const __grid_constant__ CUtensorMap tm, const uint8_t* base, int64_t tiles, int k_bytes,
-                        int stages, int mode) {
+                        int stages, int mode, const uint8_t* act, int act_bytes, int hold_cycles) {
   extern __shared__ __align__(1024) uint8_t smem[];
   __shared__ alignas(8) uint64_t full[kMaxStages], empty[kMaxStages];
   if (threadIdx.x == 0) {
@@ -67,8 +71,17 @@ __global__ void __launch_bounds__(64, 1)
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
       for (int i = 0; i < steps; ++i) {
         mbar_wait(&empty[stage], phase ^ 1u);
-        mbar_expect_tx(&full[stage], kStageBytes);
-        const uint32_t dst = smem_u32(smem + stage * kStageBytes);
+        const int stage_bytes = kStageBytes + act_bytes;
+        mbar_expect_tx(&full[stage], uint32_t(stage_bytes));
+        const uint32_t dst = smem_u32(smem + stage * stage_bytes);
+        if (act_bytes > 0) {
+          const uint8_t* a = act + (int64_t(t) * steps + i) * act_bytes % kActBufBytes;
+          asm volatile(
+              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                  dst + kStageBytes),
+              "l"(a), "r"(act_bytes), "r"(smem_u32(&full[stage]))
+              : "memory");
+        }
         if (mode == 2) {
           const uint8_t* src = base + t * 64 * int64_t(k_bytes) + int64_t(i) * kStageBytes;
           asm volatile(
@@ -95,6 +108,11 @@ __global__ void __launch_bounds__(64, 1)
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
       for (int i = 0; i < steps; ++i) {
         mbar_wait(&full[stage], phase);
+        if (hold_cycles > 0) {
+          const long long t0 = clock64();
+          while (clock64() - t0 < hold_cycles) {
+          }
+        }
         mbar_arrive(&empty[stage]);
         if (++stage == stages) { stage = 0; phase ^= 1u; }
       }
@@ -124,6 +142,9 @@ TEST(StreamProbe, Informational) {
   cudaMemset(buf.get(), 0x11, bytes);
   FM_CUDA_CHECK(cudaFuncSetAttribute(stream_probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      kMaxStages * kStageBytes));
+  static_assert(8 * (kStageBytes + 4096) <= kMaxStages * kStageBytes, "the act sweep fits the opt-in");
+  fusedmoe::gputest::DeviceBuffer act(kActBufBytes);
+  cudaMemset(act.get(), 0x22, kActBufBytes);
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
@@ -151,7 +172,7 @@ TEST(StreamProbe, Informational) {
           std::vector<float> ms;
           for (int rep = 0; rep < 4; ++rep) {
             cudaEventRecord(e0);
-            stream_probe_kernel<<<grid, 64, smem>>>(tm, buf.as<uint8_t>(), tiles, k_bytes, stages, mode);
+            stream_probe_kernel<<<grid, 64, smem>>>(tm, buf.as<uint8_t>(), tiles, k_bytes, stages, mode, act.as<uint8_t>(), 0, 0);
             cudaEventRecord(e1);
             FM_CUDA_CHECK(cudaEventSynchronize(e1));
             float m = 0;
@@ -166,6 +187,44 @@ TEST(StreamProbe, Informational) {
         }
       }
     }
+  }
+  // the GEMM's other per-stage work: activation boxes from L2, a consumer holding each stage
+  {
+    const int k_bytes = 4096;
+    const int64_t tiles = int64_t(bytes / (size_t(64) * size_t(k_bytes)));
+    const uint64_t dims[2] = {uint64_t(k_bytes), uint64_t(tiles) * 64};
+    const uint64_t strides[1] = {uint64_t(k_bytes)};
+    const uint32_t box[2] = {128u, 64u};
+    const uint32_t es[2] = {1, 1};
+    CUtensorMap tm{};
+    ASSERT_EQ(enc(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, buf.get(), dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+              CUDA_SUCCESS);
+    struct V { int per_sm, stages, act_bytes, hold; };
+    for (int mode : {0, 2})
+      for (const V v : {V{2, 8, 0, 0}, V{2, 8, 4096, 0}, V{2, 8, 0, 500}, V{2, 8, 0, 1000}, V{2, 8, 0, 2000},
+                        V{2, 8, 4096, 1000}, V{3, 6, 4096, 0}, V{3, 6, 4096, 1000}, V{4, 4, 4096, 1000},
+                        V{2, 12, 0, 2000}}) {
+        const int grid = sms * v.per_sm;
+        const size_t smem = size_t(v.stages) * size_t(kStageBytes + v.act_bytes);
+        std::vector<float> ms;
+        for (int rep = 0; rep < 4; ++rep) {
+          cudaEventRecord(e0);
+          stream_probe_kernel<<<grid, 64, smem>>>(tm, buf.as<uint8_t>(), tiles, k_bytes, v.stages, mode,
+                                                  act.as<uint8_t>(), v.act_bytes, v.hold);
+          cudaEventRecord(e1);
+          FM_CUDA_CHECK(cudaEventSynchronize(e1));
+          float m = 0;
+          cudaEventElapsedTime(&m, e0, e1);
+          if (rep > 0) ms.push_back(m);
+        }
+        FM_CUDA_CHECK(cudaGetLastError());
+        std::sort(ms.begin(), ms.end());
+        const double gbs = double(tiles) * 64 * k_bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
+        std::printf("[probe] %-10s K=%5d B  %d CTAs/SM x %2d stages, + %4d B act per stage from L2, consumer holds "
+                    "each stage %4d cycles: %6.0f GB/s of weights\n",
+                    names[mode], k_bytes, v.per_sm, v.stages, v.act_bytes, v.hold, gbs);
+      }
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
