@@ -53,7 +53,7 @@ constexpr int kMaxTeams = 32;
 // or they spill; that bounds K at 8 * 8 * 256 = 16384.
 __host__ __device__ constexpr int combine_max_block(int vpt) { return vpt >= 8 ? 256 : 512; }
 
-// kBatch: slots whose rows are loaded before accumulating (the launcher's combine_batch).
+// kBatch: slots whose rows are loaded before accumulating (combine_launch.cu: launch_typed).
 template <class T, int VPT, int kBatch>
 __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(CombineParams p) {
   __shared__ int32_t s_row[kMaxTeams][kMaxSlots];

@@ -1,6 +1,5 @@
 // combine_launch.cu — host side of the weighted combine: checks, launch shape, launch.
 #include <algorithm>
-#include <cstdlib>
 
 #include "kernels/combine/combine.cuh"
 #include "kernels/combine/combine_launch.h"
@@ -13,27 +12,19 @@ namespace {
 
 using namespace combine_detail;
 
-// Slots loaded per batch (combine.cuh): 12-16 loads in flight per thread for VPT <= 2 (12 slots of one
-// unit: 16 spill the row addresses), 8 for VPT 4-8
-// (their float64 accumulators fill the registers). FUSEDMOE_COMBINE_LEGACY=1 (read once; tuning):
-// session 34's kernel's batches (8 loads in flight) and the plan read after the PDL wait.
-bool combine_legacy() {
-  static const bool v = [] {
-    const char* e = std::getenv("FUSEDMOE_COMBINE_LEGACY");
-    return e != nullptr && e[0] == '1';
-  }();
-  return v;
-}
-
+// Slots loaded per batch (combine.cuh): 12-16 loads in flight per thread for VPT <= 2 (12 slots of
+// one unit: 16 spill the row addresses), 8 for VPT 4-8 (their float64 accumulators fill the
+// registers). Session 35 (bench/results/2026-12-03_h200_session35, call 2) against session 34's
+// batches (8 loads in flight) with the plan read after the PDL wait: the kernel alone 2.85 vs
+// 3.03 us at 1 token, 3.17 vs 3.32 at 16 (K 7168, k 8 + 1), level at 256-16384 tokens and in
+// the layers (the time ratio over 42 decode points: geometric mean 1.0015, within the noise).
 template <class T>
-cudaError_t launch_typed(const CombineParams& p, int vpt, bool wide, dim3 grid, int block, cudaStream_t stream) {
-  switch (vpt * 2 + (wide ? 1 : 0)) {
-    case 2: return launch_chain(combine_kernel<T, 1, 8>, dim3(grid), dim3(block), 0, stream, p);
-    case 3: return launch_chain(combine_kernel<T, 1, 12>, dim3(grid), dim3(block), 0, stream, p);
-    case 4: return launch_chain(combine_kernel<T, 2, 4>, dim3(grid), dim3(block), 0, stream, p);
-    case 5: return launch_chain(combine_kernel<T, 2, 8>, dim3(grid), dim3(block), 0, stream, p);
-    case 8: case 9: return launch_chain(combine_kernel<T, 4, 2>, dim3(grid), dim3(block), 0, stream, p);
-    case 16: case 17: return launch_chain(combine_kernel<T, 8, 1>, dim3(grid), dim3(block), 0, stream, p);
+cudaError_t launch_typed(const CombineParams& p, int vpt, dim3 grid, int block, cudaStream_t stream) {
+  switch (vpt) {
+    case 1: return launch_chain(combine_kernel<T, 1, 12>, dim3(grid), dim3(block), 0, stream, p);
+    case 2: return launch_chain(combine_kernel<T, 2, 8>, dim3(grid), dim3(block), 0, stream, p);
+    case 4: return launch_chain(combine_kernel<T, 4, 2>, dim3(grid), dim3(block), 0, stream, p);
+    case 8: return launch_chain(combine_kernel<T, 8, 1>, dim3(grid), dim3(block), 0, stream, p);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -69,8 +60,7 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   p.units = a.hidden / 8;
   p.out = a.out;
   p.out_stride = stride;
-  const bool legacy = combine_legacy();
-  p.plan_ready = a.plan_ready && !legacy ? 1 : 0;
+  p.plan_ready = a.plan_ready ? 1 : 0;
 
   vec::TeamShape shape;
   if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
@@ -93,8 +83,8 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   p.teams = shape.teams;
   const int64_t resident = sms * std::max(1, 2048 / shape.block);
   const dim3 grid(static_cast<unsigned>(std::min(blocks_needed, resident)), static_cast<unsigned>(chunks));
-  if (a.act_dtype == DType::kBFloat16) return launch_typed<__nv_bfloat16>(p, shape.vpt, !legacy, grid, shape.block, stream);
-  return launch_typed<__half>(p, shape.vpt, !legacy, grid, shape.block, stream);
+  if (a.act_dtype == DType::kBFloat16) return launch_typed<__nv_bfloat16>(p, shape.vpt, grid, shape.block, stream);
+  return launch_typed<__half>(p, shape.vpt, grid, shape.block, stream);
 }
 
 }  // namespace fusedmoe::kernels
@@ -104,15 +94,11 @@ namespace fusedmoe::kernels {
 void append_combine_instances(KernelList* out) {
   using combine_detail::combine_kernel;
   const auto add = [out](const char* name, const void* fn) { out->push_back({"combine", name, fn}); };
-  add("combine<bf16,vpt1,batch8>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 1, 8>));
   add("combine<bf16,vpt1,batch12>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 1, 12>));
-  add("combine<bf16,vpt2,batch4>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 2, 4>));
   add("combine<bf16,vpt2,batch8>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 2, 8>));
   add("combine<bf16,vpt4,batch2>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 4, 2>));
   add("combine<bf16,vpt8,batch1>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 8, 1>));
-  add("combine<f16,vpt1,batch8>", reinterpret_cast<const void*>(&combine_kernel<__half, 1, 8>));
   add("combine<f16,vpt1,batch12>", reinterpret_cast<const void*>(&combine_kernel<__half, 1, 12>));
-  add("combine<f16,vpt2,batch4>", reinterpret_cast<const void*>(&combine_kernel<__half, 2, 4>));
   add("combine<f16,vpt2,batch8>", reinterpret_cast<const void*>(&combine_kernel<__half, 2, 8>));
   add("combine<f16,vpt4,batch2>", reinterpret_cast<const void*>(&combine_kernel<__half, 4, 2>));
   add("combine<f16,vpt8,batch1>", reinterpret_cast<const void*>(&combine_kernel<__half, 8, 1>));
