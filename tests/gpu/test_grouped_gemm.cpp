@@ -836,4 +836,125 @@ TEST(GroupedGemmTiming, DecodeAndPrefill) {
   run_case("prefill", 8, std::vector<int>(8, 2048), 2048, 7168, {{TileFamily::kNormal, 128}});
 }
 
+// Packed weights (GroupedGemmArgs::w_packed, pack_grouped_gemm_weights): the same bits as the 2D
+// weight boxes on every Swap-AB path (gated, interleaved with a ragged N, GEMM2 with a ragged K,
+// split-K, the dense instances, the dynamic balanced GEMM2), and the time of both at decode shapes
+// (informational; weights cold: each GEMM streams more than the L2 holds).
+TEST(GroupedGemmPacked, SameBitsAndTiming) {
+  const uint64_t seed = fusedmoe::gputest::test_seed();
+  std::printf("[ packed   ] seed=%llu\n", static_cast<unsigned long long>(seed));
+  struct P {
+    const char* name;
+    int G, N, K, tile, rows_lo, rows_hi;
+    Activation act;
+    bool bias, timed;
+    int k_splits = 0, dense = 0, balanced = 0;
+  };
+  const std::vector<P> cases = {
+      {"qwen235-tp8 T=256", 128, 192, 4096, 32, 8, 24, Activation::silu(), false, true},
+      {"dsv3-tp8 T=256", 256, 256, 7168, 16, 2, 14, Activation::silu(), false, true},
+      {"dsv3-tp8 T=16", 256, 256, 7168, 8, 0, 1, Activation::silu(), false, true},
+      {"swiglu_oai N=336 K=512", 8, 336, 512, 16, 0, 40, Activation::swiglu_oai(1.702f, 7.f, true), true, false},
+      {"ragged K=2888 N=176 split-K 2", 8, 176, 2888, 8, 0, 6, Activation::squared_relu(), true, false, 2},
+      {"dense tile 16", 64, 128, 1024, 16, 0, 20, Activation::silu(), true, false, 0, 1},
+      {"balanced GEMM2 tile 8", 64, 256, 1024, 8, 0, 3, Activation::silu(), false, false, 0, 0, 1},
+  };
+  uint64_t s = seed;
+  for (const P& c : cases) {
+    std::vector<int> counts(size_t(c.G));
+    for (auto& n : counts) n = c.rows_lo + int(splitmix(s) % uint64_t(c.rows_hi - c.rows_lo + 1));
+    const Layout l = make_layout(counts, c.tile);
+    const int R1 = c.act.gemm1_rows(c.N);
+    std::vector<uint16_t> x(size_t(std::max<int64_t>(1, l.max_rows)) * size_t(c.K)), w1(size_t(c.G) * R1 * c.K),
+        w2(size_t(c.G) * c.K * c.N);
+    fill_bf16(x, seed ^ 0xB1, -1.f, 1.f);
+    fill_bf16(w1, seed ^ 0xB2, -std::sqrt(3.f / c.K), std::sqrt(3.f / c.K));
+    fill_bf16(w2, seed ^ 0xB3, -std::sqrt(3.f / c.N), std::sqrt(3.f / c.N));
+    std::vector<float> b1(c.bias ? size_t(c.G) * R1 : 0), b2(c.bias ? size_t(c.G) * c.K : 0);
+    for (auto& b : b1) b = float(unit(s) - 0.5);
+    for (auto& b : b2) b = float(unit(s) - 0.5);
+    DeviceBuffer d_x = to_device(x), d_w1 = to_device(w1), d_w2 = to_device(w2), d_b1 = to_device(b1),
+                 d_b2 = to_device(b2), d_counts = to_device(l.counts), d_off = to_device(l.offsets),
+                 d_pad = to_device(l.padded), d_q(16);
+    const size_t h_elems = size_t(std::max<int64_t>(1, l.max_rows)) * c.N, y_elems = size_t(std::max<int64_t>(1, l.rows)) * c.K;
+    DeviceBuffer d_h(h_elems * 2), d_h2(h_elems * 2), d_y(y_elems * 2), d_y2(y_elems * 2);
+    GroupedGemmArgs a;
+    a.counts = d_counts.as<int32_t>();
+    a.offsets = d_off.as<int32_t>();
+    a.padded_offsets = d_pad.as<int32_t>();
+    a.num_groups = c.G;
+    a.n = c.N;
+    a.k = c.K;
+    a.activation = c.act;
+    a.max_rows = l.max_rows;
+    a.family = TileFamily::kSwapAB;
+    a.tokens_tile = c.tile;
+    a.rows_hint = l.rows;
+    a.k_splits = c.k_splits;
+    a.dense = c.dense;
+    GroupedGemmArgs a1 = a, a2 = a;
+    a1.a = d_x.get();
+    a1.w = d_w1.get();
+    a1.bias = c.bias ? d_b1.as<float>() : nullptr;
+    a2.a = d_h.get();
+    a2.w = d_w2.get();
+    a2.bias = c.bias ? d_b2.as<float>() : nullptr;
+    a2.balanced = c.balanced;
+    if (c.balanced) a2.queue = d_q.as<int>();
+    const int64_t pb1 = fusedmoe::kernels::packed_grouped_gemm_weight_bytes(a1, false),
+                  pb2 = fusedmoe::kernels::packed_grouped_gemm_weight_bytes(a2, true);
+    DeviceBuffer d_p1{static_cast<size_t>(pb1)}, d_p2{static_cast<size_t>(pb2)};
+    ASSERT_TRUE(d_p1.get() && d_p2.get() && d_h.get() && d_y.get());
+    FM_CUDA_CHECK(fusedmoe::kernels::pack_grouped_gemm_weights(a1, false, d_p1.get(), nullptr));
+    FM_CUDA_CHECK(fusedmoe::kernels::pack_grouped_gemm_weights(a2, true, d_p2.get(), nullptr));
+    // plain, then packed (GEMM2 of both from the plain H, so that each GEMM is compared alone)
+    d_h.poison(0xFF); d_h2.poison(0xFF); d_y.poison(0xFF); d_y2.poison(0xFF);
+    auto gemm1 = [&](bool packed, void* out) {
+      GroupedGemmArgs g = a1;
+      g.w_packed = packed ? d_p1.get() : nullptr;
+      g.out = out;
+      return fusedmoe::kernels::launch_grouped_gemm1(g, nullptr);
+    };
+    auto gemm2 = [&](bool packed, void* out) {
+      GroupedGemmArgs g = a2;
+      g.w_packed = packed ? d_p2.get() : nullptr;
+      g.out = out;
+      if (g.queue) cudaMemsetAsync(g.queue, 0, 16, nullptr);
+      return fusedmoe::kernels::launch_grouped_gemm2(g, nullptr);
+    };
+    FM_CUDA_CHECK(gemm1(false, d_h.get()));
+    FM_CUDA_CHECK(gemm1(true, d_h2.get()));
+    FM_CUDA_CHECK(gemm2(false, d_y.get()));
+    FM_CUDA_CHECK(gemm2(true, d_y2.get()));
+    FM_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto h = to_host<uint16_t>(d_h.get(), h_elems), h2 = to_host<uint16_t>(d_h2.get(), h_elems);
+    const auto y = to_host<uint16_t>(d_y.get(), y_elems), y2 = to_host<uint16_t>(d_y2.get(), y_elems);
+    int64_t written = 0;
+    for (size_t i = 0; i < h.size(); ++i) written += h[i] != kBf16NaN;
+    EXPECT_GT(written, 0) << c.name;
+    EXPECT_TRUE(h == h2) << c.name << ": GEMM1 with packed weights differs";
+    EXPECT_TRUE(y == y2) << c.name << ": GEMM2 with packed weights differs";
+    std::printf("[ packed   ] %-30s G=%d N=%d K=%d tile %d rows=%lld packed %lld + %lld bytes: GEMM1 %s, GEMM2 %s\n",
+                c.name, c.G, c.N, c.K, c.tile, static_cast<long long>(l.rows), static_cast<long long>(pb1),
+                static_cast<long long>(pb2), h == h2 ? "same bits" : "DIFFERENT", y == y2 ? "same bits" : "DIFFERENT");
+    if (!c.timed) continue;
+    int active = 0;
+    for (int n : counts) active += n > 0;
+    const double wb1 = double(active) * R1 * c.K * 2, wb2 = double(active) * c.K * c.N * 2;
+    float t[2][2];
+    for (int round = 0; round < 2; ++round)  // plain, packed, plain, packed: the better of two rounds
+      for (int packed = 0; packed < 2; ++packed) {
+        const float t1 = median_us([&] { (void)gemm1(packed != 0, d_h2.get()); });
+        const float t2 = median_us([&] { (void)gemm2(packed != 0, d_y2.get()); });
+        t[packed][0] = round == 0 ? t1 : std::min(t[packed][0], t1);
+        t[packed][1] = round == 0 ? t2 : std::min(t[packed][1], t2);
+      }
+    FM_CUDA_CHECK(cudaGetLastError());
+    std::printf("[ packed   ] %-30s GEMM1 plain %7.1f us (%5.0f GB/s) packed %7.1f us (%5.0f GB/s) | GEMM2 plain %7.1f us "
+                "(%5.0f GB/s) packed %7.1f us (%5.0f GB/s)\n",
+                c.name, t[0][0], wb1 / (t[0][0] * 1e3), t[1][0], wb1 / (t[1][0] * 1e3), t[0][1], wb2 / (t[0][1] * 1e3),
+                t[1][1], wb2 / (t[1][1] * 1e3));
+  }
+}
+
 }  // namespace

@@ -231,6 +231,10 @@ struct Params {
   const __nv_bfloat16* gather_x;
   int64_t gather_stride;  // elements between rows of x
   const int32_t* row_token;
+  // Swap-AB: the weights pre-tiled into the stage images the TMA boxes above would produce
+  // (pack_grouped_gemm_weights): stage (e, w, kt) is the 8 KB at ((e * w_tiles + w) * k_tiles + kt)
+  // * 8192, one bulk copy. Null: the boxes of tm_w.
+  const uint8_t* w_packed;
   int red;                // reduction length (K of GEMM1)
   // Diagnostic timeline (set_grouped_gemm_trace; nullptr in production): per CTA kTraceSlots
   // values at trace + blockIdx.x * kTraceSlots, see gemm_stamp.
@@ -587,8 +591,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       *mask = m;
       return n;
     };
+    // the weight bytes a stage expects: the in-range sub-boxes, or the whole packed image
+    auto w_bytes = [&](int valid_subs) {
+      return p.w_packed != nullptr ? uint32_t(Cfg::kWRows * Cfg::kTileK * sizeof(Element))
+                                   : uint32_t(valid_subs) * p.sub_bytes;
+    };
     auto load_weights = [&](int stage, int e, int w, int k0, uint32_t sub_mask) {
       Element* w_dst = ss.w.begin() + stage * (Cfg::kWRows * Cfg::kTileK);
+      if (p.w_packed != nullptr) {
+        constexpr uint32_t kBytes = uint32_t(Cfg::kWRows * Cfg::kTileK * sizeof(Element));
+        const uint8_t* src = p.w_packed + ((int64_t(e) * p.w_tiles + w) * p.k_tiles + k0 / Cfg::kTileK) * kBytes;
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+            ::"r"(cute::cast_smem_ptr_to_uint(w_dst)), "l"(src), "r"(kBytes),
+            "r"(cute::cast_smem_ptr_to_uint(&ss.full[stage])), "l"(p.w_hint)
+            : "memory");
+        return;
+      }
       for (int s = 0; s < p.n_sub; ++s) {
         if (!(sub_mask & (1u << s))) continue;
         const int q = s >> 1, h = s & 1;
@@ -628,7 +647,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           const int k0 = kt * Cfg::kTileK;
           Barrier::wait(&ss.empty[stage], phase ^ 1u);
           if (ptid == 0) {
-            Barrier::arrive_and_expect_tx(&ss.full[stage], uint32_t(valid_subs) * p.sub_bytes);
+            Barrier::arrive_and_expect_tx(&ss.full[stage], w_bytes(valid_subs));
             load_weights(stage, sg.e, w, k0, sub_mask);
           }
           const uint32_t act_base =
@@ -687,7 +706,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           uint32_t sub_mask = 0;
           const int valid_subs = weight_subs(w, &sub_mask);
           Barrier::arrive_and_expect_tx(&ss.full[i],
-                                        uint32_t(boxes0) * Cfg::kActBoxBytes + uint32_t(valid_subs) * p.sub_bytes);
+                                        uint32_t(boxes0) * Cfg::kActBoxBytes + w_bytes(valid_subs));
           load_weights(i, s0.e, w, (kt_begin + i % steps) * Cfg::kTileK, sub_mask);
         }
         pdl_wait();
@@ -705,7 +724,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
        for (int w = sg.wb; w < sg.we; ++w) {
         uint32_t sub_mask = 0;
         const int valid_subs = weight_subs(w, &sub_mask);
-        const uint32_t stage_bytes = uint32_t(boxes) * Cfg::kActBoxBytes + uint32_t(valid_subs) * p.sub_bytes;
+        const uint32_t stage_bytes = uint32_t(boxes) * Cfg::kActBoxBytes + w_bytes(valid_subs);
         for (int kt = kt_begin; kt < kt_end; ++kt) {
           if (skip > 0) {
             --skip;
@@ -1188,6 +1207,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.gather_stride = a.gather_x_stride > 0 ? a.gather_x_stride : a.k;
   p.row_token = a.row_token;
   p.red = red;
+  p.w_packed = Cfg::kSwapAB ? static_cast<const uint8_t*>(a.w_packed) : nullptr;
 
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   const bool balanced_ok =
@@ -1238,6 +1258,101 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   }
   return gated ? launch(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>, 1)
                : launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>, 0);
+}
+
+// Packs one launch's weights into the Swap-AB stage images (Params::w_packed): block b is stage
+// (e, w, kt), b = (e * w_tiles + w) * k_tiles + kt. It loads the stage's in-range sub-boxes with the
+// kernel's own TMA (same view, same swizzle, sub-boxes past N left zero) and writes the 8 KB image.
+template <class Cfg>
+__global__ void __launch_bounds__(128) sm90_bf16_pack_weights_kernel(const __grid_constant__ CUtensorMap tm_w,
+                                                                    const Params p, uint8_t* out) {
+#if defined(CUTLASS_ARCH_MMA_SM90A_ENABLED)
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  using Element = typename Cfg::Element;
+  constexpr int kBytes = Cfg::kWRows * Cfg::kTileK * int(sizeof(Element));
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t base = cute::cast_smem_ptr_to_uint(smem_raw);
+  uint8_t* img = smem_raw + ((1024u - (base & 1023u)) & 1023u);  // (the ring's 1024-byte alignment)
+  __shared__ alignas(8) uint64_t bar;
+  const int64_t b = blockIdx.x;
+  const int kt = int(b % p.k_tiles);
+  const int w = int((b / p.k_tiles) % p.w_tiles);
+  const int e = int(b / (int64_t(p.k_tiles) * p.w_tiles));
+  uint4* img4 = reinterpret_cast<uint4*>(img);
+  for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x) img4[i] = make_uint4(0, 0, 0, 0);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the zeros before the copy engine's writes
+  if (threadIdx.x == 0) {
+    Barrier::init(&bar, 1);
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t valid = 0;
+    for (int s = 0; s < p.n_sub; ++s) valid += (w * p.sub_col_w + (s >> 1) * p.sub_col_q < p.sub_col_limit) ? 1 : 0;
+    Barrier::arrive_and_expect_tx(&bar, valid * p.sub_bytes);
+    Element* dst = reinterpret_cast<Element*>(img);
+    for (int s = 0; s < p.n_sub; ++s) {
+      if (!(w * p.sub_col_w + (s >> 1) * p.sub_col_q < p.sub_col_limit)) continue;
+      const int q = s >> 1, h = s & 1;
+      cute::SM90_TMA_LOAD_5D::copy(&tm_w, reinterpret_cast<uint64_t*>(&bar), kHintW, dst + s * p.sub_rows * Cfg::kTileK,
+                             kt * Cfg::kTileK, w * p.mw[0] + q * p.mq[0] + h * p.mh[0],
+                             w * p.mw[1] + q * p.mq[1] + h * p.mh[1], w * p.mw[2] + q * p.mq[2] + h * p.mh[2], e);
+    }
+  }
+  Barrier::wait(&bar, 0);
+  uint4* o = reinterpret_cast<uint4*>(out + b * kBytes);
+  for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x) o[i] = img4[i];
+#else
+#if defined(__CUDA_ARCH__)
+  __trap();
+#endif
+#endif
+}
+
+// Bytes of the packed weights of a launch (Params::w_packed): G x weight tiles x K steps x 8 KB.
+template <class Cfg>
+int64_t packed_weight_bytes(const GroupedGemmArgs& a, bool gemm2) {
+  const bool gated = !gemm2 && a.activation.gated();
+  const int red = gemm2 ? a.n : a.k, out_cols = gemm2 ? a.k : a.n;
+  const int cols_per_tile = gated ? Cfg::kWRows / 2 : Cfg::kWRows;
+  const int64_t w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile, k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
+  return int64_t(a.num_groups) * w_tiles * k_tiles * Cfg::kWRows * Cfg::kTileK * int64_t(sizeof(typename Cfg::Element));
+}
+
+template <class Cfg>
+cudaError_t pack_weights(const GroupedGemmArgs& a, bool gemm2, void* out, cudaStream_t stream) {
+  static_assert(Cfg::kSwapAB, "packed weights are the Swap-AB stage images");
+  if (a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 8 != 0 || a.k % 8 != 0 || !a.w || !out || !aligned16(a.w) ||
+      !aligned16(out))
+    return cudaErrorInvalidValue;
+  alignas(64) CUtensorMap tm_w;
+  WeightView v = make_weight_view<Cfg>(a, gemm2, false);
+  if (!encode_bf16_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) {
+    v = make_weight_view<Cfg>(a, gemm2, /*simple=*/true);
+    if (!encode_bf16_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) return cudaErrorInvalidValue;
+  }
+  const bool gated = !gemm2 && a.activation.gated();
+  const int red = gemm2 ? a.n : a.k, out_cols = gemm2 ? a.k : a.n;
+  const int cols_per_tile = gated ? Cfg::kWRows / 2 : Cfg::kWRows;
+  Params p{};
+  p.w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile;
+  p.k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
+  p.n_sub = v.n_sub;
+  p.sub_rows = Cfg::kWRows / v.n_sub;
+  p.sub_bytes = uint32_t(p.sub_rows) * uint32_t(Cfg::kTileK) * 2u;
+  for (int d = 0; d < 3; ++d) {
+    p.mw[d] = v.mw[d];
+    p.mq[d] = v.mq[d];
+    p.mh[d] = v.mh[d];
+  }
+  p.sub_col_w = v.sub_col_w;
+  p.sub_col_q = v.sub_col_q;
+  p.sub_col_limit = v.sub_col_limit;
+  const int64_t blocks = int64_t(a.num_groups) * p.w_tiles * p.k_tiles;
+  if (blocks > int64_t(INT_MAX)) return cudaErrorInvalidValue;
+  constexpr int kSmem = Cfg::kWRows * Cfg::kTileK * 2 + 1024;
+  sm90_bf16_pack_weights_kernel<Cfg><<<unsigned(blocks), 128, kSmem, stream>>>(tm_w, p, static_cast<uint8_t*>(out));
+  return cudaGetLastError();
 }
 
 // The kernels of a config for the registry (kernels/registry.h): the gated one (GEMM1 with a

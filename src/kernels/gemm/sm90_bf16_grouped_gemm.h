@@ -40,6 +40,10 @@ namespace fusedmoe::kernels {
 struct GroupedGemmArgs {
   const void* a = nullptr;     // GEMM1: x [max_rows, K];   GEMM2: H [max_rows, N]   (bf16, 16-B aligned)
   const void* w = nullptr;     // GEMM1: W1 [G, R1, K];     GEMM2: W2 [G, K, N]       (bf16, 16-B aligned)
+  // Optional, Swap-AB launches only: `w` packed by pack_grouped_gemm_weights (same problem, same
+  // GEMM); each weight stage is then one contiguous 8 KB bulk copy instead of 2D boxes. `w` stays
+  // required (the normal family reads it). Same results.
+  const void* w_packed = nullptr;
   const float* bias = nullptr; // GEMM1: b1 [G, R1];        GEMM2: b2 [G, K]          (optional)
   void* out = nullptr;         // GEMM1: H [max_rows, N];   GEMM2: Y [R, K]           (bf16, 16-B aligned)
   const int32_t* counts = nullptr;          // [G] device
@@ -240,6 +244,12 @@ inline int64_t grouped_gemm_max_padded_rows(int64_t rows, int groups, int tile) 
 // beyond limits. max_rows == 0: nothing to do.
 cudaError_t launch_grouped_gemm1(const GroupedGemmArgs& args, cudaStream_t stream);
 cudaError_t launch_grouped_gemm2(const GroupedGemmArgs& args, cudaStream_t stream);
+
+// The Swap-AB stage images of a launch's weights (GroupedGemmArgs::w_packed): its bytes (G x weight
+// tiles x K steps x 8 KB; the same as `w` when N and K are multiples of 64 (GEMM1 gated: 32)), and
+// the one-off packing kernel on `stream` (args: w, num_groups, n, k, activation of the launch).
+int64_t packed_grouped_gemm_weight_bytes(const GroupedGemmArgs& args, bool gemm2);
+cudaError_t pack_grouped_gemm_weights(const GroupedGemmArgs& args, bool gemm2, void* packed, cudaStream_t stream);
 
 // Name of the compiled instance a launch with this family/tile runs (nullptr if none), e.g.
 // "sm90_bf16_grouped_gemm1_128x128x64_s5", "sm90_bf16_grouped_gemm2_swapab_64x16x64_s10".

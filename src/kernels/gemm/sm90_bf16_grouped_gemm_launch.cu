@@ -152,4 +152,11 @@ const char* const* grouped_gemm_instance_names(int* count) {
   return kNames;
 }
 
+int64_t packed_grouped_gemm_weight_bytes(const GroupedGemmArgs& args, bool gemm2) {
+  return sm90_grouped::packed_weight_bytes_swapab(args, gemm2);
+}
+cudaError_t pack_grouped_gemm_weights(const GroupedGemmArgs& args, bool gemm2, void* packed, cudaStream_t stream) {
+  return sm90_grouped::pack_weights_swapab(args, gemm2, packed, stream);
+}
+
 }  // namespace fusedmoe::kernels

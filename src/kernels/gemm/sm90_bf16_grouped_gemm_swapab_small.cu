@@ -20,7 +20,14 @@ cudaError_t launch_swapab_small(const GroupedGemmArgs& a, int tile, bool gemm2, 
   }
 }
 
+int64_t packed_weight_bytes_swapab(const GroupedGemmArgs& a, bool gemm2) { return packed_weight_bytes<SwapAB8>(a, gemm2); }
+cudaError_t pack_weights_swapab(const GroupedGemmArgs& a, bool gemm2, void* out, cudaStream_t stream) {
+  return pack_weights<SwapAB8>(a, gemm2, out, stream);
+}
+
 void append_swapab_small_instances(KernelList* out) {
+  out->push_back({"grouped_gemm", "sm90_bf16_pack_swapab_weights_64x64",
+                  reinterpret_cast<const void*>(&sm90_bf16_pack_weights_kernel<SwapAB8>)});
   append_config_instances<SwapAB8>(out);
   append_config_instances<SwapAB16>(out);
 }
