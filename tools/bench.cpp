@@ -447,6 +447,10 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
 // grouped sigmoid top-k strongly (the top 8 of 128 candidates sit in the tail, where it shifts
 // the ranking): at 256 tokens dsv3-tp8 touches ~170 of its 256 experts.
 static bool g_zero_bias = false;
+// --packed (layer suite): BF16 cases also get their weights packed for the Swap-AB GEMMs
+// (MoeTensors::w1_packed / w2_packed, pack_weights), which the default then uses; the variant
+// "packed off" times the 2D weight boxes of the same call.
+static bool g_packed = false;
 
 // peak: the dense BF16 GEMM rate; fp8_peak: the dense FP8 rate (the FP8 cases' compute floor).
 bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const std::vector<int64_t>& tokens,
@@ -508,6 +512,14 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
     fill_random_bf16(w2.p, w2_bytes, 2);
     BENCH_CUDA(cudaMemset(b1.p, 0, size_t{4} * ge * r1));
     BENCH_CUDA(cudaMemset(b2.p, 0, size_t{4} * ge * p.hidden));
+    size_t pw1 = 0, pw2 = 0;
+    const bool packed = g_packed && !fp8 && fm::packed_weights_size(p, 1, &pw1).ok() &&
+                        fm::packed_weights_size(p, 2, &pw2).ok();
+    Buf w1p(packed ? pw1 : 16), w2p(packed ? pw2 : 16);
+    if (packed && (!fm::pack_weights(p, 1, w1.p, w1p.p, s).ok() || !fm::pack_weights(p, 2, w2.p, w2p.p, s).ok())) {
+      std::fprintf(stderr, "bench: pack_weights failed for %s\n", c.name.c_str());
+      return false;
+    }
     for (int64_t t : tokens) {
       p.num_tokens = p.max_tokens = t;
       fm::testing::LayerData d;
@@ -546,6 +558,10 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
       io.expert_map = p.num_local_experts >= 0 ? static_cast<const int32_t*>(map.p) : nullptr;
       io.w1 = w1.p;
       io.w2 = w2.p;
+      if (packed) {
+        io.w1_packed = w1p.p;
+        io.w2_packed = w2p.p;
+      }
       if (fp8) {
         io.w1_scale = w1s.p;
         io.w2_scale = w2s.p;
@@ -814,6 +830,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--dense") dense = true;
     else if (a == "--dense1") dense1 = true;
     else if (a == "--pair") pair = true;
+    else if (a == "--packed") g_packed = true;
     else if (a == "--cutlass") cutlass = true;
     else if (a == "--cutlass-gemm2") cutlass_gemm2 = true;
     else if (a == "--stages") stages = true;
@@ -839,7 +856,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--packed] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -916,6 +933,7 @@ int cmd_bench(int argc, char** argv) {
       add("pair on", &fusedmoe::ForwardOptions::fp8_pair_swapab, Toggle::kOn);
       add("pair off", &fusedmoe::ForwardOptions::fp8_pair_swapab, Toggle::kOff);
     }
+    if (g_packed) add("packed off", &fusedmoe::ForwardOptions::packed_weights, Toggle::kOff);
     if (dense1) {  // GEMM1's dense instances forced on / off (GEMM2 as the rule says)
       add("gemm1 dense on", &fusedmoe::ForwardOptions::gemm1_dense_swapab, Toggle::kOn);
       add("gemm1 dense off", &fusedmoe::ForwardOptions::gemm1_dense_swapab, Toggle::kOff);

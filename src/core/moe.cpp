@@ -171,6 +171,12 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                  : "rule (auto, per launch: token tile 16 with >= 32 weight tiles per expert and GEMM1 >= 48 or "
                    "GEMM2 >= 8 K blocks of 128, and row-scaled GEMM2 on token tile 32; measured)")
          << "\n";
+  if (why && p.quant.weight.format == WeightFormat::kBF16)
+    *why << "  packed_weights: "
+         << (o.packed_weights == Toggle::kOff ? "off (forced by ForwardOptions)"
+                                              : "auto: the Swap-AB GEMMs read MoeTensors::w1_packed / w2_packed when "
+                                                "given (pack_weights; measured faster)")
+         << "\n";
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
   if (block_fp8)
@@ -483,6 +489,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     g.a = r.act;
   }
   g.w = t.w1;
+  // packed weights (MoeTensors::w1_packed): BF16 Swap-AB launches read them (the FP8 GEMMs never)
+  const bool packed = options.packed_weights != Toggle::kOff && p.quant.weight.format == WeightFormat::kBF16;
+  g.w_packed = packed ? t.w1_packed : nullptr;
   g.bias = p.has_expert_bias ? t.b1 : nullptr;
   g.out = inter;
   // GEMM2's dynamic balanced schedule takes its work from this counter; GEMM1 zeroes it after its
@@ -537,6 +546,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.one_wave = false;
   g.a = inter;
   g.w = t.w2;
+  g.w_packed = packed ? t.w2_packed : nullptr;
   g.bias = p.has_expert_bias ? t.b2 : nullptr;
   g.out = expert_out;
   // balanced schedule: forced, the kernel's rule (rows_hint, chained tiles), or off; BF16 runs it
@@ -671,6 +681,52 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
   else
     os << "chosen: none (" << d.status.message() << ")\n";
   return os.str();
+}
+
+namespace {
+// The GEMM arguments that fix a packed weight image: the weights, G, N, K and the activation.
+Status packing_args(const MoeProblem& p, int gemm, const void* w, kernels::GroupedGemmArgs* a) {
+  FM_TRY(validate(p));
+  FM_REQUIRE(gemm == 1 || gemm == 2, kInvalidArgument, "gemm must be 1 (w1) or 2 (w2), got " << gemm);
+  FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16, kUnsupported,
+             "packed weights exist for BF16 weights only");
+  a->w = w;
+  a->num_groups = static_cast<int>(p.local_experts() + p.num_shared_experts);
+  a->n = p.intermediate;
+  a->k = p.hidden;
+  a->activation = p.activation;
+  return Status::Ok();
+}
+}  // namespace
+
+Status packed_weights_size(const MoeProblem& p, int gemm, size_t* bytes) {
+  FM_REQUIRE(bytes != nullptr, kInvalidArgument, "bytes is null");
+#if !defined(FUSEDMOE_WITH_CUDA)
+  (void)p; (void)gemm;
+  return Status(StatusCode::kNoDevice, "built without CUDA kernels");
+#else
+  kernels::GroupedGemmArgs a;
+  FM_TRY(packing_args(p, gemm, nullptr, &a));
+  *bytes = static_cast<size_t>(kernels::packed_grouped_gemm_weight_bytes(a, gemm == 2));
+  return Status::Ok();
+#endif
+}
+
+Status pack_weights(const MoeProblem& p, int gemm, const void* w, void* packed, Stream stream) {
+#if !defined(FUSEDMOE_WITH_CUDA)
+  (void)p; (void)gemm; (void)w; (void)packed; (void)stream;
+  return Status(StatusCode::kNoDevice, "built without CUDA kernels");
+#else
+  kernels::GroupedGemmArgs a;
+  FM_TRY(packing_args(p, gemm, w, &a));
+  FM_REQUIRE(w != nullptr && reinterpret_cast<uintptr_t>(w) % 16 == 0, kMisaligned, "w must be non-null and 16-byte aligned");
+  FM_REQUIRE(packed != nullptr && reinterpret_cast<uintptr_t>(packed) % 16 == 0, kMisaligned,
+             "packed must be non-null and 16-byte aligned");
+  FM_TRY(detail::check_device());
+  const cudaError_t e = kernels::pack_grouped_gemm_weights(a, gemm == 2, packed, stream);
+  FM_REQUIRE(e == cudaSuccess, kCudaError, "pack_weights: " << cudaGetErrorString(e));
+  return Status::Ok();
+#endif
 }
 
 }  // namespace fusedmoe

@@ -6,6 +6,8 @@
 namespace fusedmoe::detail {
 // validate(p, t) + workspace size/alignment + a supported device.
 Status check_call(const MoeProblem& p, const MoeTensors& t, const void* ws, size_t ws_bytes);
+// A supported device is current (sm_90, kernels preloaded).
+Status check_device();
 Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream stream, const DispatchOptions& o,
                     DispatchResult* r);
 // plan_ready: kernels::CombineArgs::plan_ready (forward() only: the permute, or GEMM1 gathering its

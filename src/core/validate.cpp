@@ -184,6 +184,12 @@ Status validate(const MoeProblem& p, const MoeTensors& t) {
   }
   FM_TRY(check_ptr(t.w1, "w1", 16));
   FM_TRY(check_ptr(t.w2, "w2", 16));
+  if (t.w1_packed != nullptr || t.w2_packed != nullptr) {
+    FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16, kUnsupported,
+               "w1_packed / w2_packed: packed weights exist for BF16 weights only (pack_weights)");
+    if (t.w1_packed != nullptr) FM_TRY(check_ptr(t.w1_packed, "w1_packed", 16));
+    if (t.w2_packed != nullptr) FM_TRY(check_ptr(t.w2_packed, "w2_packed", 16));
+  }
   if (fp8) {
     const size_t sa = p.quant.weight.scale_format == ScaleFormat::kUE8M0 ? 1 : 4;
     FM_TRY(check_ptr(t.w1_scale, "w1_scale", sa));

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <memory>
 #include <vector>
 
 #include "core/workspace.h"
@@ -52,9 +53,13 @@ constexpr double kFp8HTol = 3e-3;
 constexpr double kFp8HTolCutlass = 5e-3;
 constexpr double kFp8PerGemmUnroundedTol = 5e-3;
 
+// While set, upload() also packs BF16 weights (pack_weights) into MoeTensors::w1_packed / w2_packed.
+bool g_upload_packed = false;
+
 struct Layer {
   fm::testing::LayerData data;
   DeviceBuffer x, logits, bias, token_ids, hash_table, topk_ids, topk_weights, expert_map, w1, w2, b1, b2, out, ws;
+  DeviceBuffer w1_packed, w2_packed;  // (g_upload_packed)
   DeviceBuffer w1_scale, w2_scale, act_scales;  // FP8: weight scales; static activation scales [2]
   fm::MoeTensors t;
   size_t ws_bytes = 0;
@@ -102,6 +107,20 @@ void upload(const fm::MoeProblem& p, uint64_t seed, fm::testing::Skew skew, Laye
   t.act_scale = L->act_scales.as<float>();
   t.act2_scale = L->act_scales.as<float>() + 1;
   t.out = L->out.get();
+  if (g_upload_packed && p.quant.weight.format == fm::WeightFormat::kBF16) {
+    size_t b1 = 0, b2 = 0;
+    ASSERT_TRUE(fm::packed_weights_size(p, 1, &b1).ok());
+    ASSERT_TRUE(fm::packed_weights_size(p, 2, &b2).ok());
+    L->w1_packed.resize(b1);
+    L->w2_packed.resize(b2);
+    L->w1_packed.poison();
+    L->w2_packed.poison();
+    ASSERT_TRUE(fm::pack_weights(p, 1, t.w1, L->w1_packed.get(), nullptr).ok());
+    ASSERT_TRUE(fm::pack_weights(p, 2, t.w2, L->w2_packed.get(), nullptr).ok());
+    FM_CUDA_CHECK(cudaDeviceSynchronize());
+    t.w1_packed = L->w1_packed.get();
+    t.w2_packed = L->w2_packed.get();
+  }
 }
 
 double rel_error(const fm::MoeProblem& p, const std::vector<uint16_t>& got, const std::vector<double>& ref,
@@ -584,6 +603,43 @@ TEST(Forward, Fp8PairSwapAb) {
   on.fp8_pair_swapab = fm::Toggle::kOn;
   off.fp8_pair_swapab = fm::Toggle::kOff;
   check_swapab_switch({f8b, f8c}, on, off, "fp8 pair swap-ab", "the pair instances differ from the 2-CTA ones", 3);
+}
+
+// Packed BF16 weights (MoeTensors::w1_packed / w2_packed, pack_weights): the Swap-AB GEMMs stream
+// the packed stage images; gated (silu), interleaved swiglu_oai with biases and a ragged N, a plain
+// activation with a ragged K; against the reference and bitwise against the 2D boxes (packed_weights
+// off); then the whole layer on auto at 16 and 1000 tokens (normal tiles, which read w1 / w2); and
+// the API's checks.
+TEST(Forward, PackedWeights) {
+  struct Packed {  // (reset however the test ends)
+    Packed() { g_upload_packed = true; }
+    ~Packed() { g_upload_packed = false; }
+  };
+  auto packed = std::make_unique<Packed>();
+  fm::MoeProblem oai = small_problem(16, 4, 136, 264, fm::Activation::swiglu_oai(1.702f, 7.f, true));
+  oai.has_expert_bias = true;
+  const fm::MoeProblem relu = small_problem(32, 6, 192, 392, fm::Activation::squared_relu());
+  fm::ForwardOptions on, off;
+  off.packed_weights = fm::Toggle::kOff;
+  check_swapab_switch({small_problem(64, 4, 256, 512), oai, relu}, on, off, "packed weights",
+                      "the packed weights differ from the 2D weight boxes", 3);
+  check_forward(small_problem(64, 4, 256, 512), 1000, {}, "packed weights given, 1000 tokens (auto)");
+  check_forward(small_problem(64, 8, 192, 512), 16, {}, "packed weights given, 16 tokens (auto)");
+  packed.reset();
+  // the API's checks
+  fm::MoeProblem p = small_problem(64, 4, 256, 512);
+  size_t bytes = 0;
+  ASSERT_TRUE(fm::packed_weights_size(p, 1, &bytes).ok());
+  EXPECT_EQ(bytes, size_t(64) * 512 * 512 * 2);  // N, K multiples of 64: the weights' own size
+  ASSERT_TRUE(fm::packed_weights_size(p, 2, &bytes).ok());
+  EXPECT_EQ(bytes, size_t(64) * 512 * 256 * 2);
+  EXPECT_EQ(fm::packed_weights_size(p, 3, &bytes).code(), fm::StatusCode::kInvalidArgument);
+  DeviceBuffer w(1024), out(1024);
+  EXPECT_EQ(fm::pack_weights(p, 1, static_cast<const char*>(w.get()) + 8, out.get(), nullptr).code(),
+            fm::StatusCode::kMisaligned);
+  fm::MoeProblem f8 = p;
+  f8.quant = fm::QuantScheme::fp8_per_channel();
+  EXPECT_EQ(fm::packed_weights_size(f8, 1, &bytes).code(), fm::StatusCode::kUnsupported);
 }
 
 // Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches), the
