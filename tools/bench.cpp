@@ -447,7 +447,7 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
 // grouped sigmoid top-k strongly (the top 8 of 128 candidates sit in the tail, where it shifts
 // the ranking): at 256 tokens dsv3-tp8 touches ~170 of its 256 experts.
 static bool g_zero_bias = false;
-// --packed (layer suite): BF16 cases also get their weights packed for the Swap-AB GEMMs
+// --packed (layer suite): BF16 and FP8 cases also get their weights packed for the Swap-AB GEMMs
 // (MoeTensors::w1_packed / w2_packed, pack_weights), which the default then uses; the variant
 // "packed off" times the 2D weight boxes of the same call.
 static bool g_packed = false;
@@ -513,7 +513,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
     BENCH_CUDA(cudaMemset(b1.p, 0, size_t{4} * ge * r1));
     BENCH_CUDA(cudaMemset(b2.p, 0, size_t{4} * ge * p.hidden));
     size_t pw1 = 0, pw2 = 0;
-    const bool packed = g_packed && !fp8 && fm::packed_weights_size(p, 1, &pw1).ok() &&
+    const bool packed = g_packed && fm::packed_weights_size(p, 1, &pw1).ok() &&
                         fm::packed_weights_size(p, 2, &pw2).ok();
     Buf w1p(packed ? pw1 : 16), w2p(packed ? pw2 : 16);
     if (packed && (!fm::pack_weights(p, 1, w1.p, w1p.p, s).ok() || !fm::pack_weights(p, 2, w2.p, w2p.p, s).ok())) {

@@ -122,7 +122,8 @@ struct ForwardOptions {
   // 295.5 us; it replaces the dense instances there), and row-scaled GEMM2 on token tile 32
   // (qwen235-tp8-fp8c at 256 tokens 135.6 -> 132.6). bench --pair.
   Toggle fp8_pair_swapab = Toggle::kAuto;
-  // The packed weights of MoeTensors::w1_packed / w2_packed in the Swap-AB GEMMs. Same results.
+  // The packed weights of MoeTensors::w1_packed / w2_packed in the Swap-AB GEMMs (BF16 and FP8).
+  // Same results.
   // Auto: used when given; kOff: ignored (the 2D weight boxes of w1 / w2). bench --packed.
   Toggle packed_weights = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
@@ -203,11 +204,12 @@ Status workspace_size(const MoeProblem& p, size_t* bytes);
 Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes,
                Stream stream, const ForwardOptions& options = {});
 
-// MoeTensors::w1_packed (gemm 1) / w2_packed (gemm 2), BF16 weights: the bytes of the packed copy
-// (the weights' own size when N and K are multiples of 64: each expert's rows padded to 64-row
-// weight tiles (GEMM1 gated: 32 columns of gate and up), its reduction to 64), and the packing of
-// w (MoeTensors::w1 / w2 of this problem) into `packed` on `stream`: a one-off at load time (it
-// launches one kernel; no allocation). Errors: FP8 weights (not packed yet), gemm not 1 or 2,
+// MoeTensors::w1_packed (gemm 1) / w2_packed (gemm 2), BF16 or FP8 e4m3 weights: the bytes of
+// the packed copy (the weights' own size when N and K are multiples of 64 (BF16) or 128 (FP8):
+// each expert's rows padded to 64-row weight tiles (GEMM1 gated: 32 columns of gate and up), its
+// reduction to 128 bytes), and the packing of w (MoeTensors::w1 / w2 of this problem) into
+// `packed` on `stream`: a one-off at load time (it launches one kernel; no allocation). FP8 scales
+// are not packed (w1_scale / w2_scale as before). Errors: other weight formats, gemm not 1 or 2,
 // null or misaligned pointers.
 Status packed_weights_size(const MoeProblem& p, int gemm, size_t* bytes);
 Status pack_weights(const MoeProblem& p, int gemm, const void* w, void* packed, Stream stream);

@@ -171,7 +171,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                  : "rule (auto, per launch: token tile 16 with >= 32 weight tiles per expert and GEMM1 >= 48 or "
                    "GEMM2 >= 8 K blocks of 128, and row-scaled GEMM2 on token tile 32; measured)")
          << "\n";
-  if (why && p.quant.weight.format == WeightFormat::kBF16)
+  if (why && (p.quant.weight.format == WeightFormat::kBF16 || p.quant.weight.format == WeightFormat::kFP8E4M3))
     *why << "  packed_weights: "
          << (o.packed_weights == Toggle::kOff ? "off (forced by ForwardOptions)"
                                               : "auto: the Swap-AB GEMMs read MoeTensors::w1_packed / w2_packed when "
@@ -489,8 +489,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     g.a = r.act;
   }
   g.w = t.w1;
-  // packed weights (MoeTensors::w1_packed): BF16 Swap-AB launches read them (the FP8 GEMMs never)
-  const bool packed = options.packed_weights != Toggle::kOff && p.quant.weight.format == WeightFormat::kBF16;
+  // packed weights (MoeTensors::w1_packed / w2_packed): the Swap-AB launches read them (BF16 and FP8:
+  // the FP8 arguments below copy these)
+  const bool packed = options.packed_weights != Toggle::kOff;
   g.w_packed = packed ? t.w1_packed : nullptr;
   g.bias = p.has_expert_bias ? t.b1 : nullptr;
   g.out = inter;
@@ -688,8 +689,8 @@ namespace {
 Status packing_args(const MoeProblem& p, int gemm, const void* w, kernels::GroupedGemmArgs* a) {
   FM_TRY(validate(p));
   FM_REQUIRE(gemm == 1 || gemm == 2, kInvalidArgument, "gemm must be 1 (w1) or 2 (w2), got " << gemm);
-  FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16, kUnsupported,
-             "packed weights exist for BF16 weights only");
+  FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16 || p.quant.weight.format == WeightFormat::kFP8E4M3,
+             kUnsupported, "packed weights exist for BF16 and FP8 e4m3 weights");
   a->w = w;
   a->num_groups = static_cast<int>(p.local_experts() + p.num_shared_experts);
   a->n = p.intermediate;
@@ -707,7 +708,9 @@ Status packed_weights_size(const MoeProblem& p, int gemm, size_t* bytes) {
 #else
   kernels::GroupedGemmArgs a;
   FM_TRY(packing_args(p, gemm, nullptr, &a));
-  *bytes = static_cast<size_t>(kernels::packed_grouped_gemm_weight_bytes(a, gemm == 2));
+  *bytes = static_cast<size_t>(p.quant.weight.format == WeightFormat::kFP8E4M3
+                                   ? kernels::packed_fp8_grouped_gemm_weight_bytes(a, gemm == 2)
+                                   : kernels::packed_grouped_gemm_weight_bytes(a, gemm == 2));
   return Status::Ok();
 #endif
 }
@@ -723,7 +726,9 @@ Status pack_weights(const MoeProblem& p, int gemm, const void* w, void* packed, 
   FM_REQUIRE(packed != nullptr && reinterpret_cast<uintptr_t>(packed) % 16 == 0, kMisaligned,
              "packed must be non-null and 16-byte aligned");
   FM_TRY(detail::check_device());
-  const cudaError_t e = kernels::pack_grouped_gemm_weights(a, gemm == 2, packed, stream);
+  const cudaError_t e = p.quant.weight.format == WeightFormat::kFP8E4M3
+                            ? kernels::pack_fp8_grouped_gemm_weights(a, gemm == 2, packed, stream)
+                            : kernels::pack_grouped_gemm_weights(a, gemm == 2, packed, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "pack_weights: " << cudaGetErrorString(e));
   return Status::Ok();
 #endif

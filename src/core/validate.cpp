@@ -185,8 +185,8 @@ Status validate(const MoeProblem& p, const MoeTensors& t) {
   FM_TRY(check_ptr(t.w1, "w1", 16));
   FM_TRY(check_ptr(t.w2, "w2", 16));
   if (t.w1_packed != nullptr || t.w2_packed != nullptr) {
-    FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16, kUnsupported,
-               "w1_packed / w2_packed: packed weights exist for BF16 weights only (pack_weights)");
+    FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16 || p.quant.weight.format == WeightFormat::kFP8E4M3,
+               kUnsupported, "w1_packed / w2_packed: packed weights exist for BF16 and FP8 e4m3 weights (pack_weights)");
     if (t.w1_packed != nullptr) FM_TRY(check_ptr(t.w1_packed, "w1_packed", 16));
     if (t.w2_packed != nullptr) FM_TRY(check_ptr(t.w2_packed, "w2_packed", 16));
   }

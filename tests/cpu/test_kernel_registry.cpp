@@ -67,11 +67,12 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   // scales; the 3 Swap-AB tiles also with the balanced / dynamic schedules; the 3 Swap-AB tiles again
   // as dense instances (3-4 CTAs per SM, session 27), each with both schedules.
   // The 2-CTA Swap-AB tiles once more with the deferred promotion (FUSEDMOE_FP8_DEFER=1, session 32).
-  EXPECT_EQ(per_family["grouped_gemm_fp8"], 8 + 6 + 12 + 12 + 12);  // + the pair instances (session 34)
+  // + the pair instances (session 34), + the Swap-AB weight packing kernel (session 35)
+  EXPECT_EQ(per_family["grouped_gemm_fp8"], 8 + 6 + 12 + 12 + 12 + 1);
   // CUTLASS grouped GEMMs: 4 BF16 configurations x (kernel, setup), the gated and plain activation,
   // the FP8 blockwise GEMM with its setup and scale kernels, the FP8 row-scaled GEMM and its setup.
   EXPECT_EQ(per_family["cutlass_grouped"], 15);
-  EXPECT_EQ(b.kernel_instances.size(), size_t(531)) << "total instances (350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the BF16 weight packing kernel): update docs too";
+  EXPECT_EQ(b.kernel_instances.size(), size_t(532)) << "total instances (350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the weight packing kernels): update docs too";
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)

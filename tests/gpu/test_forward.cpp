@@ -53,7 +53,7 @@ constexpr double kFp8HTol = 3e-3;
 constexpr double kFp8HTolCutlass = 5e-3;
 constexpr double kFp8PerGemmUnroundedTol = 5e-3;
 
-// While set, upload() also packs BF16 weights (pack_weights) into MoeTensors::w1_packed / w2_packed.
+// While set, upload() also packs the weights (pack_weights) into MoeTensors::w1_packed / w2_packed.
 bool g_upload_packed = false;
 
 struct Layer {
@@ -107,7 +107,7 @@ void upload(const fm::MoeProblem& p, uint64_t seed, fm::testing::Skew skew, Laye
   t.act_scale = L->act_scales.as<float>();
   t.act2_scale = L->act_scales.as<float>() + 1;
   t.out = L->out.get();
-  if (g_upload_packed && p.quant.weight.format == fm::WeightFormat::kBF16) {
+  if (g_upload_packed) {
     size_t b1 = 0, b2 = 0;
     ASSERT_TRUE(fm::packed_weights_size(p, 1, &b1).ok());
     ASSERT_TRUE(fm::packed_weights_size(p, 2, &b2).ok());
@@ -605,9 +605,10 @@ TEST(Forward, Fp8PairSwapAb) {
   check_swapab_switch({f8b, f8c}, on, off, "fp8 pair swap-ab", "the pair instances differ from the 2-CTA ones", 3);
 }
 
-// Packed BF16 weights (MoeTensors::w1_packed / w2_packed, pack_weights): the Swap-AB GEMMs stream
-// the packed stage images; gated (silu), interleaved swiglu_oai with biases and a ragged N, a plain
-// activation with a ragged K; against the reference and bitwise against the 2D boxes (packed_weights
+// Packed weights (MoeTensors::w1_packed / w2_packed, pack_weights): the Swap-AB GEMMs stream the
+// packed stage images; BF16 gated (silu), interleaved swiglu_oai with biases and a ragged N, a plain
+// activation with a ragged K, FP8 128x128 blocks (UE8M0) and per-channel, on the 2-CTA and the pair
+// instances; against the reference and bitwise against the 2D boxes (packed_weights
 // off); then the whole layer on auto at 16 and 1000 tokens (normal tiles, which read w1 / w2); and
 // the API's checks.
 TEST(Forward, PackedWeights) {
@@ -621,8 +622,15 @@ TEST(Forward, PackedWeights) {
   const fm::MoeProblem relu = small_problem(32, 6, 192, 392, fm::Activation::squared_relu());
   fm::ForwardOptions on, off;
   off.packed_weights = fm::Toggle::kOff;
-  check_swapab_switch({small_problem(64, 4, 256, 512), oai, relu}, on, off, "packed weights",
+  fm::MoeProblem f8b = small_problem(64, 4, 256, 640);  // FP8 blocks, UE8M0; GEMM2: 10 weight tiles
+  f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  fm::MoeProblem f8c = small_problem(32, 6, 192, 448);  // FP8 per-channel; GEMM1 6 tiles, GEMM2 7
+  f8c.quant = fm::QuantScheme::fp8_per_channel();
+  check_swapab_switch({small_problem(64, 4, 256, 512), oai, relu, f8b, f8c}, on, off, "packed weights",
                       "the packed weights differ from the 2D weight boxes", 3);
+  // FP8 pair instances (two tiles' images per stage)
+  on.fp8_pair_swapab = off.fp8_pair_swapab = fm::Toggle::kOn;
+  check_swapab_switch({f8b, f8c}, on, off, "packed weights, fp8 pairs", "the packed weights differ (pairs)", 3);
   check_forward(small_problem(64, 4, 256, 512), 1000, {}, "packed weights given, 1000 tokens (auto)");
   check_forward(small_problem(64, 8, 192, 512), 16, {}, "packed weights given, 16 tokens (auto)");
   packed.reset();
@@ -639,7 +647,9 @@ TEST(Forward, PackedWeights) {
             fm::StatusCode::kMisaligned);
   fm::MoeProblem f8 = p;
   f8.quant = fm::QuantScheme::fp8_per_channel();
-  EXPECT_EQ(fm::packed_weights_size(f8, 1, &bytes).code(), fm::StatusCode::kUnsupported);
+  ASSERT_TRUE(fm::packed_weights_size(f8, 1, &bytes).ok());
+  EXPECT_EQ(bytes, size_t(64) * 512 * 512);  // e4m3: one byte per weight
+
 }
 
 // Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches), the

@@ -212,6 +212,10 @@ struct Params {
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; with token-order scales: static only)
   int* queue;           // with flat: the dynamic form's work counter (BF16 kernel's Params::queue), or null
   int* zero_queue;      // zeroed by thread 0 of CTA 0 after griddepcontrol.wait, or null
+  // Swap-AB: the weights packed into the stage images of the boxes above (the BF16 kernel's
+  // Params::w_packed; pack_fp8_grouped_gemm_weights): tile (e, w), K step kt is the 8 KB at
+  // ((e * w_tiles + w) * k_tiles + kt) * 8192, one bulk copy. Null: the boxes of tm_w.
+  const uint8_t* w_packed;
   // Diagnostic timeline (set_grouped_gemm_trace; nullptr in production): the BF16 kernel's slots
   // (sm90_grouped::kTraceSlots, gemm_stamp).
   unsigned long long* trace;
@@ -352,6 +356,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       };
       auto load_weights = [&](int st, int e, int w, int k0, int half) {  // half: the tile's place in a pair stage
         Element* w_dst = ss.w.begin() + (st * Cfg::kWTiles + half) * (Cfg::kWRows * Cfg::kTileK);
+        if (p.w_packed != nullptr) {  // (the image's bytes = w_bytes: every sub-box counts its full box)
+          constexpr uint32_t kBytes = uint32_t(Cfg::kWRows * Cfg::kTileK);
+          const uint8_t* src = p.w_packed + ((int64_t(e) * p.w_tiles + w) * p.k_tiles + k0 / Cfg::kTileK) * kBytes;
+          asm volatile(
+              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], "
+              "%4;" ::"r"(cute::cast_smem_ptr_to_uint(w_dst)),
+              "l"(src), "r"(kBytes), "r"(cute::cast_smem_ptr_to_uint(&ss.full[st])), "l"(p.w_hint)
+              : "memory");
+          return;
+        }
         for (int s = 0; s < p.n_sub; ++s) {
           const int h = s & 1;
           SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[st], p.w_hint, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
@@ -984,6 +998,87 @@ WeightView make_weight_view(const GroupedGemmArgs& a, bool gemm2, bool simple) {
   return v;
 }
 
+// Packs one launch's e4m3 weights into the Swap-AB stage images (Params::w_packed): the BF16
+// sm90_bf16_pack_weights_kernel's scheme with this kernel's view (every sub-box loaded).
+template <class Cfg>
+__global__ void __launch_bounds__(128) sm90_fp8_pack_weights_kernel(const __grid_constant__ CUtensorMap tm_w,
+                                                                   const Params p, uint8_t* out) {
+#if defined(CUTLASS_ARCH_MMA_SM90A_ENABLED)
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  constexpr int kBytes = Cfg::kWRows * Cfg::kTileK;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t base = cute::cast_smem_ptr_to_uint(smem_raw);
+  uint8_t* img = smem_raw + ((1024u - (base & 1023u)) & 1023u);  // (the ring's 1024-byte alignment)
+  __shared__ alignas(8) uint64_t bar;
+  const int64_t b = blockIdx.x;
+  const int kt = int(b % p.k_tiles);
+  const int w = int((b / p.k_tiles) % p.w_tiles);
+  const int e = int(b / (int64_t(p.k_tiles) * p.w_tiles));
+  uint4* img4 = reinterpret_cast<uint4*>(img);
+  for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x) img4[i] = make_uint4(0, 0, 0, 0);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  if (threadIdx.x == 0) {
+    Barrier::init(&bar, 1);
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    Barrier::arrive_and_expect_tx(&bar, uint32_t(p.n_sub) * p.sub_bytes);
+    for (int s = 0; s < p.n_sub; ++s) {
+      const int h = s & 1;
+      cute::SM90_TMA_LOAD_5D::copy(&tm_w, &bar, sm90_grouped::kHintW, img + s * p.sub_rows * Cfg::kTileK,
+                                   kt * Cfg::kTileK, w * p.mw[0] + h * p.mh[0], w * p.mw[1] + h * p.mh[1],
+                                   w * p.mw[2] + h * p.mh[2], e);
+    }
+  }
+  Barrier::wait(&bar, 0);
+  uint4* o = reinterpret_cast<uint4*>(out + b * kBytes);
+  for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x) o[i] = img4[i];
+#else
+#if defined(__CUDA_ARCH__)
+  __trap();
+#endif
+#endif
+}
+
+template <class Cfg>
+int64_t packed_weight_bytes(const GroupedGemmArgs& a, bool gemm2) {
+  const bool gated = !gemm2 && a.activation.gated();
+  const int red = gemm2 ? a.n : a.k, out_cols = gemm2 ? a.k : a.n;
+  const int cols_per_tile = gated ? Cfg::kWRows / 2 : Cfg::kWRows;
+  const int64_t w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile, k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
+  return int64_t(a.num_groups) * w_tiles * k_tiles * Cfg::kWRows * Cfg::kTileK;
+}
+
+template <class Cfg>
+cudaError_t pack_weights(const GroupedGemmArgs& a, bool gemm2, void* out, cudaStream_t stream) {
+  static_assert(Cfg::kSwapAB, "packed weights are the Swap-AB stage images");
+  if (a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 16 != 0 || a.k % 16 != 0 || !a.w || !out ||
+      (reinterpret_cast<uintptr_t>(a.w) & 15u) || (reinterpret_cast<uintptr_t>(out) & 15u))
+    return cudaErrorInvalidValue;
+  alignas(64) CUtensorMap tm_w;
+  const WeightView v = make_weight_view<Cfg>(a, gemm2, /*simple=*/false);
+  if (!encode_u8_map(&tm_w, a.w, 5, v.dims, v.strides, v.box)) return cudaErrorInvalidValue;
+  const bool gated = !gemm2 && a.activation.gated();
+  const int red = gemm2 ? a.n : a.k, out_cols = gemm2 ? a.k : a.n;
+  const int cols_per_tile = gated ? Cfg::kWRows / 2 : Cfg::kWRows;
+  Params p{};
+  p.w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile;
+  p.k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
+  p.n_sub = v.n_sub;
+  p.sub_rows = Cfg::kWRows / v.n_sub;
+  p.sub_bytes = uint32_t(p.sub_rows) * uint32_t(Cfg::kTileK);
+  for (int d = 0; d < 3; ++d) {
+    p.mw[d] = v.mw[d];
+    p.mh[d] = v.mh[d];
+  }
+  const int64_t blocks = int64_t(a.num_groups) * p.w_tiles * p.k_tiles;
+  if (blocks > int64_t(INT_MAX)) return cudaErrorInvalidValue;
+  constexpr int kSmem = Cfg::kWRows * Cfg::kTileK + 1024;
+  sm90_fp8_pack_weights_kernel<Cfg><<<unsigned(blocks), 128, kSmem, stream>>>(tm_w, p, static_cast<uint8_t*>(out));
+  return cudaGetLastError();
+}
+
 // Builds the tensor maps and parameters and launches one instance. Arguments already checked
 // (check_fp8_grouped_gemm_args), max_rows > 0.
 template <class Cfg>
@@ -1087,6 +1182,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.early_weights = a.early_weights ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
+  p.w_packed = Cfg::kSwapAB ? static_cast<const uint8_t*>(a.w_packed) : nullptr;
   p.early_span = a.early_weights_span ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;

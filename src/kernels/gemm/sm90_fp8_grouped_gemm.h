@@ -130,6 +130,12 @@ cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& args, bool gem
 cudaError_t launch_fp8_grouped_gemm1(const Fp8GroupedGemmArgs& args, cudaStream_t stream);
 cudaError_t launch_fp8_grouped_gemm2(const Fp8GroupedGemmArgs& args, cudaStream_t stream);
 
+// The Swap-AB stage images of a launch's e4m3 weights (GroupedGemmArgs::w_packed; the BF16
+// pack_grouped_gemm_weights' scheme): bytes (G x weight tiles x K blocks of 128 x 8 KB) and the
+// one-off packing kernel on `stream` (args: w, num_groups, n, k, activation; N, K multiples of 16).
+int64_t packed_fp8_grouped_gemm_weight_bytes(const GroupedGemmArgs& args, bool gemm2);
+cudaError_t pack_fp8_grouped_gemm_weights(const GroupedGemmArgs& args, bool gemm2, void* packed, cudaStream_t stream);
+
 // Every compiled FP8 grouped-GEMM instance name; *count receives the number.
 // e.g. "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated" (GEMM1 with a gated activation),
 //      "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row"       (GEMM2, non-gated GEMM1).

@@ -17,6 +17,8 @@ static_assert(smem_bytes<Normal>() <= 227 * 1024, "one CTA per SM must fit");
 // sm90_fp8_grouped_gemm_swapab.cu
 cudaError_t launch_swapab(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
 void append_swapab_instances(KernelList* out);
+int64_t packed_weight_bytes_swapab(const GroupedGemmArgs& a, bool gemm2);
+cudaError_t pack_weights_swapab(const GroupedGemmArgs& a, bool gemm2, void* out, cudaStream_t stream);
 
 }  // namespace sm90_fp8_grouped
 
@@ -159,6 +161,13 @@ const char* const* fp8_grouped_gemm_instance_names(int* count) {
 void append_grouped_gemm_fp8_instances(KernelList* out) {
   sm90_fp8_grouped::append_config_instances<sm90_fp8_grouped::Normal>(out);
   sm90_fp8_grouped::append_swapab_instances(out);
+}
+
+int64_t packed_fp8_grouped_gemm_weight_bytes(const GroupedGemmArgs& args, bool gemm2) {
+  return sm90_fp8_grouped::packed_weight_bytes_swapab(args, gemm2);
+}
+cudaError_t pack_fp8_grouped_gemm_weights(const GroupedGemmArgs& args, bool gemm2, void* packed, cudaStream_t stream) {
+  return sm90_fp8_grouped::pack_weights_swapab(args, gemm2, packed, stream);
 }
 
 }  // namespace fusedmoe::kernels

@@ -32,7 +32,14 @@ cudaError_t launch_swapab(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cud
   }
 }
 
+int64_t packed_weight_bytes_swapab(const GroupedGemmArgs& a, bool gemm2) { return packed_weight_bytes<SwapAB8>(a, gemm2); }
+cudaError_t pack_weights_swapab(const GroupedGemmArgs& a, bool gemm2, void* out, cudaStream_t stream) {
+  return pack_weights<SwapAB8>(a, gemm2, out, stream);
+}
+
 void append_swapab_instances(KernelList* out) {
+  out->push_back({"grouped_gemm_fp8", "sm90_fp8_pack_swapab_weights_64x128",
+                  reinterpret_cast<const void*>(&sm90_fp8_pack_weights_kernel<SwapAB8>)});
   append_config_instances<SwapAB8>(out);
   append_config_instances<SwapAB16>(out);
   append_config_instances<SwapAB32>(out);
