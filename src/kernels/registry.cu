@@ -17,6 +17,7 @@ KernelList compiled_kernel_instances() {
   append_gemm_smoke_instances(&v);
   append_inv_rope_quant_instances(&v);
   append_stream_read_instances(&v);
+  append_weight_pack_instances(&v);
   return v;
 }
 

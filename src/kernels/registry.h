@@ -50,6 +50,7 @@ void append_cutlass_grouped_instances(KernelList* out);
 void append_gemm_smoke_instances(KernelList* out);
 void append_inv_rope_quant_instances(KernelList* out);
 void append_stream_read_instances(KernelList* out);
+void append_weight_pack_instances(KernelList* out);  // the Swap-AB weight packing kernels (pack_weights)
 
 // Every compiled instance, family by family (the order above).
 KernelList compiled_kernel_instances();

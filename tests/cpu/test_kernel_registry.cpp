@@ -22,7 +22,7 @@ namespace {
 
 const char* const kFamilies[] = {"router",       "front",            "plan",       "permute_quant",
                                  "combine",      "grouped_gemm",     "gemm_smoke", "inv_rope_quant",
-                                 "stream_read",  "grouped_gemm_fp8", "cutlass_grouped"};
+                                 "stream_read",  "grouped_gemm_fp8", "cutlass_grouped", "weight_pack"};
 
 TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   const fm::BuildInfo b = fm::build_info();
@@ -60,15 +60,15 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   EXPECT_EQ(per_family["front"], 2 * 4 * (6 + 5 + 4 + 6 + 5 + 4 + 3) + 1);
   // BF16 grouped GEMM: 5 tiles (normal, swap-AB 8/16/32/64) x (gated, plain), raster-only; the 4
   // Swap-AB tiles also with the balanced / dynamic schedules (session 20).
-  // The dense Swap-AB 8/16/32 instances (3-4 CTAs per SM, session 27), with both schedules each;
-  // the Swap-AB weight packing kernel (session 35).
-  EXPECT_EQ(per_family["grouped_gemm"], 10 + 8 + 12 + 1);
+  // The dense Swap-AB 8/16/32 instances (3-4 CTAs per SM, session 27), with both schedules each.
+  EXPECT_EQ(per_family["grouped_gemm"], 10 + 8 + 12);
   // FP8 grouped GEMM (issue #5): 4 tiles (normal, swap-AB 8/16/32) x (gated, plain), row or block
   // scales; the 3 Swap-AB tiles also with the balanced / dynamic schedules; the 3 Swap-AB tiles again
   // as dense instances (3-4 CTAs per SM, session 27), each with both schedules.
   // The 2-CTA Swap-AB tiles once more with the deferred promotion (FUSEDMOE_FP8_DEFER=1, session 32).
-  // + the pair instances (session 34), + the Swap-AB weight packing kernel (session 35)
-  EXPECT_EQ(per_family["grouped_gemm_fp8"], 8 + 6 + 12 + 12 + 12 + 1);
+  EXPECT_EQ(per_family["grouped_gemm_fp8"], 8 + 6 + 12 + 12 + 12);  // + the pair instances (session 34)
+  // The Swap-AB weight packing kernels, BF16 and FP8 (pack_weights, session 35).
+  EXPECT_EQ(per_family["weight_pack"], 2);
   // CUTLASS grouped GEMMs: 4 BF16 configurations x (kernel, setup), the gated and plain activation,
   // the FP8 blockwise GEMM with its setup and scale kernels, the FP8 row-scaled GEMM and its setup.
   EXPECT_EQ(per_family["cutlass_grouped"], 15);

@@ -25,6 +25,7 @@ cudaError_t launch_swapab_small(const GroupedGemmArgs& a, int tile, bool gemm2, 
 // The packed Swap-AB weights (GroupedGemmArgs::w_packed; the image does not depend on the token
 // tile): sm90_bf16_grouped_gemm_swapab_small.cu.
 int64_t packed_weight_bytes_swapab(const GroupedGemmArgs& a, bool gemm2);
+void append_bf16_weight_pack_instance(KernelList* out);
 cudaError_t pack_weights_swapab(const GroupedGemmArgs& a, bool gemm2, void* out, cudaStream_t stream);
 // Swap-AB, token tile 32 or 64: sm90_bf16_grouped_gemm_swapab_large.cu.
 cudaError_t launch_swapab_large(const GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream,

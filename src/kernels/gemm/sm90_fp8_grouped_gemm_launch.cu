@@ -19,6 +19,7 @@ cudaError_t launch_swapab(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cud
 void append_swapab_instances(KernelList* out);
 int64_t packed_weight_bytes_swapab(const GroupedGemmArgs& a, bool gemm2);
 cudaError_t pack_weights_swapab(const GroupedGemmArgs& a, bool gemm2, void* out, cudaStream_t stream);
+void append_fp8_weight_pack_instance(KernelList* out);
 
 }  // namespace sm90_fp8_grouped
 
@@ -168,6 +169,15 @@ int64_t packed_fp8_grouped_gemm_weight_bytes(const GroupedGemmArgs& args, bool g
 }
 cudaError_t pack_fp8_grouped_gemm_weights(const GroupedGemmArgs& args, bool gemm2, void* packed, cudaStream_t stream) {
   return sm90_fp8_grouped::pack_weights_swapab(args, gemm2, packed, stream);
+}
+
+namespace sm90_grouped {
+void append_bf16_weight_pack_instance(KernelList* out);  // sm90_bf16_grouped_gemm_swapab_small.cu
+}
+
+void append_weight_pack_instances(KernelList* out) {
+  sm90_grouped::append_bf16_weight_pack_instance(out);
+  sm90_fp8_grouped::append_fp8_weight_pack_instance(out);
 }
 
 }  // namespace fusedmoe::kernels

@@ -37,9 +37,12 @@ cudaError_t pack_weights_swapab(const GroupedGemmArgs& a, bool gemm2, void* out,
   return pack_weights<SwapAB8>(a, gemm2, out, stream);
 }
 
-void append_swapab_instances(KernelList* out) {
-  out->push_back({"grouped_gemm_fp8", "sm90_fp8_pack_swapab_weights_64x128",
+void append_fp8_weight_pack_instance(KernelList* out) {
+  out->push_back({"weight_pack", "sm90_fp8_pack_swapab_weights_64x128",
                   reinterpret_cast<const void*>(&sm90_fp8_pack_weights_kernel<SwapAB8>)});
+}
+
+void append_swapab_instances(KernelList* out) {
   append_config_instances<SwapAB8>(out);
   append_config_instances<SwapAB16>(out);
   append_config_instances<SwapAB32>(out);
