@@ -609,6 +609,9 @@ TEST(Forward, Fp8PairSwapAb) {
 // packed stage images; BF16 gated (silu), interleaved swiglu_oai with biases and a ragged N, a plain
 // activation with a ragged K, FP8 128x128 blocks (UE8M0) and per-channel, on the 2-CTA and the pair
 // instances; against the reference and bitwise against the 2D boxes (packed_weights
+// off). (forward() packs only GEMMs whose reduction fills its last K step (ForwardOptions::
+// packed_weights), so the ragged reductions here run on the boxes both ways; the GEMM-level test
+// GroupedGemmPacked.SameBitsAndTiming covers ragged packed images.)
 // off); then the whole layer on auto at 16 and 1000 tokens (normal tiles, which read w1 / w2); and
 // the API's checks.
 TEST(Forward, PackedWeights) {
