@@ -148,6 +148,24 @@ TEST(StreamProbe, Informational) {
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
+  // GB/s of weights of one configuration: the median of 3 timed launches after a warm-up
+  auto gbs_of = [&](const CUtensorMap& tm, int64_t tiles, int k_bytes, int per_sm, int stages, int mode, int act_bytes,
+                    int hold) {
+    const size_t smem = size_t(stages) * size_t(kStageBytes + act_bytes);
+    std::vector<float> ms;
+    for (int rep = 0; rep < 4; ++rep) {
+      cudaEventRecord(e0);
+      stream_probe_kernel<<<sms * per_sm, 64, smem>>>(tm, buf.as<uint8_t>(), tiles, k_bytes, stages, mode,
+                                                      act.as<uint8_t>(), act_bytes, hold);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      float m = 0;
+      cudaEventElapsedTime(&m, e0, e1);
+      if (rep > 0) ms.push_back(m);
+    }
+    std::sort(ms.begin(), ms.end());
+    return double(tiles) * 64 * k_bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
+  };
   const char* names[3] = {"box64x128", "box32x256", "bulk8k"};
   for (int k_bytes : {4096, 14336}) {
     const int64_t tiles = int64_t(bytes / (size_t(64) * size_t(k_bytes)));
@@ -167,21 +185,8 @@ TEST(StreamProbe, Informational) {
       for (int per_sm : {1, 2, 3, 4}) {
         for (int stages : {4, 6, 8, 12, 16, 24}) {
           if (per_sm * stages * kStageBytes > 220 * 1024) continue;
-          const int grid = sms * per_sm;
-          const size_t smem = size_t(stages) * kStageBytes;
-          std::vector<float> ms;
-          for (int rep = 0; rep < 4; ++rep) {
-            cudaEventRecord(e0);
-            stream_probe_kernel<<<grid, 64, smem>>>(tm, buf.as<uint8_t>(), tiles, k_bytes, stages, mode, act.as<uint8_t>(), 0, 0);
-            cudaEventRecord(e1);
-            FM_CUDA_CHECK(cudaEventSynchronize(e1));
-            float m = 0;
-            cudaEventElapsedTime(&m, e0, e1);
-            if (rep > 0) ms.push_back(m);
-          }
+          const double gbs = gbs_of(tm, tiles, k_bytes, per_sm, stages, mode, 0, 0);
           FM_CUDA_CHECK(cudaGetLastError());
-          std::sort(ms.begin(), ms.end());
-          const double gbs = double(tiles) * 64 * k_bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
           std::printf("[probe] %-10s K=%5d B  %d CTAs/SM x %2d stages (%3d KB in flight/SM): %6.0f GB/s\n", names[mode],
                       k_bytes, per_sm, stages, per_sm * stages * kStageBytes / 1024, gbs);
         }
@@ -205,22 +210,8 @@ TEST(StreamProbe, Informational) {
       for (const V v : {V{2, 8, 0, 0}, V{2, 8, 4096, 0}, V{2, 8, 0, 500}, V{2, 8, 0, 1000}, V{2, 8, 0, 2000},
                         V{2, 8, 4096, 1000}, V{3, 6, 4096, 0}, V{3, 6, 4096, 1000}, V{4, 4, 4096, 1000},
                         V{2, 12, 0, 2000}}) {
-        const int grid = sms * v.per_sm;
-        const size_t smem = size_t(v.stages) * size_t(kStageBytes + v.act_bytes);
-        std::vector<float> ms;
-        for (int rep = 0; rep < 4; ++rep) {
-          cudaEventRecord(e0);
-          stream_probe_kernel<<<grid, 64, smem>>>(tm, buf.as<uint8_t>(), tiles, k_bytes, v.stages, mode,
-                                                  act.as<uint8_t>(), v.act_bytes, v.hold);
-          cudaEventRecord(e1);
-          FM_CUDA_CHECK(cudaEventSynchronize(e1));
-          float m = 0;
-          cudaEventElapsedTime(&m, e0, e1);
-          if (rep > 0) ms.push_back(m);
-        }
+        const double gbs = gbs_of(tm, tiles, k_bytes, v.per_sm, v.stages, mode, v.act_bytes, v.hold);
         FM_CUDA_CHECK(cudaGetLastError());
-        std::sort(ms.begin(), ms.end());
-        const double gbs = double(tiles) * 64 * k_bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
         std::printf("[probe] %-10s K=%5d B  %d CTAs/SM x %2d stages, + %4d B act per stage from L2, consumer holds "
                     "each stage %4d cycles: %6.0f GB/s of weights\n",
                     names[mode], k_bytes, v.per_sm, v.stages, v.act_bytes, v.hold, gbs);

@@ -1004,6 +1004,22 @@ WeightView make_weight_view(const GroupedGemmArgs& a, bool gemm2, bool simple) {
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+// The weight view's box fields of Params (the producer's sub-boxes and their coordinates).
+template <class Cfg>
+void set_weight_view(const WeightView& v, Params* p) {
+  p->n_sub = v.n_sub;
+  p->sub_rows = Cfg::kWRows / v.n_sub;
+  p->sub_bytes = uint32_t(p->sub_rows) * uint32_t(Cfg::kTileK) * 2u;
+  for (int d = 0; d < 3; ++d) {
+    p->mw[d] = v.mw[d];
+    p->mq[d] = v.mq[d];
+    p->mh[d] = v.mh[d];
+  }
+  p->sub_col_w = v.sub_col_w;
+  p->sub_col_q = v.sub_col_q;
+  p->sub_col_limit = v.sub_col_limit;
+}
+
 // Split-K of a Swap-AB launch (both the BF16 and FP8 kernels): `forced` > 0 asks for that many,
 // < 0 for none; 0 = when the weight tiles alone would fill under half of the CTA slots (decode: a
 // few experts x a few 64-row tiles, e.g. qwen235-tp8 GEMM1 at 1 token = 48 tiles on 264 slots),
@@ -1178,17 +1194,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.tiles_per_cta = tpc;
   p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
 
-  p.n_sub = v.n_sub;
-  p.sub_rows = Cfg::kWRows / v.n_sub;
-  p.sub_bytes = uint32_t(p.sub_rows) * uint32_t(Cfg::kTileK) * 2u;
-  for (int d = 0; d < 3; ++d) {
-    p.mw[d] = v.mw[d];
-    p.mq[d] = v.mq[d];
-    p.mh[d] = v.mh[d];
-  }
-  p.sub_col_w = v.sub_col_w;
-  p.sub_col_q = v.sub_col_q;
-  p.sub_col_limit = v.sub_col_limit;
+  set_weight_view<Cfg>(v, &p);
 
   p.out_cols = out_cols;
   p.bias_stride = gemm2 ? a.k : a.activation.gemm1_rows(a.n);
@@ -1337,17 +1343,7 @@ cudaError_t pack_weights(const GroupedGemmArgs& a, bool gemm2, void* out, cudaSt
   Params p{};
   p.w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile;
   p.k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
-  p.n_sub = v.n_sub;
-  p.sub_rows = Cfg::kWRows / v.n_sub;
-  p.sub_bytes = uint32_t(p.sub_rows) * uint32_t(Cfg::kTileK) * 2u;
-  for (int d = 0; d < 3; ++d) {
-    p.mw[d] = v.mw[d];
-    p.mq[d] = v.mq[d];
-    p.mh[d] = v.mh[d];
-  }
-  p.sub_col_w = v.sub_col_w;
-  p.sub_col_q = v.sub_col_q;
-  p.sub_col_limit = v.sub_col_limit;
+  set_weight_view<Cfg>(v, &p);
   const int64_t blocks = int64_t(a.num_groups) * p.w_tiles * p.k_tiles;
   if (blocks > int64_t(INT_MAX)) return cudaErrorInvalidValue;
   constexpr int kSmem = Cfg::kWRows * Cfg::kTileK * 2 + 1024;

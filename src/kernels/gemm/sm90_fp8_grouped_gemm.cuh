@@ -998,6 +998,18 @@ WeightView make_weight_view(const GroupedGemmArgs& a, bool gemm2, bool simple) {
   return v;
 }
 
+// The weight view's box fields of Params (the producer's sub-boxes and their coordinates).
+template <class Cfg>
+void set_weight_view(const WeightView& v, Params* p) {
+  p->n_sub = v.n_sub;
+  p->sub_rows = Cfg::kWRows / v.n_sub;
+  p->sub_bytes = uint32_t(p->sub_rows) * uint32_t(Cfg::kTileK);
+  for (int d = 0; d < 3; ++d) {
+    p->mw[d] = v.mw[d];
+    p->mh[d] = v.mh[d];
+  }
+}
+
 // Packs one launch's e4m3 weights into the Swap-AB stage images (Params::w_packed): the BF16
 // sm90_bf16_pack_weights_kernel's scheme with this kernel's view (every sub-box loaded).
 template <class Cfg>
@@ -1065,13 +1077,7 @@ cudaError_t pack_weights(const GroupedGemmArgs& a, bool gemm2, void* out, cudaSt
   Params p{};
   p.w_tiles = (out_cols + cols_per_tile - 1) / cols_per_tile;
   p.k_tiles = (red + Cfg::kTileK - 1) / Cfg::kTileK;
-  p.n_sub = v.n_sub;
-  p.sub_rows = Cfg::kWRows / v.n_sub;
-  p.sub_bytes = uint32_t(p.sub_rows) * uint32_t(Cfg::kTileK);
-  for (int d = 0; d < 3; ++d) {
-    p.mw[d] = v.mw[d];
-    p.mh[d] = v.mh[d];
-  }
+  set_weight_view<Cfg>(v, &p);
   const int64_t blocks = int64_t(a.num_groups) * p.w_tiles * p.k_tiles;
   if (blocks > int64_t(INT_MAX)) return cudaErrorInvalidValue;
   constexpr int kSmem = Cfg::kWRows * Cfg::kTileK + 1024;
@@ -1149,13 +1155,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.tiles_per_cta = tpc;
   p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
 
-  p.n_sub = v.n_sub;
-  p.sub_rows = Cfg::kWRows / v.n_sub;
-  p.sub_bytes = uint32_t(p.sub_rows) * uint32_t(Cfg::kTileK);
-  for (int d = 0; d < 3; ++d) {
-    p.mw[d] = v.mw[d];
-    p.mh[d] = v.mh[d];
-  }
+  set_weight_view<Cfg>(v, &p);
 
   p.out_cols = out_cols;
   p.bias_stride = w_rows;
