@@ -38,7 +38,6 @@ constexpr int64_t kFrontSeparateQuantMaxTokens = 64;
 // The dynamic balanced GEMM2 (BF16), measured up to this many tokens (session 17, call 5).
 constexpr int64_t kBalancedMaxTokens = 256;
 
-
 // The switches as forward() resolves them; the reasons only when `why` is given (explain(): the
 // hot path builds no strings).
 ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostringstream* why) {
@@ -697,7 +696,7 @@ Status packing_args(const MoeProblem& p, int gemm, const void* w, kernels::Group
   FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16 || p.quant.weight.format == WeightFormat::kFP8E4M3,
              kUnsupported, "packed weights exist for BF16 and FP8 e4m3 weights");
   a->w = w;
-  a->num_groups = static_cast<int>(p.local_experts() + p.num_shared_experts);
+  a->num_groups = p.weight_experts();  // (forward()'s groups: local experts, then shared ones)
   a->n = p.intermediate;
   a->k = p.hidden;
   a->activation = p.activation;
