@@ -688,6 +688,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
   return os.str();
 }
 
+#if defined(FUSEDMOE_WITH_CUDA)
 namespace {
 // The GEMM arguments that fix a packed weight image: the weights, G, N, K and the activation.
 Status packing_args(const MoeProblem& p, int gemm, const void* w, kernels::GroupedGemmArgs* a) {
@@ -703,6 +704,7 @@ Status packing_args(const MoeProblem& p, int gemm, const void* w, kernels::Group
   return Status::Ok();
 }
 }  // namespace
+#endif
 
 Status packed_weights_size(const MoeProblem& p, int gemm, size_t* bytes) {
   FM_REQUIRE(bytes != nullptr, kInvalidArgument, "bytes is null");
