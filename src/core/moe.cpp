@@ -489,14 +489,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     g.a = r.act;
   }
   g.w = t.w1;
-  // packed weights (MoeTensors::w1_packed / w2_packed): the Swap-AB launches read them (BF16 and FP8:
-  // the FP8 arguments below copy these), for a GEMM whose reduction fills its last 128-byte K step:
-  // a ragged one's packed image carries the zeros the boxes fill without reading them (FP8 GEMM2 of
-  // qwen235-tp8, N = 192: a third more bytes per weight tile; H200, session 35 call 6: 2.7-4.9 %
-  // slower layers at 16-64 tokens with it packed)
-  const int64_t step_elems = p.quant.weight.format == WeightFormat::kFP8E4M3 ? 128 : 64;
+  // packed weights (MoeTensors::w1_packed / w2_packed): the Swap-AB launches read them where the
+  // reduction fills its last K step (BF16 and FP8: the FP8 arguments below copy these)
   const bool packed = options.packed_weights != Toggle::kOff;
-  g.w_packed = packed && p.hidden % step_elems == 0 ? t.w1_packed : nullptr;
+  g.w_packed = packed ? t.w1_packed : nullptr;
   g.bias = p.has_expert_bias ? t.b1 : nullptr;
   g.out = inter;
   // GEMM2's dynamic balanced schedule takes its work from this counter; GEMM1 zeroes it after its
@@ -551,7 +547,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.one_wave = false;
   g.a = inter;
   g.w = t.w2;
-  g.w_packed = packed && p.intermediate % step_elems == 0 ? t.w2_packed : nullptr;
+  g.w_packed = packed ? t.w2_packed : nullptr;
   g.bias = p.has_expert_bias ? t.b2 : nullptr;
   g.out = expert_out;
   // balanced schedule: forced, the kernel's rule (rows_hint, chained tiles), or off; BF16 runs it

@@ -608,26 +608,24 @@ TEST(Forward, Fp8PairSwapAb) {
 // Packed weights (MoeTensors::w1_packed / w2_packed, pack_weights): the Swap-AB GEMMs stream the
 // packed stage images; BF16 gated (silu), interleaved swiglu_oai with biases and a ragged N, a plain
 // activation with a ragged K, FP8 128x128 blocks (UE8M0) and per-channel, on the 2-CTA and the pair
-// instances; against the reference and bitwise against the 2D boxes (packed_weights
-// off). (forward() packs only GEMMs whose reduction fills its last K step (ForwardOptions::
-// packed_weights), so the ragged reductions here run on the boxes both ways; the GEMM-level test
-// GroupedGemmPacked.SameBitsAndTiming covers ragged packed images.)
-// off); then the whole layer on auto at 16 and 1000 tokens (normal tiles, which read w1 / w2); and
-// the API's checks.
+// instances; against the reference and bitwise against the 2D boxes (packed_weights off); then the
+// whole layer on auto at 16 and 1000 tokens (normal tiles, which read w1 / w2); and the API's
+// checks. Each problem packs at least one GEMM; a reduction that leaves its last K step ragged
+// (squared ReLU's K = 392, GEMM2 of N = 136 and of FP8 N = 192) reads the boxes both ways.
 TEST(Forward, PackedWeights) {
   struct Packed {  // (reset however the test ends)
     Packed() { g_upload_packed = true; }
     ~Packed() { g_upload_packed = false; }
   };
   auto packed = std::make_unique<Packed>();
-  fm::MoeProblem oai = small_problem(16, 4, 136, 264, fm::Activation::swiglu_oai(1.702f, 7.f, true));
+  fm::MoeProblem oai = small_problem(16, 4, 136, 320, fm::Activation::swiglu_oai(1.702f, 7.f, true));
   oai.has_expert_bias = true;
   const fm::MoeProblem relu = small_problem(32, 6, 192, 392, fm::Activation::squared_relu());
   fm::ForwardOptions on, off;
   off.packed_weights = fm::Toggle::kOff;
   fm::MoeProblem f8b = small_problem(64, 4, 256, 640);  // FP8 blocks, UE8M0; GEMM2: 10 weight tiles
   f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
-  fm::MoeProblem f8c = small_problem(32, 6, 192, 448);  // FP8 per-channel; GEMM1 6 tiles, GEMM2 7
+  fm::MoeProblem f8c = small_problem(32, 6, 192, 512);  // FP8 per-channel; GEMM1 6 tiles, GEMM2 8
   f8c.quant = fm::QuantScheme::fp8_per_channel();
   check_swapab_switch({small_problem(64, 4, 256, 512), oai, relu, f8b, f8c}, on, off, "packed weights",
                       "the packed weights differ from the 2D weight boxes", 3);

@@ -295,4 +295,16 @@ inline LaunchSchedule launch_schedule(bool eligible, int forced, bool rule_appli
   return LaunchSchedule{1, balanced_grid(items_bound, w_tiles, slots)};
 }
 
+// A launch's weight tiles per expert and K steps per tile (Cfg::kWRows rows per tile, half gate
+// and half up columns for a gated GEMM1; Cfg::kTileK elements per step): the packed weights' layout.
+struct WeightTiles {
+  int w_tiles, k_tiles;
+};
+template <class Cfg>
+WeightTiles weight_tiles(int n, int k, bool gated, bool gemm2) {
+  const int red = gemm2 ? n : k, out_cols = gemm2 ? k : n;
+  const int cols_per_tile = gated ? Cfg::kWRows / 2 : Cfg::kWRows;
+  return {(out_cols + cols_per_tile - 1) / cols_per_tile, (red + Cfg::kTileK - 1) / Cfg::kTileK};
+}
+
 }  // namespace fusedmoe::kernels::grouped_schedule

@@ -41,8 +41,9 @@ struct GroupedGemmArgs {
   const void* a = nullptr;     // GEMM1: x [max_rows, K];   GEMM2: H [max_rows, N]   (bf16, 16-B aligned)
   const void* w = nullptr;     // GEMM1: W1 [G, R1, K];     GEMM2: W2 [G, K, N]       (bf16, 16-B aligned)
   // Optional, Swap-AB launches only: `w` packed by pack_grouped_gemm_weights (same problem, same
-  // GEMM); each weight stage is then one contiguous 8 KB bulk copy instead of 2D boxes. `w` stays
-  // required (the normal family reads it). Same results.
+  // GEMM); each weight stage is then one contiguous 8 KB bulk copy instead of 2D boxes, where the
+  // reduction is a multiple of the K step (64 bf16, 128 e4m3; else the boxes). `w` stays required
+  // (the normal family reads it). Same results.
   const void* w_packed = nullptr;
   const float* bias = nullptr; // GEMM1: b1 [G, R1];        GEMM2: b2 [G, K]          (optional)
   void* out = nullptr;         // GEMM1: H [max_rows, N];   GEMM2: Y [R, K]           (bf16, 16-B aligned)
