@@ -78,10 +78,10 @@ struct ForwardOptions {
   Toggle weights_evict_first = Toggle::kAuto;
   // Route + plan (+ FP8 of x in token order) in one fused kernel at small token counts (logits
   // routers up to 256 tokens, precomputed ids up to 16; DispatchOptions::fuse_front). Same
-  // results. Auto: on, except with quantised activations up to 64 tokens: the separate kernels
+  // results. Auto: on, except with quantised activations up to 16 tokens: the separate kernels
   // put the quantiser between the plan and GEMM1, which lets GEMM1 stream its first weight stages
   // early (H200, session 15: dsv3-tp8-fp8b with the router 41.7 vs 50.7 us at 1 token; bench
-  // --front).
+  // --front). At 17-64 tokens the fused front measured faster (session 36: up to 4.4 %).
   Toggle fuse_front = Toggle::kAuto;
   // Swap-AB GEMMs split each weight tile's reduction over a thread-block cluster (up to 8 CTAs)
   // when their tiles would fill under half of the GPU's CTA slots (decode on few experts). The
@@ -128,6 +128,11 @@ struct ForwardOptions {
   // zeros the 2D boxes fill for free (FP8 qwen235-tp8 GEMM2, N = 192: 2.7-4.9 % slower layers at
   // 16-64 tokens, H200 session 35). kOff: ignored (the 2D weight boxes of w1 / w2). bench --packed.
   Toggle packed_weights = Toggle::kAuto;
+  // FP8 layers on Swap-AB tiles with static per-tensor, per-token or 1x128 activation scales: H
+  // re-quantised in GEMM1's epilogue (the last weight tile of each token tile and scale group to
+  // finish quantises the group, as the separate quantiser would: the same bits) instead of a
+  // separate pass between the GEMMs. Auto: on where it applies. bench --hq.
+  Toggle fused_h_quant = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1
   // splits each weight tile's reduction over a cluster of n CTAs (1 = none; at most 8, capped to the
@@ -182,7 +187,8 @@ struct ResolvedOptions {
   bool overlap_launches = false, staged_epilogue = false, gather_rows = false, split_k = false,
        scales_by_token = false, fuse_front = true, balanced_gemm2 = false, balanced_gemm1 = false,
        cutlass_gemm2 = false,  // requested; forward() applies it where the CUTLASS backend runs the layer
-       weights_evict_first = false;
+       weights_evict_first = false,
+       fused_h_quant = false;  // where GEMM1 runs Swap-AB tiles (kernels::fp8_gemm1_quantises_h)
   int dense_swapab = 0;  // the Swap-AB GEMMs' GroupedGemmArgs::dense: 0 the launchers' rule, 1 on, -1 off
   int gemm1_dense_swapab = 0;  // GEMM1's (ForwardOptions::gemm1_dense_swapab; auto: dense_swapab's)
   int fp8_pair_swapab = 0;     // the FP8 Swap-AB GEMMs' GroupedGemmArgs::pair: 0 the launchers' rule, 1 on, -1 off

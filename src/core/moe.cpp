@@ -34,7 +34,7 @@ Status workspace_size(const MoeProblem& p, size_t* bytes) {
 namespace {
 // Up to this many tokens, quantised activations go through the separate dispatch kernels (see
 // the fuse_front rule in resolve()).
-constexpr int64_t kFrontSeparateQuantMaxTokens = 64;
+constexpr int64_t kFrontSeparateQuantMaxTokens = 16;
 // The dynamic balanced GEMM2 (BF16), measured up to this many tokens (session 17, call 5).
 constexpr int64_t kBalancedMaxTokens = 256;
 
@@ -65,18 +65,22 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // ids in the fused front (<= 16 tokens), gather on vs off at 1 token: qwen30-tp1 32.1 vs 37.3
   // us, gptoss-tp1 62.0 vs 66.7, mixtral-tp2 96.3 vs 101.7, dsv3-tp8 44.4 vs 46.5, qwen235-tp8
   // 25.2 vs 27.4.
-  // The fused front: off with quantised x up to 64 tokens. The separate kernels put the quantiser
+  // The fused front: off with quantised x up to 16 tokens. The separate kernels put the quantiser
   // between the plan and GEMM1, which lets GEMM1 stream its first weight stages before its wait
   // (PDL early weights). H200, session 15, per call, fused vs separate: with the router separate
   // was faster on all 12 FP8 cases of call 4 (dsv3-tp8-fp8b / dsv4f-tp4-fp8b / qwen235-tp8 fp8c,
   // fp8t x 1, 4, 16 tokens) by 0.7-10 us (dsv3-tp8-fp8b 50.7 -> 41.7 us at 1 token) and on both
   // of call 5 at 64 (dsv3 244.2 -> 239.7, qwen235 fp8c 126.0 -> 124.7); at 256 mixed (+-2.4 us);
   // from precomputed ids mixed (dsv3 3.4-3.8 us faster separate at 1-4 tokens, dsv4f / qwen235
-  // 1-3.7 us faster fused).
+  // 1-3.7 us faster fused). Session 36 (call 1, the six FP8 cases with packed weights, fused vs
+  // separate in one run): at 32-64 tokens, where the front is a thread-block cluster, fused was
+  // faster on 11 of 12 points (qwen235-tp8-fp8c 64 tokens 101.1 -> 97.4 us, qwen235-tp4-fp8b 32
+  // 155.1 -> 150.2; dsv4f-tp4-fp8b at 32 +0.5 %); at 1-16 tokens mixed (-5.3 % to +6.1 %). Hence
+  // separate only up to 16 tokens.
   const bool front_auto = p.quant.act == ActQuant::kNone || p.num_tokens > kFrontSeparateQuantMaxTokens;
   r.fuse_front = pick("fuse_front", o.fuse_front, front_auto,
                       front_auto ? "auto: route + plan in one kernel at small token counts"
-                                 : "auto: off with quantised x up to 64 tokens (the quantiser between the plan and "
+                                 : "auto: off with quantised x up to 16 tokens (the quantiser between the plan and "
                                    "GEMM1 lets GEMM1 prefetch weights; measured)");
   const double wbytes = p.quant.weight.format == WeightFormat::kFP8E4M3 ? 1.0 : 2.0;
   const double expert_bytes =
@@ -177,6 +181,15 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                                 "given (pack_weights; measured faster), each GEMM whose reduction fills "
                                                 "its last 128-byte K step")
          << "\n";
+  if (fp8_weights && p.quant.act != ActQuant::kNone) {
+    const bool hq_ok = p.quant.act != ActQuant::kPerTensorDynamic &&
+                       (p.quant.act != ActQuant::kGroup128 || p.intermediate % 128 == 0);
+    r.fused_h_quant = pick("fused_h_quant", o.fused_h_quant, true,
+                           "auto: on where GEMM1 runs Swap-AB tiles (H quantised by the last tile of each group)") &&
+                      hq_ok;
+    if (why && o.fused_h_quant != Toggle::kOff && !hq_ok)
+      *why << "    (not applicable: dynamic per-tensor scales need all of H first, or 1x128 groups with N % 128 != 0)\n";
+  }
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
   if (block_fp8)
@@ -441,11 +454,25 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // FP8 block scales: x's 1x128 scales stay in token order and GEMM1 reads them through row_token
   // (no gather of the scales into row order: at 16384 tokens of DeepSeek-V3, 21 us and a launch).
   o.group_scales_by_token = ro.scales_by_token;
+  const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
+  char* base = static_cast<char*>(workspace);
+  // FP8 on Swap-AB tiles: H quantised in GEMM1's epilogue (ResolvedOptions::fused_h_quant). Its
+  // arrival counters start at zero: cleared here, before the layer's first kernel (GEMM1 leaves
+  // them zero, but the workspace may hold anything before the first call or between problems).
+  const bool hq = p.quant.weight.format == WeightFormat::kFP8E4M3 && ro.fused_h_quant && !hybrid &&
+                  kernels::fp8_gemm1_quantises_h(p.quant.act, tokens_tile, p.intermediate);
+  int* hq_counters = reinterpret_cast<int*>(base + w.hq_counters.offset);
+  if (hq && p.quant.act != ActQuant::kPerTensorStatic) {
+    const int64_t bound = kernels::grouped_gemm_max_padded_rows(p.num_tokens * p.slots_per_token(), p.weight_experts(),
+                                                                tokens_tile);
+    const size_t bytes = std::min<size_t>(
+        w.hq_counters.bytes, size_t(kernels::fp8_hq_counter_words(bound, p.intermediate, p.quant.act)) * 4);
+    const cudaError_t e = cudaMemsetAsync(hq_counters, 0, bytes, stream);
+    FM_REQUIRE(e == cudaSuccess, kCudaError, "clear H's quantisation counters: " << cudaGetErrorString(e));
+  }
   DispatchResult r;
   FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
   if (options.stop_after == Stage::kDispatch) return Status::Ok();
-  const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
-  char* base = static_cast<char*>(workspace);
   void* inter = base + w.intermediate.offset;
   void* expert_out = base + w.expert_out.offset;
   kernels::GroupedGemmArgs g;
@@ -527,6 +554,16 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     // the one-wave rule's rows (kernels/gemm/sm90_fp8_grouped_gemm.h, one_wave_fp8_applies): the
     // expected local rows, T x k x local / E (+ T per shared expert), not all T x slots
     f.rows_hint = static_cast<int64_t>(std::ceil(detail::expected_local_rows(p)));
+    if (hq) {  // H quantised in the epilogue into inter_q / inter_scales, as quantise_intermediate would
+      f.hq_act = p.quant.act;
+      f.hq_ue8m0 = p.quant.act_scale_format == ScaleFormat::kUE8M0;
+      f.hq_out = base + w.inter_q.offset;
+      f.hq_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
+      f.hq_scale_stride = rows_pad4;
+      f.hq_static = t.act2_scale;
+      f.hq_partials = reinterpret_cast<float*>(base + w.hq_partials.offset);
+      f.hq_counters = hq_counters;
+    }
   }
   cudaError_t e = fp8 ? kernels::launch_fp8_grouped_gemm1(f, stream) : kernels::launch_grouped_gemm1(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM1: " << cudaGetErrorString(e));
@@ -558,18 +595,24 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   if (fp8) {
     void* inter_q = base + w.inter_q.offset;
     float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
-    e = quantise_intermediate(p, t, r, w, base, stream);
-    FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
+    if (!hq) {
+      e = quantise_intermediate(p, t, r, w, base, stream);
+      FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
+    }
     // GEMM2's shared arguments exactly as the BF16 GEMM2 has them (all of them, so that nothing set
     // for GEMM1 carries over: before session 25 FP8 GEMM2 kept GEMM1's forced weight tiles per CTA,
     // bench --tpc1), then FP8's own. The FP8-only fields (scale formats) are the same for both GEMMs.
     static_cast<kernels::GroupedGemmArgs&>(f) = g;
     f.a = inter_q;
     f.a_scale = inter_scales;  // H's scales in row order
+    if (hq && p.quant.act == ActQuant::kPerTensorStatic) f.a_scale = t.act2_scale;  // (GEMM1 wrote none)
+    f.hq_act = ActQuant::kNone;
     f.a_scale_stride = rows_pad4;
     f.a_scale_row_token = nullptr;
     // (early weights are safe: the quantise of H above waits for GEMM1 before it triggers, so the
-    // plan is complete when GEMM2 starts; a quantise fused into GEMM1 would need them off)
+    // plan is complete when GEMM2 starts. With H quantised in GEMM1, GEMM2 follows GEMM1, which was
+    // launched only after the plan was complete: after the permute's wait, or after the fused
+    // front's last block (FrontParams::late_trigger, with x quantised in the front).)
     // (H's quantise: as the permute for GEMM1)
     f.early_weight_stages =
         options.gemm2_early_weight_stages >= 0 ? options.gemm2_early_weight_stages : options.early_weight_stages;

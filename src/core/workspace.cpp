@@ -7,6 +7,7 @@
 #include "kernels/dispatch/plan_launch.h"
 #include "kernels/front/front_launch.h"
 #include "kernels/gemm/cutlass_grouped_gemm.h"
+#include "kernels/gemm/sm90_fp8_grouped_gemm.h"
 #include "kernels/quant/permute_quant_launch.h"
 #endif
 
@@ -75,6 +76,12 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   w.plan_scratch = b.take(std::max(kernels::plan_scratch_bytes(p.max_tokens, p.top_k(), static_cast<int>(groups)),
                                    kernels::front_scratch_bytes(p.max_tokens, static_cast<int>(groups))));
   w.quant_scratch = b.take(kernels::permute_quant_scratch_bytes(p.max_tokens, p.hidden));
+  // H quantised in GEMM1's epilogue (FP8 weights, per-token or 1x128 activation scales)
+  const bool hq = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
+                  (p.quant.act == ActQuant::kPerToken || p.quant.act == ActQuant::kGroup128);
+  const int64_t hq_rows = static_cast<int64_t>(rows_pad);
+  w.hq_partials = b.take(hq ? size_t(kernels::fp8_hq_partials_floats(hq_rows, p.intermediate, p.activation.gated())) * 4 : 0);
+  w.hq_counters = b.take(hq ? size_t(kernels::fp8_hq_counter_words(hq_rows, p.intermediate, p.quant.act)) * 4 : 0);
   // (one half per GEMM; FP8 blocks: also the re-laid scales of the larger of the two GEMMs)
   const int gi = static_cast<int>(groups);
   const size_t fp8_half =

@@ -43,6 +43,8 @@ struct WorkspaceLayout {
                          // GEMM1's pre-activation rows [R_pad, R1] on the CUTLASS path (sized for both)
   Region error_flag;     // i32 [4]       device-side input errors (ids out of range, token count)
   Region gemm_queue;     // i32 [4]       the dynamic balanced GEMM2's work counter (GEMM1 zeroes it)
+  Region hq_partials;    // f32 [R_pad, GEMM1 weight tiles] H's per-tile row absmax (H quantised in GEMM1)
+  Region hq_counters;    // i32           its (token tile, group) arrival counters (zeroed by forward())
   Region plan_scratch;   // kernels::plan_scratch_bytes
   Region quant_scratch;  // kernels::permute_quant_scratch_bytes
   Region cutlass_scratch;  // the CUTLASS path, one half per GEMM: BF16 weights kernels::cutlass_grouped_scratch_bytes,

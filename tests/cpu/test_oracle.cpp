@@ -358,14 +358,16 @@ TEST(Oracle, GatherRowsAutoRule) {
   q.quant = fm::QuantScheme::fp8_per_channel();
   EXPECT_FALSE(fm::resolve_options(q, o).gather_rows);  // quantised x: not applicable
   EXPECT_NE(fm::resolve_options(q, o).why.find("gather_rows: off (auto: off (quantised x"), std::string::npos);
-  // The fused front: on, except quantised x up to 64 tokens (GEMM1's early weights).
+  // The fused front: on, except quantised x up to 16 tokens (GEMM1's early weights; session 36).
   EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
   EXPECT_TRUE(fm::resolve_options(pre, o).fuse_front);
   q.router = fm::RouterConfig::precomputed(q.router.top_k);
   EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
-  q.num_tokens = q.max_tokens = 64;
+  q.num_tokens = q.max_tokens = 16;
   EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
-  q.num_tokens = q.max_tokens = 65;
+  q.num_tokens = q.max_tokens = 17;
+  EXPECT_TRUE(fm::resolve_options(q, o).fuse_front);
+  q.num_tokens = q.max_tokens = 64;
   EXPECT_TRUE(fm::resolve_options(q, o).fuse_front);
   fm::ForwardOptions fused;
   fused.fuse_front = fm::Toggle::kOn;

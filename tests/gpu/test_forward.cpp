@@ -605,6 +605,44 @@ TEST(Forward, Fp8PairSwapAb) {
   check_swapab_switch({f8b, f8c}, on, off, "fp8 pair swap-ab", "the pair instances differ from the 2-CTA ones", 3);
 }
 
+// H re-quantised in GEMM1's epilogue (ForwardOptions::fused_h_quant): the last weight tile of each
+// (token tile, scale group) to finish quantises the group's rows of H. Against the reference and
+// bitwise against the separate quantiser (off): 1x128 groups with UE8M0 and f32 scales (gated, and
+// squared ReLU's 64-column tiles), per-token scales over a whole row (N = 192: 6 tiles; N = 208: a
+// last tile of 16 columns), static per-tensor; the 2-CTA, dense and pair instances, 3 weight tiles
+// per CTA at 40 tokens. The workspace is poisoned before each run (the counters start as garbage:
+// forward() clears them).
+TEST(Forward, Fp8HQuantInGemm1) {
+  fm::MoeProblem f8b = small_problem(64, 4, 256, 640);
+  f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  fm::MoeProblem f8f = small_problem(32, 4, 384, 512, fm::Activation::squared_relu());
+  f8f.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  fm::MoeProblem f8c = small_problem(32, 6, 192, 448);
+  f8c.quant = fm::QuantScheme::fp8_per_channel();
+  fm::MoeProblem f8r = small_problem(16, 4, 208, 256);
+  f8r.quant = fm::QuantScheme::fp8_per_channel();
+  fm::MoeProblem f8t = small_problem(32, 6, 192, 512);
+  f8t.quant = fm::QuantScheme::fp8_per_tensor(false);
+  fm::ForwardOptions on, off;
+  on.fused_h_quant = fm::Toggle::kOn;
+  off.fused_h_quant = fm::Toggle::kOff;
+  check_swapab_switch({f8b, f8f, f8c, f8r, f8t}, on, off, "H quantised in GEMM1",
+                      "H quantised in GEMM1 differs from the separate quantiser", 3);
+  on.dense_swapab = off.dense_swapab = fm::Toggle::kOn;
+  check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM1, dense", "H quantised in GEMM1 differs (dense)");
+  on.dense_swapab = off.dense_swapab = fm::Toggle::kAuto;
+  on.fp8_pair_swapab = off.fp8_pair_swapab = fm::Toggle::kOn;
+  check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM1, pairs", "H quantised in GEMM1 differs (pairs)", 3);
+  // explain() says which way it went
+  fm::MoeProblem q = f8c;
+  q.num_tokens = q.max_tokens = 16;
+  EXPECT_NE(fm::explain(q).find("fused_h_quant: on"), std::string::npos) << fm::explain(q);
+  fm::MoeProblem d = f8c;
+  d.quant = fm::QuantScheme::fp8_per_tensor(true);  // dynamic per-tensor: needs all of H first
+  d.num_tokens = d.max_tokens = 16;
+  EXPECT_NE(fm::explain(d).find("not applicable: dynamic per-tensor"), std::string::npos) << fm::explain(d);
+}
+
 // Packed weights (MoeTensors::w1_packed / w2_packed, pack_weights): the Swap-AB GEMMs stream the
 // packed stage images; BF16 gated (silu), interleaved swiglu_oai with biases and a ragged N, a plain
 // activation with a ragged K, FP8 128x128 blocks (UE8M0) and per-channel, on the 2-CTA and the pair

@@ -40,6 +40,7 @@
 // tensor_map_encoder(), aligned16(). Reusing them keeps the two GEMMs' activation math identical.
 #include "kernels/gemm/sm90_bf16_grouped_gemm.cuh"
 #include "kernels/gemm/sm90_fp8_grouped_gemm.h"
+#include "kernels/quant/permute_quant.cuh"  // the quantiser's scale and e4m3 math (H quantised in GEMM1)
 #include "kernels/registry.h"
 
 namespace fusedmoe::kernels::sm90_fp8_grouped {
@@ -143,6 +144,10 @@ struct SharedStorage {
   // active token tiles before each expert (grouped_schedule.cuh)
   grouped_schedule::Segment seg_q[grouped_schedule::kDynQueue];
   int first_tile[8 * Cfg::kThreads + 1];
+  // H quantised in GEMM1's epilogue (Params::hq_scheme): the reciprocal scale of each tile row and
+  // whether this CTA arrived last at its (token tile, group)
+  float hq_inv[Cfg::kSwapAB ? Cfg::kTokTile : 1];
+  int hq_last;
 };
 
 template <class Cfg>
@@ -219,7 +224,101 @@ struct Params {
   // Diagnostic timeline (set_grouped_gemm_trace; nullptr in production): the BF16 kernel's slots
   // (sm90_grouped::kTraceSlots, gemm_stamp).
   unsigned long long* trace;
+  // H quantised in GEMM1's epilogue (Swap-AB GEMM1; Fp8GroupedGemmArgs::hq_*): 0 off, else
+  // kHqStatic / kHqToken / kHqGroup. Each weight tile's bf16 outputs (as stored to `out`) give
+  // their rows' partial absmax (hq_partials[row * w_tiles + w]); the CTA that arrives last at a
+  // (token tile, group) counter quantises the group's rows of `out` into hq_out with the
+  // quantiser's math (permute_quant.cuh) and writes their scales. Static: each tile quantises its
+  // own outputs with *hq_static.
+  int hq_scheme;
+  int hq_ue8m0;
+  int hq_groups;           // groups per row: per token 1, 1x128 ceil(out_cols / 128)
+  int hq_tiles_per_group;  // weight tiles per group (the last may have fewer)
+  uint8_t* hq_out;         // e4m3 [rows, out_cols]
+  float* hq_scales;        // per token [row]; 1x128 [g * hq_scale_stride + row]
+  int64_t hq_scale_stride;
+  const float* hq_static;
+  float* hq_partials;      // [rows, w_tiles]
+  int* hq_counters;        // [(row0 / kTokTile) * hq_groups + g]: zero before the kernel, left zero
 };
+
+constexpr int kHqStatic = 1, kHqToken = 2, kHqGroup = 3;
+
+// H quantised in GEMM1's epilogue, after weight tile wt's outputs went to `out` through the
+// SwapStage buffer `buf` (rows t < rows_valid, kCols columns from wt * kCols, row stride kLd; the
+// buffer is read-only until the next tile's open()). The 128 consumer threads call it together.
+template <int kTokTile, int kCols, int kLd>
+__device__ __forceinline__ void quantise_h_tile(const Params& p, const __nv_bfloat16* buf, float* s_inv, int* s_last,
+                                                int wt, int row0, int rows_valid, int tid) {
+  using pq_detail::fp8_scale_from_amax;
+  using pq_detail::quantize_unit;
+  using pq_detail::rcp_rn;
+  constexpr int kUnits = kCols / 16;  // 16-element units of a tile row (16 e4m3 bytes)
+  const int ld = p.out_cols;
+  const int col0 = wt * kCols;
+  if (p.hq_scheme == kHqStatic) {
+    const float inv = rcp_rn(__ldg(p.hq_static));
+    for (int u = tid; u < rows_valid * kUnits; u += 128) {
+      const int t = u / kUnits, c = col0 + (u % kUnits) * 16;
+      if (c >= ld) continue;  // (N % 16 == 0: a unit is whole or absent)
+      const __nv_bfloat16* src = buf + t * kLd + (u % kUnits) * 16;
+      const uint4 raw[2] = {*reinterpret_cast<const uint4*>(src), *reinterpret_cast<const uint4*>(src + 8)};
+      *reinterpret_cast<uint4*>(p.hq_out + int64_t(row0 + t) * ld + c) = quantize_unit<__nv_bfloat16>(raw, inv);
+    }
+    return;
+  }
+  // this tile's absmax of each row (the columns below out_cols)
+  if (tid < rows_valid) {
+    float m = 0.f;
+    CUTE_UNROLL
+    for (int u = 0; u < kUnits; ++u) {
+      if (col0 + u * 16 >= ld) break;
+      const __nv_bfloat16* src = buf + tid * kLd + u * 16;
+      const uint4 raw[2] = {*reinterpret_cast<const uint4*>(src), *reinterpret_cast<const uint4*>(src + 8)};
+      m = fmaxf(m, pq_detail::unit_amax<__nv_bfloat16>(raw));
+    }
+    p.hq_partials[int64_t(row0 + tid) * p.w_tiles + wt] = m;
+  }
+  const bool token = p.hq_scheme == kHqToken;
+  const int g = token ? 0 : wt / p.hq_tiles_per_group;
+  const int wt0 = token ? 0 : g * p.hq_tiles_per_group;
+  const int wt1 = token ? p.w_tiles : min(p.w_tiles, wt0 + p.hq_tiles_per_group);
+  // arrive: the tile's outputs and partials are out (bar.sync, then a release fence by the arriving
+  // thread: cutlass::GenericBarrier's pattern); the last of the group's wt1 - wt0 tiles goes on
+  cutlass::arch::NamedBarrier::sync(128, sm90_grouped::SwapStage<kTokTile, kCols>::kBarrier);
+  if (tid == 0) {
+    int* ctr = p.hq_counters + int64_t(row0 / kTokTile) * p.hq_groups + g;
+    int old;
+    asm volatile("fence.acq_rel.gpu;\n\tatom.relaxed.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(ctr) : "memory");
+    const int last = old == wt1 - wt0 - 1;
+    if (last) {
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");  // (acquire: the other tiles' outputs)
+      *ctr = 0;  // (every tile of this call has arrived: zero for the next call)
+    }
+    *s_last = last;
+  }
+  cutlass::arch::NamedBarrier::sync(128, sm90_grouped::SwapStage<kTokTile, kCols>::kBarrier);
+  if (!*s_last) return;
+  // the group's scale of each row from its tiles' partials, then its columns quantised from `out`
+  if (tid < rows_valid) {
+    const int64_t r = row0 + tid;
+    float m = 0.f;
+    for (int w = wt0; w < wt1; ++w) m = fmaxf(m, __ldcg(p.hq_partials + r * p.w_tiles + w));
+    const float scale = fp8_scale_from_amax(m, p.hq_ue8m0 != 0);
+    s_inv[tid] = rcp_rn(scale);
+    p.hq_scales[token ? r : int64_t(g) * p.hq_scale_stride + r] = scale;
+  }
+  cutlass::arch::NamedBarrier::sync(128, sm90_grouped::SwapStage<kTokTile, kCols>::kBarrier);
+  const int c0 = token ? 0 : g * 128;
+  const int c1 = token ? ld : min(ld, c0 + 128);
+  const int units = (c1 - c0) / 16;
+  for (int u = tid; u < rows_valid * units; u += 128) {
+    const int t = u / units, c = c0 + (u % units) * 16;
+    const __nv_bfloat16* src = p.out + int64_t(row0 + t) * ld + c;
+    const uint4 raw[2] = {__ldcg(reinterpret_cast<const uint4*>(src)), __ldcg(reinterpret_cast<const uint4*>(src + 8))};
+    *reinterpret_cast<uint4*>(p.hq_out + int64_t(row0 + t) * ld + c) = quantize_unit<__nv_bfloat16>(raw, s_inv[t]);
+  }
+}
 
 // A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
 __device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
@@ -864,6 +963,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             });
           }
           stage.flush(out, out_row0, ld, wt * 32, p.out_cols, rows_valid, tid);
+          if (p.hq_scheme != 0)
+            quantise_h_tile<Cfg::kTokTile, 32, decltype(stage)::kLd>(p, ss.stage_out, ss.hq_inv, &ss.hq_last, wt,
+                                                                     int(out_row0), rows_valid, tid);
         } else {
           with_activation<kGated>(p.act_kind, [&](auto kind) {
             constexpr int kK = decltype(kind)::value;
@@ -887,6 +989,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             }
           });
           stage.flush(out, out_row0, ld, wt * 64, p.out_cols, rows_valid, tid);
+          if (p.hq_scheme != 0)
+            quantise_h_tile<Cfg::kTokTile, 64, decltype(stage)::kLd>(p, ss.stage_out, ss.hq_inv, &ss.hq_last, wt,
+                                                                     int(out_row0), rows_valid, tid);
         }
        }
       } else {
@@ -1183,6 +1288,18 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.w_packed = (Cfg::kSwapAB && red % Cfg::kTileK == 0) ? static_cast<const uint8_t*>(a.w_packed) : nullptr;
   p.early_span = a.early_weights_span ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
+  if (Cfg::kSwapAB && !gemm2 && a.hq_act != ActQuant::kNone) {  // (checked: Swap-AB GEMM1 only)
+    p.hq_scheme = a.hq_act == ActQuant::kPerTensorStatic ? kHqStatic : a.hq_act == ActQuant::kPerToken ? kHqToken : kHqGroup;
+    p.hq_ue8m0 = a.hq_ue8m0 ? 1 : 0;
+    p.hq_groups = p.hq_scheme == kHqGroup ? (out_cols + 127) / 128 : 1;
+    p.hq_tiles_per_group = 128 / cols_per_tile;
+    p.hq_out = static_cast<uint8_t*>(a.hq_out);
+    p.hq_scales = a.hq_scales;
+    p.hq_scale_stride = a.hq_scale_stride;
+    p.hq_static = a.hq_static;
+    p.hq_partials = a.hq_partials;
+    p.hq_counters = a.hq_counters;
+  }
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
   const bool balanced_ok = Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads;

@@ -56,6 +56,22 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
   // offsets[e] + i) takes token t = a_scale_row_token[offsets[e] + i]'s scales,
   //   sa(r, kb) = a_scale[t * a_scale_stride + kb]   (a_scale_stride >= ceil(K/128); needs offsets).
   const int32_t* a_scale_row_token = nullptr;
+  // GEMM1 on the Swap-AB family only: H quantised in the epilogue for an FP8 GEMM2 (the tile's
+  // bf16 outputs still go to `out`), with the quantiser's math and layout (permute_quant_launch.h,
+  // token layout, rows = out's padded rows): hq_act kPerTensorStatic (*hq_static), kPerToken
+  // (hq_scales[row]) or kGroup128 (hq_scales[g * hq_scale_stride + row], n % 128 == 0); kNone: off.
+  // Per token / 1x128: each tile's row absmax goes to hq_partials ([max_rows, weight tiles] floats,
+  // fp8_hq_partials_floats) and the last of a group's tiles to arrive at its counter (hq_counters,
+  // fp8_hq_counter_words ints, ZERO before the launch; left zero) quantises the group. Only rows
+  // below each expert's count are written (padding rows of hq_out keep their bytes).
+  ActQuant hq_act = ActQuant::kNone;
+  bool hq_ue8m0 = false;
+  void* hq_out = nullptr;
+  float* hq_scales = nullptr;
+  int64_t hq_scale_stride = 0;
+  const float* hq_static = nullptr;
+  float* hq_partials = nullptr;
+  int* hq_counters = nullptr;
   // (GroupedGemmArgs::balanced / rows_hint: the balanced schedule; with a_scale_row_token the static
   // ranges only: a queue is then ignored and the forced schedule runs static)
 };
@@ -124,6 +140,14 @@ inline bool pair_fp8_auto(bool gemm2, bool block_scales, int tokens_tile, int k_
 // < ceil(K/128), or GEMM2, or no offsets); a_scale_row_token without block scales. cudaSuccess
 // otherwise.
 cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& args, bool gemm2);
+
+// H quantised in GEMM1's epilogue (Fp8GroupedGemmArgs::hq_act): the launch takes it on the Swap-AB
+// family (token tile <= 64) for static, per-token and 1x128 (n % 128 == 0) activation scales.
+bool fp8_gemm1_quantises_h(ActQuant act, int tokens_tile, int n);
+// Sizes of its scratch for max_rows rows of H: partial absmax floats, and counter words (at the
+// smallest Swap-AB token tile, 8).
+int64_t fp8_hq_partials_floats(int64_t max_rows, int n, bool gated);
+int64_t fp8_hq_counter_words(int64_t max_rows, int n, ActQuant act);
 
 // Enqueue on `stream`; allocate nothing, never synchronise. Arguments are checked (above) before
 // any CUDA call. max_rows == 0 (with valid shapes): nothing to do, cudaSuccess.

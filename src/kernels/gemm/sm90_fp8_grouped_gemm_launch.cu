@@ -131,6 +131,15 @@ cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& a, bool gemm2)
   if (a.a_scale_row_token != nullptr && (!a.block_scales || gemm2)) return cudaErrorInvalidValue;
   if (a.block_scales && a.a_scale_stride < (a.a_scale_row_token != nullptr ? red_blocks : a.max_rows))
     return cudaErrorInvalidValue;
+  // H quantised in GEMM1's epilogue: Swap-AB GEMM1, static / per-token / 1x128 scales
+  if (a.hq_act != ActQuant::kNone) {
+    if (gemm2 || !swap || !fp8_gemm1_quantises_h(a.hq_act, tile, a.n)) return cudaErrorInvalidValue;
+    if (a.hq_act == ActQuant::kPerTensorStatic ? a.hq_static == nullptr
+                                                : (!a.hq_scales || !a.hq_partials || !a.hq_counters))
+      return cudaErrorInvalidValue;
+    if (a.hq_act == ActQuant::kGroup128 && a.hq_scale_stride < a.max_rows) return cudaErrorInvalidValue;
+    if (!a.hq_out || !aligned(a.hq_out, 16)) return cudaErrorInvalidValue;
+  }
   if (a.max_rows == 0) return cudaSuccess;
   if (a.a_scale_row_token != nullptr && !a.offsets) return cudaErrorInvalidValue;
   // token-order scales: token * stride in 32 bits (tokens <= rows)
@@ -144,6 +153,21 @@ cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& a, bool gemm2)
     return cudaErrorInvalidValue;
   if (a.bias && !aligned(a.bias, 4)) return cudaErrorInvalidValue;
   return cudaSuccess;
+}
+
+bool fp8_gemm1_quantises_h(ActQuant act, int tokens_tile, int n) {
+  if (tokens_tile <= 0 || tokens_tile > 64 || n % 16 != 0) return false;
+  return act == ActQuant::kPerTensorStatic || act == ActQuant::kPerToken || (act == ActQuant::kGroup128 && n % 128 == 0);
+}
+
+int64_t fp8_hq_partials_floats(int64_t max_rows, int n, bool gated) {
+  const int cols = gated ? 32 : 64;  // H columns per Swap-AB weight tile
+  return max_rows * ((n + cols - 1) / cols);
+}
+
+int64_t fp8_hq_counter_words(int64_t max_rows, int n, ActQuant act) {
+  const int64_t groups = act == ActQuant::kGroup128 ? (n + 127) / 128 : 1;
+  return (max_rows + 7) / 8 * groups;
 }
 
 cudaError_t launch_fp8_grouped_gemm1(const Fp8GroupedGemmArgs& args, cudaStream_t stream) {
