@@ -129,9 +129,11 @@ struct ForwardOptions {
   // 16-64 tokens, H200 session 35). kOff: ignored (the 2D weight boxes of w1 / w2). bench --packed.
   Toggle packed_weights = Toggle::kAuto;
   // FP8 layers on Swap-AB tiles with static per-tensor, per-token or 1x128 activation scales: H
-  // re-quantised in GEMM1's epilogue (the last weight tile of each token tile and scale group to
-  // finish quantises the group, as the separate quantiser would: the same bits) instead of a
-  // separate pass between the GEMMs. Auto: on where it applies. bench --hq.
+  // re-quantised in GEMM1's epilogue instead of a separate pass between the GEMMs, the same bits
+  // (static: each weight tile quantises its own outputs; per token / 1x128: the last weight tile of
+  // each token tile and scale group to finish quantises the group). Auto: on with static scales
+  // only (H200, session 36: 2.5-8 % faster there; per token / 1x128 1-19 % slower, kOn forces it).
+  // bench --hq.
   Toggle fused_h_quant = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1

@@ -184,8 +184,17 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   if (fp8_weights && p.quant.act != ActQuant::kNone) {
     const bool hq_ok = p.quant.act != ActQuant::kPerTensorDynamic &&
                        (p.quant.act != ActQuant::kGroup128 || p.intermediate % 128 == 0);
-    r.fused_h_quant = pick("fused_h_quant", o.fused_h_quant, true,
-                           "auto: on where GEMM1 runs Swap-AB tiles (H quantised by the last tile of each group)") &&
+    // H200, session 36 (call 2, the six FP8 cases at 1-256 tokens with packed weights, on vs off in
+    // one run): static per-tensor scales 2.5-8 % faster (each tile quantises its own outputs); per
+    // token and 1x128 1-19 % slower (qwen235-tp8-fp8c at 1 token 22.1 -> 26.2 us): the last tile's
+    // arrival (a fence and an atomic at GPU scope), the re-read of the group and the counters'
+    // memset sit on the critical path and cost more than the separate pass.
+    const bool hq_static = p.quant.act == ActQuant::kPerTensorStatic;
+    r.fused_h_quant = pick("fused_h_quant", o.fused_h_quant, hq_static,
+                           hq_static ? "auto: on with static per-tensor scales where GEMM1 runs Swap-AB tiles (each "
+                                       "tile quantises its own outputs; measured faster)"
+                                     : "auto: off with per-token / 1x128 scales (the last tile of each group "
+                                       "quantises it: measured slower than the separate pass)") &&
                       hq_ok;
     if (why && o.fused_h_quant != Toggle::kOff && !hq_ok)
       *why << "    (not applicable: dynamic per-tensor scales need all of H first, or 1x128 groups with N % 128 != 0)\n";

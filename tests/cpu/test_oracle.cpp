@@ -372,6 +372,26 @@ TEST(Oracle, GatherRowsAutoRule) {
   fm::ForwardOptions fused;
   fused.fuse_front = fm::Toggle::kOn;
   EXPECT_TRUE(fm::resolve_options(q, fused).fuse_front);
+  // H quantised in GEMM1 (session 36): auto on with static per-tensor scales only; forced on for
+  // per-token / 1x128 scales; never with dynamic per-tensor scales (all of H first) or BF16
+  {
+    fm::ForwardOptions hq_on;
+    hq_on.fused_h_quant = fm::Toggle::kOn;
+    fm::MoeProblem h = bf16("qwen235-tp8", 16);
+    EXPECT_FALSE(fm::resolve_options(h, hq_on).fused_h_quant);
+    h.quant = fm::QuantScheme::fp8_per_tensor(false);
+    EXPECT_TRUE(fm::resolve_options(h, o).fused_h_quant);
+    h.quant = fm::QuantScheme::fp8_per_channel();
+    EXPECT_FALSE(fm::resolve_options(h, o).fused_h_quant);
+    EXPECT_TRUE(fm::resolve_options(h, hq_on).fused_h_quant);
+    h.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+    EXPECT_FALSE(fm::resolve_options(h, hq_on).fused_h_quant);  // N = 192: no whole 1x128 groups
+    h.intermediate = 256;
+    EXPECT_FALSE(fm::resolve_options(h, o).fused_h_quant);
+    EXPECT_TRUE(fm::resolve_options(h, hq_on).fused_h_quant);
+    h.quant = fm::QuantScheme::fp8_per_tensor(true);
+    EXPECT_FALSE(fm::resolve_options(h, hq_on).fused_h_quant);
+  }
   // Gathered rows count on the fused front: forced off, precomputed qwen30 (9.4 MB experts) permutes.
   fm::ForwardOptions separate;
   separate.fuse_front = fm::Toggle::kOff;

@@ -633,10 +633,13 @@ TEST(Forward, Fp8HQuantInGemm1) {
   on.dense_swapab = off.dense_swapab = fm::Toggle::kAuto;
   on.fp8_pair_swapab = off.fp8_pair_swapab = fm::Toggle::kOn;
   check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM1, pairs", "H quantised in GEMM1 differs (pairs)", 3);
-  // explain() says which way it went
-  fm::MoeProblem q = f8c;
+  // explain() says which way it went: auto on with static scales only (measured, session 36)
+  fm::MoeProblem q = f8t;
   q.num_tokens = q.max_tokens = 16;
   EXPECT_NE(fm::explain(q).find("fused_h_quant: on"), std::string::npos) << fm::explain(q);
+  q = f8c;
+  q.num_tokens = q.max_tokens = 16;
+  EXPECT_NE(fm::explain(q).find("fused_h_quant: off"), std::string::npos) << fm::explain(q);
   fm::MoeProblem d = f8c;
   d.quant = fm::QuantScheme::fp8_per_tensor(true);  // dynamic per-tensor: needs all of H first
   d.num_tokens = d.max_tokens = 16;
