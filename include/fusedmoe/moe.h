@@ -132,7 +132,8 @@ struct ForwardOptions {
   // re-quantised in GEMM1's epilogue instead of a separate pass between the GEMMs, the same bits
   // (static: each weight tile quantises its own outputs; per token / 1x128: the last weight tile of
   // each token tile and scale group to finish quantises the group). Auto: on with static scales
-  // only (H200, session 36: 2.5-8 % faster there; per token / 1x128 1-19 % slower, kOn forces it).
+  // only (H200, session 36: 2.5-9.8 % faster there; per token / 1x128 slower at 27 of 30 decode
+  // points, by up to 19 %; kOn forces them).
   // bench --hq.
   Toggle fused_h_quant = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the

@@ -186,7 +186,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                        (p.quant.act != ActQuant::kGroup128 || p.intermediate % 128 == 0);
     // H200, session 36 (call 2, the six FP8 cases at 1-256 tokens with packed weights, on vs off in
     // one run): static per-tensor scales 2.5-8 % faster (each tile quantises its own outputs); per
-    // token and 1x128 1-19 % slower (qwen235-tp8-fp8c at 1 token 22.1 -> 26.2 us): the last tile's
+    // token and 1x128 slower at 27 of 30 points, by up to 19 % (qwen235-tp8-fp8c at 1 token 22.1 ->
+    // 26.2 us; call 3 on the final code: static 3.0-9.8 % faster): the last tile's
     // arrival (a fence and an atomic at GPU scope), the re-read of the group and the counters'
     // memset sit on the critical path and cost more than the separate pass.
     const bool hq_static = p.quant.act == ActQuant::kPerTensorStatic;
