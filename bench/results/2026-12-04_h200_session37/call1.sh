@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 36, call 4 (carry ["build_pack"]): the separate quantiser of H triggers GEMM2 at its start
+# Session 37, call 1 (code da350fa) (carry ["build_pack"]): the separate quantiser of H triggers GEMM2 at its start
 # (PermuteQuantArgs::trigger_at_start; FUSEDMOE_HQUANT_EARLY_TRIGGER=0 turns it off). The full GPU
 # suite; the per-token / 1x128 FP8 cases with packed weights, default / off / default in turn; the
 # GEMM timeline of qwen235-tp8-fp8c and dsv3-tp8-fp8b at 16 tokens both ways.
