@@ -274,14 +274,6 @@ cudaError_t quantise_intermediate(const MoeProblem& p, const MoeTensors& t, cons
   hq.amax_groups = r.num_groups;
   hq.scratch = base + w.quant_scratch.offset;
   hq.scratch_bytes = w.quant_scratch.bytes;
-  // GEMM2 launches at this kernel's start, so that its CTAs stream their first weight stages during
-  // GEMM1's tail (it reads only the plan before its wait, complete since before GEMM1's launch).
-  // FUSEDMOE_HQUANT_EARLY_TRIGGER=0 (read once): trigger after the wait, as the other kernels.
-  static const bool early = [] {
-    const char* e = std::getenv("FUSEDMOE_HQUANT_EARLY_TRIGGER");
-    return e == nullptr || std::atoi(e) != 0;
-  }();
-  hq.trigger_at_start = early;
   return kernels::launch_permute_quant(hq, stream);
 }
 

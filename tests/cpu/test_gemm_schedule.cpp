@@ -4,6 +4,7 @@
 
 #if defined(FUSEDMOE_WITH_CUDA)
 #include <cstdint>
+#include <random>
 
 #include "kernels/gemm/grouped_schedule_rules.h"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
@@ -200,6 +201,34 @@ TEST(GemmSchedule, BalancedGemm2Rule) {
   EXPECT_TRUE(gs::use_balanced_schedule(4, 256, 128, false, false));
   EXPECT_FALSE(gs::use_balanced_schedule(4, 256, 512, false, true));
   EXPECT_FALSE(gs::use_balanced_schedule(1, 256, 128, false, true));
+}
+
+// The static ranges' 32-bit start, floor(items * b / g), against the 64-bit quotient: random and
+// boundary values up to the launch bounds (g <= kMaxBalancedGrid, items < 2^31), and every CTA's
+// range [start(b), start(b + 1)) tiles the items.
+TEST(GemmSchedule, BalancedRangeStart32Bit) {
+  namespace gs = fusedmoe::kernels::grouped_schedule;
+  std::mt19937_64 rng(std::random_device{}());
+  auto check = [](uint32_t items, uint32_t b, uint32_t g) {
+    const uint64_t want = uint64_t(items) * b / g;
+    ASSERT_EQ(gs::balanced_range_start(items, b, g), want) << "items " << items << " b " << b << " g " << g;
+  };
+  const uint32_t gmax = uint32_t(gs::kMaxBalancedGrid);
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t g = 1 + uint32_t(rng() % gmax);
+    const uint32_t items = uint32_t(rng() % 0x80000000ull);
+    check(items, uint32_t(rng() % (uint64_t(g) + 1)), g);
+  }
+  for (uint32_t g : {1u, 2u, 263u, 264u, 65534u, gmax})
+    for (uint32_t items : {0u, 1u, g - 1, g, g + 1, 0x3fffffffu, 0x7ffffffeu, 0x7fffffffu})
+      for (uint32_t b : {0u, 1u, g / 2, g - 1, g}) check(items, b, g);
+  for (uint32_t g : {7u, 264u, 1000u}) {
+    const uint32_t items = 12345;
+    EXPECT_EQ(gs::balanced_range_start(items, 0, g), 0u);
+    EXPECT_EQ(gs::balanced_range_start(items, g, g), items);
+    for (uint32_t b = 0; b < g; ++b)
+      EXPECT_LE(gs::balanced_range_start(items, b, g), gs::balanced_range_start(items, b + 1, g));
+  }
 }
 
 }  // namespace

@@ -101,29 +101,37 @@ __device__ __forceinline__ TileScan scan_active_tiles(const Work& w, int* scan, 
 // [W * b / grid, W * (b + 1) / grid) as up to kMaxSegments segments (the host sizes the grid so; a
 // range past that bound, possible only when the active tiles exceed the launch's row bound, is cut
 // there). One barrier inside (the scan). The caller zeroes *nseg before and synchronises after.
-// (Not inlined, as dynamic_table below: the raster is what short kernels run, and its path from
-// kernel entry to the first TMA must stay short. Inlined, these two and their 64-bit divisions made
-// the Swap-AB kernels ~4x longer (2.2-3.1 K -> 9.3-10.1 K instructions), and each CTA's first
-// stage came 2-4 us later at 1 token with cold weights (session 19, call 3 timeline).)
+// Inlined, 32-bit arithmetic, the loop over a thread's experts unrolled (no local memory): the host
+// launches these ranges only with grid <= kMaxBalancedGrid and items < 2^30 (launch_schedule), and
+// the item count is clamped below 2^31 here. (Session 37: the earlier form, not inlined, with 64-bit
+// divisions and a rolled loop over the TileScan arrays, took ~4.4-5.9 us from kernel entry to the
+// known schedule on the FP8 GEMM2 at 16 tokens, 2 CTAs per SM, where the raster takes ~1.1-1.4;
+// session 19 had found the path to the first TMA sensitive to the code's length: 64-bit divisions
+// inlined made the kernels ~4x longer.)
 template <int kThreads, int kTokTile>
-__device__ __noinline__ void balanced_segments(const Work& w, Segment* seg, int* nseg, int* scan, int tid) {
+__device__ __forceinline__ void balanced_segments(const Work& w, Segment* seg, int* nseg, int* scan, int tid) {
   const TileScan t = scan_active_tiles<kThreads, kTokTile>(w, scan, tid);
-  const int64_t items = int64_t(t.total) * w.w_tiles;
-  const int64_t i0 = items * blockIdx.x / gridDim.x, i1 = items * (blockIdx.x + 1) / gridDim.x;
+  const uint64_t items64 = uint64_t(uint32_t(t.total)) * uint32_t(w.w_tiles);
+  const uint32_t items = items64 < 0x7fffffffull ? uint32_t(items64) : 0x7fffffffu;
+  const uint32_t i0 = balanced_range_start(items, blockIdx.x, gridDim.x);
+  const uint32_t i1 = balanced_range_start(items, blockIdx.x + 1, gridDim.x);
   if (i1 <= i0) return;  // (*nseg stays 0)
-  const int64_t j0 = i0 / w.w_tiles, j_last = (i1 - 1) / w.w_tiles;
-  const int64_t j1 = min(j_last, j0 + kMaxSegments - 1);
-  const int wb0 = int(i0 - j0 * w.w_tiles), we_last = int(i1 - 1 - j_last * w.w_tiles) + 1;
+  const uint32_t wt = uint32_t(w.w_tiles);
+  const uint32_t j0 = i0 / wt, j_last = (i1 - 1) / wt;
+  const uint32_t j1 = min(j_last, j0 + uint32_t(kMaxSegments - 1));
+  const int wb0 = int(i0 - j0 * wt), we_last = int(i1 - 1 - j_last * wt) + 1;
   if (tid == 0) *nseg = int(j1 - j0 + 1);
-  int64_t first = t.first;  // this thread's first token tile
+  uint32_t first = uint32_t(t.first);  // this thread's first token tile
+#pragma unroll
+  for (int q8 = 0; q8 < 8; ++q8) {
+    if (t.e0 + q8 >= t.e1) break;
+    const uint32_t tiles = uint32_t(t.cnt[q8] + kTokTile - 1) / kTokTile;
+    const uint32_t lo = max(first, j0), hi = min(first + tiles, j1 + 1);  // [lo, hi)
 #pragma unroll 1
-  for (int q = 0; q < 8; ++q) {
-    const int tiles = (t.cnt[q] + kTokTile - 1) / kTokTile;
-    const int64_t lo = max(first, j0), hi = min(first + tiles - 1, j1);
-    for (int64_t j = lo; j <= hi; ++j) {
+    for (uint32_t j = lo; j < hi; ++j) {
       const int wb = j == j0 ? wb0 : 0;
       const int we = j == j_last ? we_last : w.w_tiles;
-      seg[j - j0] = Segment{t.e0 + q, t.cnt[q], t.off[q], t.poff[q], int(j - first) * kTokTile, wb, we, 0};
+      seg[j - j0] = Segment{t.e0 + q8, t.cnt[q8], t.off[q8], t.poff[q8], int(j - first) * kTokTile, wb, we, 0};
     }
     first += tiles;
   }
@@ -147,9 +155,9 @@ constexpr int kDynQueue = 16;
 constexpr int kDynChunksPerCta = 8;  // about this many chunks per CTA: L = ceil(items / (8 x grid))
 
 // first_tile[e] = U_0 + ... + U_{e-1} for e <= G (first_tile[G] = the total). One barrier inside;
-// the caller synchronises after.
+// the caller synchronises after. Inlined (session 37, with balanced_segments above).
 template <int kThreads, int kTokTile>
-__device__ __noinline__ void dynamic_table(const Work& w, int* first_tile, int* scan, int tid) {
+__device__ __forceinline__ void dynamic_table(const Work& w, int* first_tile, int* scan, int tid) {
   const TileScan t = scan_active_tiles<kThreads, kTokTile>(w, scan, tid);
   int first = t.first;
 #pragma unroll
@@ -292,7 +300,10 @@ inline LaunchSchedule launch_schedule(bool eligible, int forced, bool rule_appli
       forced == 0 && rule_applies && use_balanced_schedule(tiles_per_cta, groups, rows_hint, queue, short_reduction);
   if (!eligible || !(forced > 0 || rule)) return LaunchSchedule{0, raster_grid};
   if (queue) return LaunchSchedule{2, dynamic_grid(items_bound, slots)};
-  return LaunchSchedule{1, balanced_grid(items_bound, w_tiles, slots)};
+  const int64_t grid = balanced_grid(items_bound, w_tiles, slots);
+  // (the kernel's 32-bit range arithmetic, balanced_segments; only a forced launch can pass these)
+  if (grid > kMaxBalancedGrid || items_bound >= (int64_t(1) << 30)) return LaunchSchedule{0, raster_grid};
+  return LaunchSchedule{1, grid};
 }
 
 // A launch's weight tiles per expert and K steps per tile (Cfg::kWRows rows per tile, half gate

@@ -4,7 +4,25 @@
 
 #include <cstdint>
 
+#if defined(__CUDACC__)
+#define FM_SCHEDULE_HD __host__ __device__ __forceinline__
+#else
+#define FM_SCHEDULE_HD inline
+#endif
+
 namespace fusedmoe::kernels::grouped_schedule {
+
+// Static balanced ranges: at most this many CTAs (launch_schedule falls back to the raster above
+// it, and at 2^30 items or more), so that a range's start fits 32-bit arithmetic.
+constexpr int64_t kMaxBalancedGrid = 65535;
+
+// The start of CTA b's range of `items` over g CTAs, floor(items * b / g), for b <= g <=
+// kMaxBalancedGrid, in 32-bit arithmetic: b * (items % g) < g * g < 2^32 (balanced_segments; the
+// CPU tests compare it with the 64-bit quotient).
+FM_SCHEDULE_HD uint32_t balanced_range_start(uint32_t items, uint32_t b, uint32_t g) {
+  const uint32_t q = items / g, r = items % g;
+  return b * q + b * r / g;
+}
 
 // Host: the balanced schedule's rule (GroupedGemmArgs::balanced = 0; the layer asks for it on
 // GEMM2 when ForwardOptions::balanced_gemm2 resolves on). Swap-AB without split-K, G <= 8 x threads,

@@ -162,8 +162,6 @@ struct PQParams {
   // Diagnostic timeline (set_permute_trace; nullptr in production): the row kernel's blocks write
   // [entry, past the predecessor wait, done] (globaltimer ns) at trace + 3 * blockIdx.x (< 1024).
   unsigned long long* trace;
-  // Trigger the dependents before the predecessor wait (PermuteQuantArgs::trigger_at_start).
-  bool trigger_at_start;
   const void* x;
   int64_t x_stride;  // elements
   int64_t num_tokens;  // bound when num_tokens_dev is set
@@ -311,7 +309,6 @@ __device__ __forceinline__ void pq_stamp(unsigned long long* trace, int slot) {
 template <class TIn, bool kFp8, int VPT>
 __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT)) permute_quant_kernel(PQParams p) {
   pq_stamp(p.trace, 0);
-  if (p.trigger_at_start) pdl_launch_dependents();
   pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
   pq_stamp(p.trace, 1);
   constexpr int kLoads = kFp8 ? 2 : 1;  // uint4 per unit

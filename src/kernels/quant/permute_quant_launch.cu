@@ -135,7 +135,6 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   p.ue8m0 = a.scale_format == ScaleFormat::kUE8M0;
   p.static_scale = a.static_scale;
   p.permute = a.permute;
-  p.trigger_at_start = a.trigger_at_start;
   p.slots = a.permute ? a.slots : 1;
   p.num_groups = a.num_groups;
   p.slot_row = a.slot_row;

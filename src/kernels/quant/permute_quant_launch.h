@@ -62,11 +62,6 @@ struct PermuteQuantArgs {
   // row's scales through row_token (the FP8 grouped GEMM's a_scale_row_token). Needs the scratch
   // of permute_quant_scratch_bytes(num_tokens, K); any other scheme or layout: cudaErrorInvalidValue.
   bool scales_by_token = false;
-  // Under PDL: let the dependent kernel launch at this kernel's start, before its wait for the
-  // predecessor (the layer's H quantiser: GEMM2's CTAs then take the SM slots GEMM1's retire and
-  // stream their first weight stages during GEMM1's tail). The dependent must not read this
-  // kernel's outputs before its own wait (the GEMMs read only the plan there). The row kernel only.
-  bool trigger_at_start = false;
 };
 
 // Stride (floats) of a token's 1x128 scales in the stage: ceil(K / 128) rounded up to 4.
