@@ -94,8 +94,8 @@ struct ForwardOptions {
   // auto from a quarter as many rows (T x slots) as local experts up to 256 tokens, where rows exceed
   // the experts or the weight tiles are chained (H200, session 17: 1.2-20 us faster at 16-256 tokens
   // on every BF16 case but gptoss-tp1 at 64 tokens, slower at 1 token). FP8 takes equal static
-  // ranges: auto for rows in (experts / 4, experts] with chained tiles (2-17 us faster at 16
-  // tokens). bench --balanced.
+  // ranges, forced only (session 37: the raster 1-9 % faster at 8 of 17 points where the earlier
+  // rule took them, rows in (experts / 4, experts], slower at 3 by 0.8-3.3 %). bench --balanced.
   Toggle balanced_gemm2 = Toggle::kAuto;
   // FP8 Swap-AB GEMM1 on the same one-wave grid with equal static ranges of the active (token tile,
   // weight tile) items (token-order block scales included): each CTA runs a chain of tiles found on

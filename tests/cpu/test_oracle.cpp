@@ -166,7 +166,7 @@ fm::MoeProblem bf16(const char* name, int64_t t) {
 }  // namespace
 
 // The balanced GEMM2 schedule. BF16 (dynamic): rows (T x slots) above a quarter of the experts, up
-// to 256 tokens. FP8 (static ranges): rows in (experts / 4, experts].
+// to 256 tokens. FP8 (static ranges): off unless forced (session 37).
 TEST(Oracle, BalancedGemm2AutoRule) {
   const fm::ForwardOptions o;
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 1), o).balanced_gemm2);   // 8 rows, 128 experts
@@ -187,12 +187,14 @@ TEST(Oracle, BalancedGemm2AutoRule) {
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 16), off).balanced_gemm2);
   fm::MoeProblem q = bf16("qwen235-tp8", 16);
   q.quant = fm::QuantScheme::fp8_per_channel();
-  EXPECT_TRUE(fm::resolve_options(q, o).balanced_gemm2);  // FP8 weights: rows in (E / 4, E]
+  EXPECT_FALSE(fm::resolve_options(q, o).balanced_gemm2);  // FP8 weights: the raster (measured)
+  EXPECT_TRUE(fm::resolve_options(q, on).balanced_gemm2);
   EXPECT_FALSE(fm::resolve_options(q, off).balanced_gemm2);
   q.num_tokens = q.max_tokens = 64;
   EXPECT_FALSE(fm::resolve_options(q, o).balanced_gemm2);
   EXPECT_TRUE(fm::resolve_options(q, on).balanced_gemm2);
-  EXPECT_NE(fm::resolve_options(q, o).why.find("balanced_gemm2: off (auto: off (rows outside"), std::string::npos);
+  EXPECT_NE(fm::resolve_options(q, o).why.find("balanced_gemm2: off (auto: off (FP8: the raster measured faster"),
+            std::string::npos);
 }
 
 // The expected rows of this rank (uniform routing) that FP8 GEMM1's one-wave rule and the tile hint
