@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 37, call 4 (carry ["build_pack"]): the balanced schedules inlined with 32-bit ranges
+# Session 37, call 4 (carry ["build_pack"], code 583a3be: the final code, FP8 GEMM2 on the raster by default). The full
 # GPU suite; GEMM timelines at 16 and 64 tokens; every layer case at 1-256 tokens with packed
 # weights; the FP8 balanced GEMM2 forced each way (the default now the raster).
 set -uo pipefail
