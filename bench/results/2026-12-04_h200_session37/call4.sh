@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 37, call 4 (carry ["build_pack"], code 583a3be: the final code, FP8 GEMM2 on the raster by default). The full
 # GPU suite; GEMM timelines at 16 and 64 tokens; every layer case at 1-256 tokens with packed
-# weights; the FP8 balanced GEMM2 forced each way (the default now the raster).
+# weights; the FP8 balanced GEMM2 forced each way (the default now the raster); FP8 GEMM2's early
+# weight stages 0 / 1 / 2 against the default (the whole ring up to 64 tokens).
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
 [ -d .gpu ] || tar -xJf build_pack/gpu_head.tar.xz
@@ -19,6 +20,7 @@ timeout 90 $B/fusedmoe bench --suite layer --tokens 16,64 --packed --trace --cas
 timeout 240 $B/fusedmoe bench --suite layer --tokens 1,16,64,256 --packed --json "$out/decode.json" > "$out/decode.txt" 2>&1
 echo "decode bench rc=$?" >> "$out/summary.txt"
 timeout 90 $B/fusedmoe bench --suite layer --tokens 16,64 --packed --balanced --cases qwen235-tp8-fp8c,dsv3-tp8-fp8b,dsv3-ep8-fp8b,dsv4f-tp4-fp8b,qwen235-tp4-fp8b > "$out/balanced.txt" 2>&1
-{ grep -E "known" "$out/trace.txt"; tail -4 "$out/decode.txt"; tail -3 "$out/balanced.txt"; } >> "$out/summary.txt"
+timeout 150 $B/fusedmoe bench --suite layer --tokens 16,64,256 --packed --early2 0,1,2 --cases qwen235-tp8-fp8c,qwen235-tp8-fp8t,dsv3-tp8-fp8b,dsv3-ep8-fp8b,dsv4f-tp4-fp8b,qwen235-tp4-fp8b > "$out/early2.txt" 2>&1
+{ tail -6 "$out/early2.txt"; grep -E "known" "$out/trace.txt"; tail -4 "$out/decode.txt"; tail -3 "$out/balanced.txt"; } >> "$out/summary.txt"
 rm -f "$out/decode.json.tmp"
 cat "$out/summary.txt"
