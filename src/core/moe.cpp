@@ -37,15 +37,6 @@ namespace {
 constexpr int64_t kFrontSeparateQuantMaxTokens = 16;
 // The dynamic balanced GEMM2 (BF16), measured up to this many tokens (session 17, call 5).
 constexpr int64_t kBalancedMaxTokens = 256;
-// FUSEDMOE_FP8_DYNAMIC=1 (read once; session 37's experiment): the FP8 GEMM2 takes the dynamic
-// balanced schedule under the BF16 rule (the workspace counter zeroed by GEMM1, as BF16's).
-bool fp8_dynamic_gemm2() {
-  static const bool v = [] {
-    const char* e = std::getenv("FUSEDMOE_FP8_DYNAMIC");
-    return e != nullptr && std::atoi(e) != 0;
-  }();
-  return v;
-}
 
 // The switches as forward() resolves them; the reasons only when `why` is given (explain(): the
 // hot path builds no strings).
@@ -138,11 +129,11 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   const int64_t groups = p.local_experts() + p.num_shared_experts;
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
   const bool fp8_weights = p.quant.weight.format == WeightFormat::kFP8E4M3;
-  const bool dynamic = bf16_weights || (fp8_weights && fp8_dynamic_gemm2());
-  const bool balanced_auto = dynamic && 4 * rows > groups && p.num_tokens <= kBalancedMaxTokens;
+  const bool balanced_auto = bf16_weights   ? 4 * rows > groups && p.num_tokens <= kBalancedMaxTokens
+                                           : false;
   r.balanced_gemm2 = pick("balanced_gemm2", o.balanced_gemm2, balanced_auto,
                           !(bf16_weights || fp8_weights) ? "auto: off (BF16 and FP8 weights only)"
-                          : dynamic
+                          : bf16_weights
                               ? (balanced_auto ? "auto: requested, dynamic (rows above a quarter of the experts, <= 256 "
                                                  "tokens); the kernel runs it where GEMM2 has Swap-AB tiles without "
                                                  "split-K, short reductions (under 4 ring lengths), chained unless rows exceed the "
@@ -543,8 +534,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // GEMM2's dynamic balanced schedule takes its work from this counter; GEMM1 zeroes it after its
   // wait (so after the previous call's GEMM2 is done with it) and GEMM2 reads it after its own.
   int* gemm_queue = reinterpret_cast<int*>(base + w.gemm_queue.offset);
-  const bool fp8_dynamic = p.quant.weight.format == WeightFormat::kFP8E4M3 && fp8_dynamic_gemm2();
-  g.zero_queue = p.quant.weight.format == WeightFormat::kBF16 || fp8_dynamic ? gemm_queue : nullptr;
+  g.zero_queue = p.quant.weight.format == WeightFormat::kBF16 ? gemm_queue : nullptr;
   // FP8 (W8A8 e4m3, normal tiles; the oracle allowed per-tensor/per-channel weights with per-token
   // or static per-tensor activations): x was quantised on the permute; GEMM1 writes bf16 H; H is
   // quantised in the same scheme over its padded rows (the per-token scale of padded row r at r, as
@@ -636,9 +626,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.early_weight_stages =
         options.gemm2_early_weight_stages >= 0 ? options.gemm2_early_weight_stages : options.early_weight_stages;
     f.w_scale = static_cast<const float*>(t.w2_scale);
-    // (static ranges when forced: the FP8 kernel's dynamic form measured no faster, session 17;
-    // with FUSEDMOE_FP8_DYNAMIC=1 the dynamic one, under the BF16 rule)
-    f.queue = fp8_dynamic ? gemm_queue : nullptr;
+    f.queue = nullptr;  // (static ranges: the FP8 kernel's dynamic form measured no faster, session 17)
   }
   e = fp8 ? kernels::launch_fp8_grouped_gemm2(f, stream) : kernels::launch_grouped_gemm2(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2: " << cudaGetErrorString(e));
