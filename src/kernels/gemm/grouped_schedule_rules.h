@@ -52,7 +52,10 @@ FM_SCHEDULE_HD uint32_t balanced_range_start(uint32_t items, uint32_t b, uint32_
 // us slower at 1 token, and 6.4 us slower on mixtral-tp2 at 4 tokens (8 rows on 8 experts, 112-step
 // reductions: not chained, hence the rule's second clause). The FP8 kernel's dynamic form was level
 // with its static ranges at 16 tokens and 3-11 us slower at 64-256 on 4 of 6 cases (call 6): the
-// layer runs FP8 with static ranges.
+// layer ran FP8 with static ranges. Session 37 (schedule inlined, forced each way, two runs): the
+// FP8 raster faster than the static ranges at 8 of the 17 points this rule takes (1-9 %), slower at
+// 3 (0.8-3.3 %), and the dynamic form 7.4 % slower: the layer asks FP8 for neither (resolve(),
+// src/core/moe.cpp); forced, the static ranges run.
 // (GroupedGemmArgs::balanced and ForwardOptions::balanced_gemm2 force it either way; bench --balanced.)
 // Session 20 (raster-only kernels, call 2 and 3): the dynamic form only for short reductions
 // (k_tiles < 4 x stages, choose_tiles_per_cta's chaining bound: GEMM2 of dsv3 / qwen3 / dsv4f). On
