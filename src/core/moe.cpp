@@ -129,8 +129,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   const int64_t groups = p.local_experts() + p.num_shared_experts;
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
   const bool fp8_weights = p.quant.weight.format == WeightFormat::kFP8E4M3;
-  const bool balanced_auto = bf16_weights   ? 4 * rows > groups && p.num_tokens <= kBalancedMaxTokens
-                                           : false;
+  const bool balanced_auto = bf16_weights && 4 * rows > groups && p.num_tokens <= kBalancedMaxTokens;
   r.balanced_gemm2 = pick("balanced_gemm2", o.balanced_gemm2, balanced_auto,
                           !(bf16_weights || fp8_weights) ? "auto: off (BF16 and FP8 weights only)"
                           : bf16_weights

@@ -21,10 +21,9 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define FM_HD __host__ __device__ __forceinline__
-#else
-#define FM_HD inline
+#include "kernels/common/hd.h"
+
+#if !defined(__CUDACC__)
 // A host build with FMA instructions enabled (-mfma, -march=native) would let g++ contract the
 // reference's multiply-adds (its default for C++ is -ffp-contract=fast): forbid it.
 #if defined(__FMA__) && defined(__GNUC__) && !defined(__clang__)

@@ -4,11 +4,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define FM_SCHEDULE_HD __host__ __device__ __forceinline__
-#else
-#define FM_SCHEDULE_HD inline
-#endif
+#include "kernels/common/hd.h"
 
 namespace fusedmoe::kernels::grouped_schedule {
 
@@ -19,7 +15,7 @@ constexpr int64_t kMaxBalancedGrid = 65535;
 // The start of CTA b's range of `items` over g CTAs, floor(items * b / g), for b <= g <=
 // kMaxBalancedGrid, in 32-bit arithmetic: b * (items % g) < g * g < 2^32 (balanced_segments; the
 // CPU tests compare it with the 64-bit quotient).
-FM_SCHEDULE_HD uint32_t balanced_range_start(uint32_t items, uint32_t b, uint32_t g) {
+FM_HD uint32_t balanced_range_start(uint32_t items, uint32_t b, uint32_t g) {
   const uint32_t q = items / g, r = items % g;
   return b * q + b * r / g;
 }
