@@ -797,6 +797,7 @@ int cmd_bench(int argc, char** argv) {
   bool dense = false;             // --dense: the Swap-AB GEMMs' dense instances forced each way
   bool dense1 = false;            // --dense1: ... GEMM1's only
   bool pair = false;              // --pair: the FP8 Swap-AB pair instances forced each way
+  bool pingpong = false;          // --pingpong: BF16 GEMM2 on the ping-pong normal tiles forced each way
   std::vector<int> tpcs1d;        // --tpc1d: ... GEMM1's weight tiles per CTA forced, on its dense instance
   bool balanced1 = false;         // --balanced1: ... the FP8 GEMM1's balanced schedule forced each way
   bool cutlass_gemm2 = false;     // --cutlass-gemm2: layer suite, also GEMM1 gathered on normal tiles + GEMM2 on CUTLASS, forced each way
@@ -831,6 +832,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--dense") dense = true;
     else if (a == "--dense1") dense1 = true;
     else if (a == "--pair") pair = true;
+    else if (a == "--pingpong") pingpong = true;
     else if (a == "--packed") g_packed = true;
     else if (a == "--hq") hq = true;
     else if (a == "--cutlass") cutlass = true;
@@ -858,7 +860,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--packed] [--hq] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--packed] [--hq] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -922,6 +924,10 @@ int cmd_bench(int argc, char** argv) {
     if (cutlass_gemm2) {  // prefill: GEMM1 on normal tiles with gathered rows, GEMM2 on CUTLASS, forced on / off
       add("cutlass gemm2 on", &fusedmoe::ForwardOptions::cutlass_gemm2, Toggle::kOn);
       add("cutlass gemm2 off", &fusedmoe::ForwardOptions::cutlass_gemm2, Toggle::kOff);
+    }
+    if (pingpong) {  // BF16 GEMM2 on the ping-pong normal tiles (CUTLASS backend: instead of its GEMM2)
+      add("pingpong on", &fusedmoe::ForwardOptions::pingpong_gemm2, Toggle::kOn);
+      add("pingpong off", &fusedmoe::ForwardOptions::pingpong_gemm2, Toggle::kOff);
     }
     if (balanced) {  // BF16 Swap-AB GEMM2: the balanced one-wave schedule forced on / off
       add("balanced on", &fusedmoe::ForwardOptions::balanced_gemm2, Toggle::kOn);

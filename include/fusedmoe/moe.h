@@ -179,6 +179,14 @@ struct ForwardOptions {
   // CUTLASS backend for BF16 x and weights without weights on the input. Auto: off (bench
   // --cutlass-gemm2 compares).
   Toggle cutlass_gemm2 = Toggle::kAuto;
+  // BF16 GEMM2 on normal tiles with ping-pong consumers (kernels/gemm/sm90_bf16_grouped_gemm.h:
+  // GroupedGemmArgs::pingpong): the two consumer warpgroups of a CTA take its weight tiles in turn,
+  // so that one's epilogue (a 128 x 128 tile of outputs) runs under the other's main loop. On the
+  // grouped backend it replaces the normal-tile GEMM2; where the CUTLASS backend runs the layer,
+  // CUTLASS's GEMM2 (GEMM1 and the activation stay on CUTLASS; the dispatch then pads each expert's
+  // rows to 128). Same values as the normal tiles. Not with cutlass_gemm2 (GEMM2 is CUTLASS's
+  // there). Auto: see explain() (bench --pingpong compares).
+  Toggle pingpong_gemm2 = Toggle::kAuto;
   // Benchmarking aid: stop after this stage (kDispatch: route + plan + permute; kGemm1; kGemm2;
   // kAll: the whole layer). The output is left unwritten when it stops early; timing prefixes
   // gives per-stage times (fusedmoe bench --suite layer --stages).
@@ -190,6 +198,7 @@ struct ResolvedOptions {
   bool overlap_launches = false, staged_epilogue = false, gather_rows = false, split_k = false,
        scales_by_token = false, fuse_front = true, balanced_gemm2 = false, balanced_gemm1 = false,
        cutlass_gemm2 = false,  // requested; forward() applies it where the CUTLASS backend runs the layer
+       pingpong_gemm2 = false,  // BF16 weights and activations; not with cutlass_gemm2
        weights_evict_first = false,
        fused_h_quant = false;  // where GEMM1 runs Swap-AB tiles (kernels::fp8_gemm1_quantises_h)
   int dense_swapab = 0;  // the Swap-AB GEMMs' GroupedGemmArgs::dense: 0 the launchers' rule, 1 on, -1 off

@@ -210,6 +210,11 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                     hybrid_ok;
   if (why && o.cutlass_gemm2 == Toggle::kOn && !hybrid_ok)
     *why << "    (not applicable: BF16 x and weights without weights on the input only)\n";
+  // GEMM2 on the ping-pong normal tiles (grouped backend; on the CUTLASS backend instead of its GEMM2)
+  const bool ping_ok = bf16_weights && p.act_dtype == DType::kBFloat16 && !r.cutlass_gemm2;
+  r.pingpong_gemm2 = pick("pingpong_gemm2", o.pingpong_gemm2, false, "auto: off (not measured yet)") && ping_ok;
+  if (why && o.pingpong_gemm2 == Toggle::kOn && !ping_ok)
+    *why << "    (not applicable: BF16 x and weights, and not with cutlass_gemm2)\n";
   return r;
 }
 }  // namespace
@@ -281,9 +286,36 @@ cudaError_t quantise_intermediate(const MoeProblem& p, const MoeTensors& t, cons
 // its setup kernel must not overwrite GEMM1's arrays early.
 Status run_cutlass_gemm2_and_combine(const MoeProblem& p, const MoeTensors& t, const DispatchResult& r,
                                      const detail::WorkspaceLayout& w, void* workspace, Stream stream,
-                                     const ForwardOptions& options) {
+                                     const ForwardOptions& options, bool pingpong = false) {
   char* base = static_cast<char*>(workspace);
   void* expert_out = base + w.expert_out.offset;
+  if (pingpong) {
+    // ForwardOptions::pingpong_gemm2: GEMM2 on the grouped backend's ping-pong normal tiles (the
+    // dispatch padded each expert's rows to 128, the tile)
+    kernels::GroupedGemmArgs g;
+    g.a = base + w.intermediate.offset;
+    g.w = t.w2;
+    g.out = expert_out;  // unpadded grouped order, as the combine reads
+    g.counts = r.counts;
+    g.offsets = r.offsets;
+    g.padded_offsets = r.padded_offsets;
+    g.num_groups = r.num_groups;
+    g.n = p.intermediate;
+    g.k = p.hidden;
+    g.activation = p.activation;
+    g.max_rows = r.act_rows;
+    g.family = TileFamily::kNormal;
+    g.tokens_tile = 128;
+    g.staged_epilogue = true;
+    g.pingpong = 1;
+    g.k_splits = 1;
+    g.rows_hint = p.num_tokens * p.slots_per_token();
+    g.balanced = -1;
+    const cudaError_t e = kernels::launch_grouped_gemm2(g, stream);
+    FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2 (ping-pong): " << cudaGetErrorString(e));
+    if (options.stop_after == Stage::kGemm2) return Status::Ok();
+    return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, true);
+  }
   const size_t half = w.cutlass_scratch.bytes / 2 / detail::kWorkspaceAlign * detail::kWorkspaceAlign;
   kernels::CutlassGroupedArgs c;
   c.a = base + w.intermediate.offset;
@@ -309,7 +341,7 @@ Status run_cutlass_gemm2_and_combine(const MoeProblem& p, const MoeTensors& t, c
 // expert-output region) -> activation kernel (bias b1, the activation, into the intermediate) ->
 // GEMM2 (CUTLASS grouped, unpadded rows) -> the combine.
 Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const DispatchResult& r, void* workspace,
-                         Stream stream, const ForwardOptions& options) {
+                         Stream stream, const ForwardOptions& options, bool pingpong_gemm2) {
   const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
   char* base = static_cast<char*>(workspace);
   void* inter = base + w.intermediate.offset;
@@ -403,7 +435,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
   e = activation();
   FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm1) return Status::Ok();
-  return run_cutlass_gemm2_and_combine(p, t, r, w, workspace, stream, options);
+  return run_cutlass_gemm2_and_combine(p, t, r, w, workspace, stream, options, pingpong_gemm2);
 }
 }  // namespace
 #endif
@@ -445,12 +477,13 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     DispatchOptions o;
     o.permute = true;
     o.fuse_front = ro.fuse_front;
-    o.tile_m = detail::kCutlassTileRows;
+    // (GEMM2 on the ping-pong normal tiles: every expert's rows padded to their 128-row tile)
+    o.tile_m = ro.pingpong_gemm2 ? 128 : detail::kCutlassTileRows;
     o.group_scales_by_token = false;  // FP8 blocks: row-order scales, re-laid for CUTLASS per group
     DispatchResult r;
     FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
     if (options.stop_after == Stage::kDispatch) return Status::Ok();
-    return run_cutlass_layer(p, t, r, workspace, stream, options);
+    return run_cutlass_layer(p, t, r, workspace, stream, options, ro.pingpong_gemm2);
   }
   const bool gather = ro.gather_rows || hybrid;
   const TileFamily family = hybrid ? TileFamily::kNormal : d.family;
@@ -600,6 +633,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.balanced = options.balanced_gemm2 == Toggle::kOn ? 1 : ro.balanced_gemm2 ? 0 : -1;
   g.zero_queue = nullptr;
   g.queue = gemm_queue;
+  g.pingpong = ro.pingpong_gemm2 ? 1 : 0;  // (normal tiles only; BF16)
   if (fp8) {
     void* inter_q = base + w.inter_q.offset;
     float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
@@ -697,6 +731,15 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
            << cfg(co.gemm2, p.hidden, p.intermediate) << " (GEMM2), combine\n";
         return os.str();
       }
+      if (ro.pingpong_gemm2) {
+        os << "tiles: cutlass " << brief(co.gemm1, r1, p.hidden)
+           << " + normal 128 ping-pong (GEMM1 on CUTLASS, GEMM2 on the grouped backend's ping-pong tiles: "
+              "ForwardOptions::pingpong_gemm2)\n";
+        os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
+           << ", permute (rows padded to 128 per expert), " << cfg(co.gemm1, r1, p.hidden)
+           << " (GEMM1), grouped_activation, sm90_bf16_grouped_gemm_128x128x64_s4_pingpong (GEMM2), combine\n";
+        return os.str();
+      }
       os << "tiles: cutlass " << brief(co.gemm1, r1, p.hidden) << " + " << brief(co.gemm2, p.hidden, p.intermediate)
          << " (GEMM1 + GEMM2 configurations)\n";
       os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
@@ -726,7 +769,10 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
       }
       else
         os << (ro.gather_rows ? " (GEMM1 gathers x's rows: no permute), " : ", permute, ")
-           << (g1 ? g1 : "?") << ", " << (g2 ? g2 : "?") << ", combine\n";
+           << (g1 ? g1 : "?") << ", "
+           << (ro.pingpong_gemm2 && d.family == TileFamily::kNormal ? "sm90_bf16_grouped_gemm2_128x128x64_s4_pingpong"
+                                                                    : (g2 ? g2 : "?"))
+           << ", combine\n";
     }
 #endif
   }

@@ -65,8 +65,10 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
                         p.quant.weight.granularity == ScaleGranularity::kPerChannel);
   const bool cutlass_path = bf16_weights || fp8_block || fp8_row;
   const size_t r1 = static_cast<size_t>(p.activation.gemm1_rows(p.intermediate));
-  // (the CUTLASS path pads groups to kCutlassTileRows, not to the tallest tile)
-  const size_t rows_pad_cutlass = rows + std::min(groups, rows) * (kCutlassTileRows - 1);
+  // (the CUTLASS path pads groups to kCutlassTileRows, not to the tallest tile; BF16 with GEMM2 on
+  // the ping-pong normal tiles, ForwardOptions::pingpong_gemm2, to the 128-row tile)
+  const size_t rows_pad_cutlass =
+      bf16_weights ? rows_pad : rows + std::min(groups, rows) * (kCutlassTileRows - 1);
   w.expert_out =
       b.take(std::max(rows * kdim, cutlass_path ? rows_pad_cutlass * r1 : size_t(0)) * dtype_bytes(p.act_dtype));
   w.error_flag = b.take(16);

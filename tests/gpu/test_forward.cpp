@@ -1142,6 +1142,60 @@ TEST(Forward, CutlassGemm2AfterGatheredGemm1) {
   expect_replays_match_direct(o, 2);  // graph replay == direct call, bitwise
 }
 
+// ForwardOptions::pingpong_gemm2: BF16 GEMM2 on the normal tiles' ping-pong instance (the two
+// consumer warpgroups take a CTA's weight tiles in turn). On the grouped backend (normal tiles
+// forced) and, where the CUTLASS backend runs the layer, instead of CUTLASS's GEMM2 (the dispatch
+// then pads each expert's rows to 128). Every element against the float64 reference (check_forward),
+// outputs poisoned; ragged token counts, N (GEMM2's reduction) and K (its output columns) off the
+// tile, expert biases, activations, skewed routing, a shared expert, expert parallelism, odd
+// numbers of weight tiles per CTA, a graph replay bitwise equal to the direct call; explain() says
+// so; not applicable to FP8 weights (the FP8 kernels run as before).
+TEST(Forward, PingPongGemm2) {
+  fm::ForwardOptions g = tiles(fm::TileFamily::kNormal, 128);
+  g.pingpong_gemm2 = fm::Toggle::kOn;
+  fm::ForwardOptions c = cutlass_backend();
+  c.pingpong_gemm2 = fm::Toggle::kOn;
+  {
+    fm::MoeProblem p = small_problem(16, 4, 192, 256);
+    p.num_tokens = p.max_tokens = 1000;
+    EXPECT_NE(fm::explain(p, g).find("s4_pingpong"), std::string::npos) << fm::explain(p, g);
+    EXPECT_NE(fm::explain(p, c).find("GEMM2 on the grouped backend's ping-pong tiles"), std::string::npos)
+        << fm::explain(p, c);
+    fm::MoeProblem q = p;
+    q.quant = fm::QuantScheme::fp8_per_channel();
+    EXPECT_EQ(fm::explain(q, g).find("s4_pingpong"), std::string::npos) << fm::explain(q, g);
+  }
+  for (const auto& [o, name] : {std::pair{g, std::string("grouped")}, std::pair{c, std::string("cutlass")}}) {
+    for (int64_t t : {1, 3, 64, 65, 1000, 4096})
+      check_forward(small_problem(16, 4, 192, 256), t, o, name + " ping-pong E16 k4 N192 K256");
+    for (int n : {64, 136, 360})
+      for (int kdim : {136, 392, 2688})  // 392: 4 weight tiles of 128 (the last one ragged), 136: 2
+        check_forward(small_problem(8, 2, n, kdim), 129, o, name + " ping-pong N" + std::to_string(n) + " K" + std::to_string(kdim));
+    for (fm::Activation a : {fm::Activation::gelu(), fm::Activation::swiglu_oai(1.702f, 7.f, true),
+                             fm::Activation::squared_relu()})
+      check_forward(small_problem(8, 2, 136, 264, a), 300, o, name + " ping-pong " + fm::to_string(a.kind));
+    fm::MoeProblem p = small_problem(16, 4, 128, 256);
+    check_forward(p, 1000, o, name + " ping-pong one hot expert", fm::testing::Skew::kOneHot);
+    check_forward(p, 1000, o, name + " ping-pong zipf", fm::testing::Skew::kZipf);
+    fm::MoeProblem s = fm::find_preset("qwen3next-tp1")->problem;  // shared expert, E512 k10
+    s.hidden = 256;
+    s.intermediate = 64;
+    check_forward(s, 300, o, name + " ping-pong qwen3-next-like shared");
+    fm::MoeProblem ep = small_problem(64, 8, 128, 512);
+    ep.router = fm::RouterConfig::deepseek_v3(8, 8, 4, 2.5f);
+    ep.num_local_experts = 8;
+    check_forward(ep, 500, o, name + " ping-pong dsv3-like EP 8 of 64 local");
+  }
+  // expert biases (b2 in the ping-pong epilogue): grouped backend only (CUTLASS takes no biases)
+  fm::MoeProblem b = small_problem(8, 2, 136, 264, fm::Activation::swiglu_oai(1.702f, 7.f, true));
+  b.has_expert_bias = true;
+  check_forward(b, 300, g, "grouped ping-pong with expert biases");
+  fm::MoeProblem q = fm::find_preset("qwen235-tp8")->problem;  // a suite shape, E 128 k 8 N 192 K 4096
+  check_forward(q, 1024, c, "cutlass ping-pong qwen235-tp8");
+  expect_replays_match_direct(c, 2);  // graph replay == direct call, bitwise
+  expect_replays_match_direct(g, 2);
+}
+
 // FP8 with 128x128 weight blocks on the CUTLASS backend (CUTLASS's blockwise-scaled grouped GEMM,
 // scales re-laid per group): GEMM1 and GEMM2 checked apart against the float64 reference of the
 // quantised math (check_forward: issue #5's 2e-3 per GEMM), float32 and UE8M0 scales, a

@@ -79,10 +79,15 @@ template <> struct MmaAtomFor<128> { using type = cute::SM90_64x128x16_F32BF16BF
 
 // kBlocks_: CTAs per SM the instance is built for (1 normal, 2 Swap-AB; the dense Swap-AB instances of
 // sm90_bf16_grouped_gemm_swapab_dense.cu take 3-4 with fewer stages: GroupedGemmArgs::dense).
-template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1)>
+// kPing_ (normal family, plain epilogue only): the two consumer warpgroups take the CTA's weight
+// tiles in turn, each computing all 128 token rows of its tile, so that one warpgroup's epilogue
+// runs under the other's main loop (see the consumers' ping-pong branch).
+template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1), bool kPing_ = false>
 struct Config {
   using Element = cutlass::bfloat16_t;
   static constexpr bool kSwapAB = kSwapAB_;
+  static constexpr bool kPing = kPing_;
+  static_assert(!kPing || !kSwapAB, "ping-pong consumers: normal family only");
   static constexpr int kTokTile = kTokTile_;              // token rows per tile
   static constexpr int kWRows = kSwapAB ? 64 : 128;       // weight rows per tile
   static constexpr int kTileK = 64;                      // reduction per stage (one 128-byte swizzle row)
@@ -112,6 +117,8 @@ struct Config {
   using MmaAtom = typename MmaAtomFor<kMmaN>::type;
   using TiledMma = decltype(cute::make_tiled_mma(
       MmaAtom{}, cute::Layout<cute::Shape<cute::Int<kConsumerWGs>, cute::_1, cute::_1>>{}));
+  // ping-pong: one warpgroup's MMA over the whole 128-row tile (two 64-row WGMMAs per K step)
+  using PingMma = decltype(cute::make_tiled_mma(MmaAtom{}, cute::Layout<cute::Shape<cute::_1, cute::_1, cute::_1>>{}));
 
   // The activation TMA box: Swap-AB loads a stage's token rows in 16-row boxes (tile 8: one box of
   // 8), the normal family in 64-row halves (one per consumer warpgroup), and only the boxes holding a
@@ -132,7 +139,9 @@ struct Config {
   // rows. Row stride 128 + 8 elements: the accumulator's bf16x2 writes hit 32 distinct banks.
   static constexpr int kStageRowElems = 128 + 8;
   // Swap-AB: the tile's kTokTile x 64 outputs (SwapStage below).
-  static constexpr int kStageElems = kSwapAB ? kTokTile * (64 + 8) : kConsumerWGs * 64 * kStageRowElems;
+  // Ping-pong: each warpgroup stages its whole 128 x 128 tile (two buffers).
+  static constexpr int kStageElems =
+      kSwapAB ? kTokTile * (64 + 8) : kConsumerWGs * (kPing ? kTokTile : 64) * kStageRowElems;
 };
 
 using grouped_schedule::kMaxSegments;
@@ -500,7 +509,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     for (int s = 0; s < kStages; ++s) {
       // gathered A: the weight TMA's arrival + one cp.async arrival per producer thread
       Barrier::init(&ss.full[s], p.gather_x != nullptr ? 1 + Cfg::kProducerThreads : 1);
-      Barrier::init(&ss.empty[s], Cfg::kConsumerWarps);
+      Barrier::init(&ss.empty[s], Cfg::kPing ? Cfg::kConsumerWarps / 2 : Cfg::kConsumerWarps);  // (ping-pong: one warpgroup per stage)
     }
     ss.nseg = 0;
     cutlass::arch::fence_barrier_init();
@@ -762,6 +771,99 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     // ================= consumers =================
     if constexpr (Cfg::kConsumerWGs == 2) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
     if (prefetch) pdl_wait();  // (their outputs are written after the predecessor is done)
+    if constexpr (Cfg::kPing) {
+      // Ping-pong (normal family, plain epilogue): the CTA's tiles j = 0, 1, ... (its segments'
+      // weight tiles in order) alternate between the warpgroups, j % 2 == wg, each computing all
+      // 128 token rows. The producer fills the ring in tile order as before; tile j's K steps are
+      // ring positions j * nk + kt, and only the owning warpgroup's 4 warps release them. While one
+      // warpgroup runs its epilogue, the other's WGMMAs have the tensor cores (a short reduction,
+      // e.g. GEMM2 with K = 192..384, spends about as long in the epilogue as in the main loop).
+      static_assert(!kGated, "ping-pong instances: plain epilogue only (the launcher never runs them gated)");
+      const int wg = warp / 4, t128 = tid % 128;  // (warp: warp-uniform to the compiler)
+      typename Cfg::PingMma tiled_mma;
+      auto thr_mma = tiled_mma.get_thread_slice(t128);
+      Tensor tCsA = thr_mma.partition_A(sAct);  // (MMA,MMA_M=2,MMA_K,PIPE)
+      Tensor tCsB = thr_mma.partition_B(sW);
+      Tensor tCrA = thr_mma.make_fragment_A(tCsA);
+      Tensor tCrB = thr_mma.make_fragment_B(tCsB);
+      using TileMN = Shape<Int<Cfg::kTokTile>, Int<Cfg::kWRows>>;
+      Tensor accum = partition_fragment_C(tiled_mma, TileMN{});
+      Tensor tCcC = thr_mma.partition_C(make_identity_tensor(TileMN{}));  // (token row, column) of each value
+      constexpr int kKBlocks = decltype(size<2>(tCrA))::value;
+      static_assert(kKBlocks == Cfg::kTileK / 16);
+      constexpr int kVals = decltype(size(accum))::value;
+      static_assert(kVals == Cfg::kTokTile * Cfg::kWRows / 128);
+      constexpr int kLd = Cfg::kStageRowElems;
+      __nv_bfloat16* st = reinterpret_cast<__nv_bfloat16*>(ss.stage_out.begin()) + wg * Cfg::kTokTile * kLd;
+      __nv_bfloat16* out = p.out;
+      const int64_t ld = p.out_cols;
+      const int nk = kt_end - kt_begin;
+      int g = 0;  // ring position of tile j's first K step (every tile's, both warpgroups')
+      int j = 0;  // the CTA's tile counter
+      for (int si = 0; si < nseg; ++si) {
+        const Segment sg = segment(si);
+        const float* bias_e = p.bias ? p.bias + int64_t(sg.e) * p.bias_stride : nullptr;
+        const int rows_valid = min(Cfg::kTokTile, sg.count - sg.local0);
+        const int64_t out_row0 = int64_t(p.out_unpadded ? sg.off : sg.poff) + sg.local0;
+        for (int w = sg.wb; w < sg.we; ++w, ++j, g += nk) {
+          if ((j & 1) != wg) continue;
+          tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+          int prev_stage = -1;
+          for (int kt = 0; kt < nk; ++kt) {
+            const int stage = (g + kt) % kStages;
+            const uint32_t phase = uint32_t((g + kt) / kStages) & 1u;
+            Barrier::wait(&ss.full[stage], phase);
+            if (j == 0 && kt == 0 && t128 == 0) gemm_stamp(p.trace, 3);
+            if (p.gather_x != nullptr) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            warpgroup_fence_operand(accum);
+            warpgroup_arrive();
+            CUTE_UNROLL
+            for (int kb = 0; kb < kKBlocks; ++kb) {
+              cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), accum);
+              tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+            }
+            warpgroup_commit_batch();
+            warpgroup_wait<1>();
+            warpgroup_fence_operand(accum);
+            if (prev_stage >= 0 && lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[prev_stage]);
+            prev_stage = stage;
+          }
+          warpgroup_wait<0>();
+          warpgroup_fence_operand(accum);
+          if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[prev_stage]);
+          if (si == nseg - 1 && w == sg.we - 1 && t128 == 0) gemm_stamp(p.trace, 4);
+          // epilogue: bias / activation in fp32, bf16 into this warpgroup's buffer, then whole
+          // 16-byte chunks of the valid rows (as the staged epilogue; named barrier 6 + wg)
+          const int n_base = w * Cfg::kWRows;
+          cutlass::arch::NamedBarrier::sync(128, 6 + wg);  // this warpgroup's previous chunks are all read
+          with_activation<false>(p.act_kind, [&](auto kind) {
+            constexpr int kK = decltype(kind)::value;
+            CUTE_UNROLL
+            for (int ii = 0; ii < kVals; ii += 2) {
+              const int r = get<0>(tCcC(ii)), c = get<1>(tCcC(ii));
+              const int n = n_base + c;
+              float v0 = accum(ii), v1 = accum(ii + 1);
+              if (bias_e && n < p.out_cols) {
+                v0 += __ldg(bias_e + n);
+                v1 += __ldg(bias_e + n + 1);
+              }
+              *reinterpret_cast<__nv_bfloat162*>(st + r * kLd + c) = __floats2bfloat162_rn(
+                  activate_ct<kK>(v0, 0.f, p.alpha, p.limit), activate_ct<kK>(v1, 0.f, p.alpha, p.limit));
+            }
+          });
+          cutlass::arch::NamedBarrier::sync(128, 6 + wg);  // the tile is in shared memory
+          constexpr int kChunksPerRow = Cfg::kWRows / 8;
+          CUTE_UNROLL
+          for (int q = 0; q < Cfg::kTokTile * kChunksPerRow / 128; ++q) {
+            const int chunk = t128 + 128 * q;
+            const int r = chunk / kChunksPerRow, c8 = chunk % kChunksPerRow;
+            const int n = n_base + c8 * 8;
+            if (r < rows_valid && n < p.out_cols)  // out_cols % 8 == 0: whole chunks
+              *reinterpret_cast<uint4*>(out + (out_row0 + r) * ld + n) = *reinterpret_cast<const uint4*>(st + r * kLd + c8 * 8);
+          }
+        }
+      }
+    } else {
     typename Cfg::TiledMma tiled_mma;
     auto thr_mma = tiled_mma.get_thread_slice(tid);
     auto operands = [&]() {
@@ -901,6 +1003,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
     }
     }
+    }  // (not ping-pong)
     if (tid == 0) gemm_stamp(p.trace, 5);
   }
 #else
@@ -1177,8 +1280,12 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
   static std::atomic<uint64_t> optin_done[4] = {};  // per instance: [gated + 2 * balanced]
   // (split-K launches run the raster: the occupancy query asks about the raster-only kernel)
-  const void* kernel_fn = gated ? reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>)
-                                : reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>);
+  const void* kernel_fn = [&] {
+    if constexpr (Cfg::kPing) return reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>);
+    else
+      return gated ? reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>)
+                   : reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>);
+  }();
   const int splits = Cfg::kSwapAB ? resident_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots, p.k_tiles, 8,
                                                      kernel_fn, Cfg::kThreads, kSmem, &optin_done[gated ? 1 : 0])
                                   : 1;
@@ -1265,8 +1372,13 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
       return cudaErrorInvalidValue;  // (launch_schedule gives the normal family the raster)
     }
   }
-  return gated ? launch(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>, 1)
-               : launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>, 0);
+  if constexpr (Cfg::kPing) {
+    if (gated) return cudaErrorInvalidValue;  // (ping-pong instances have the plain epilogue only)
+    return launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>, 0);
+  } else {
+    return gated ? launch(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>, 1)
+                 : launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>, 0);
+  }
 }
 
 // Packs one launch's weights into the Swap-AB stage images (Params::w_packed): block b is stage
@@ -1358,8 +1470,10 @@ void append_config_instances(KernelList* out) {
   const std::string tile = Cfg::kSwapAB ? "swapab_" + std::to_string(Cfg::kWRows) + "x" + std::to_string(Cfg::kTokTile)
                                         : std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows);
   const std::string name = "sm90_bf16_grouped_gemm_" + tile + "x" + std::to_string(Cfg::kTileK) + "_s" +
-                           std::to_string(Cfg::kStages) + (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : "");
-  out->push_back({"grouped_gemm", name + "_gated", reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>)});
+                           std::to_string(Cfg::kStages) + (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : "") +
+                           (Cfg::kPing ? "_pingpong" : "");
+  if constexpr (!Cfg::kPing)
+    out->push_back({"grouped_gemm", name + "_gated", reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>)});
   out->push_back({"grouped_gemm", name, reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>)});
   if constexpr (Cfg::kSwapAB) {  // the balanced / dynamic schedules' instances
     out->push_back({"grouped_gemm", name + "_balanced_gated",

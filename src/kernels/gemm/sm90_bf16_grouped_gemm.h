@@ -116,6 +116,11 @@ struct GroupedGemmArgs {
   // Normal family: stage each tile's outputs in shared memory and store whole 16-byte row chunks
   // (instead of 4-byte pairs straight from the accumulators). Same values; off until measured.
   bool staged_epilogue = false;
+  // Normal family, plain epilogue (GEMM2, or GEMM1 without a gated activation), BF16: > 0 runs the
+  // ping-pong instance (the two consumer warpgroups take the CTA's weight tiles in turn, each all
+  // 128 token rows, so that one's epilogue runs under the other's main loop; 4 stages, staged
+  // epilogue always). Same values. Other launches ignore it.
+  int pingpong = 0;
   // GEMM1 only: read A rows from x in token order instead of `a` (no permuted copy): row i of
   // expert e is x[row_token[offsets[e] + i]] ([T, K] bf16, rows gather_x_stride elements apart,
   // 0 = K; 16-B aligned, stride a multiple of 8). Needs offsets and row_token from the plan;

@@ -14,13 +14,19 @@ namespace fusedmoe::kernels {
 namespace sm90_grouped {
 
 using Normal = Config</*swap=*/false, /*tokens=*/128, kNormalStages>;
+using NormalPing = Config</*swap=*/false, /*tokens=*/128, kNormalPingStages, /*CTAs per SM=*/1, /*ping-pong=*/true>;
 
 cudaError_t launch_normal(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bool force_simple,
                           int* n_sub) {
+  const bool gated = !gemm2 && a.activation.gated();
+  if (a.pingpong > 0 && !gated) return launch_instance<NormalPing>(a, gemm2, stream, force_simple, n_sub);
   return launch_instance<Normal>(a, gemm2, stream, force_simple, n_sub);
 }
 
-void append_normal_instances(KernelList* out) { append_config_instances<Normal>(out); }
+void append_normal_instances(KernelList* out) {
+  append_config_instances<Normal>(out);
+  append_config_instances<NormalPing>(out);
+}
 
 namespace {
 std::atomic<unsigned long long*> g_trace{nullptr};
