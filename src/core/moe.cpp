@@ -737,7 +737,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
               "ForwardOptions::pingpong_gemm2)\n";
         os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
            << ", permute (rows padded to 128 per expert), " << cfg(co.gemm1, r1, p.hidden)
-           << " (GEMM1), grouped_activation, sm90_bf16_grouped_gemm_128x128x64_s4_pingpong (GEMM2), combine\n";
+           << " (GEMM1), grouped_activation, sm90_bf16_grouped_gemm2_128x128x64_s4_pingpong (GEMM2), combine\n";
         return os.str();
       }
       os << "tiles: cutlass " << brief(co.gemm1, r1, p.hidden) << " + " << brief(co.gemm2, p.hidden, p.intermediate)
