@@ -1192,6 +1192,13 @@ TEST(Forward, PingPongGemm2) {
   check_forward(b, 300, g, "grouped ping-pong with expert biases");
   fm::MoeProblem q = fm::find_preset("qwen235-tp8")->problem;  // a suite shape, E 128 k 8 N 192 K 4096
   check_forward(q, 1024, c, "cutlass ping-pong qwen235-tp8");
+  check_forward(q, 1024, g, "grouped ping-pong qwen235-tp8");
+  // long reductions (8 and 5 K steps per tile, more than the ring's 4 stages) over many weight
+  // tiles per CTA: the warpgroups' main loops must take turns (session 38's first run raced)
+  for (const auto& [o, name] : {std::pair{g, std::string("grouped")}, std::pair{c, std::string("cutlass")}}) {
+    check_forward(small_problem(8, 2, 512, 2688), 1000, o, name + " ping-pong N512 K2688");
+    check_forward(small_problem(16, 4, 320, 1544), 700, o, name + " ping-pong N320 K1544");
+  }
   expect_replays_match_direct(c, 2);  // graph replay == direct call, bitwise
   expect_replays_match_direct(g, 2);
 }

@@ -154,6 +154,7 @@ struct SharedStorage {
   alignas(16) cute::ArrayEngine<typename Cfg::Element, Cfg::kStageElems> stage_out;  // staged epilogue
   alignas(8) uint64_t full[Cfg::kStages];
   alignas(8) uint64_t empty[Cfg::kStages];
+  alignas(8) uint64_t turn[2];  // ping-pong (Cfg::kPing): warpgroup w may start its next main loop
   int gather_tok[Cfg::kTokTile];  // gathered A rows (Params::gather_x): token of each tile row, -1 past the count
   Segment seg[kMaxSegments];      // the CTA's (token tile, weight tiles) runs, in order
   int nseg;
@@ -511,6 +512,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       Barrier::init(&ss.full[s], p.gather_x != nullptr ? 1 + Cfg::kProducerThreads : 1);
       Barrier::init(&ss.empty[s], Cfg::kPing ? Cfg::kConsumerWarps / 2 : Cfg::kConsumerWarps);  // (ping-pong: one warpgroup per stage)
     }
+    if constexpr (Cfg::kPing) {
+      Barrier::init(&ss.turn[0], 1);
+      Barrier::init(&ss.turn[1], 1);
+    }
     ss.nseg = 0;
     cutlass::arch::fence_barrier_init();
   }
@@ -778,6 +783,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       // ring positions j * nk + kt, and only the owning warpgroup's 4 warps release them. While one
       // warpgroup runs its epilogue, the other's WGMMAs have the tensor cores (a short reduction,
       // e.g. GEMM2 with K = 192..384, spends about as long in the epilogue as in the main loop).
+      // The main loops take turns (ss.turn): tile j's starts once tile j - 1's has passed all its
+      // full-barrier waits. Without that a warpgroup coming back for tile j + 2 could wait on
+      // position p while p - kStages (the other's) is not filled yet: the barrier would then be two
+      // phases behind and its parity test pass at once (stale stage data; session 38's first run).
       static_assert(!kGated, "ping-pong instances: plain epilogue only (the launcher never runs them gated)");
       const int wg = warp / 4, t128 = tid % 128;  // (warp: warp-uniform to the compiler)
       typename Cfg::PingMma tiled_mma;
@@ -800,6 +809,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       const int nk = kt_end - kt_begin;
       int g = 0;  // ring position of tile j's first K step (every tile's, both warpgroups')
       int j = 0;  // the CTA's tile counter
+      uint32_t turn_phase = 0;  // parity of this warpgroup's next wait on ss.turn[wg]
       for (int si = 0; si < nseg; ++si) {
         const Segment sg = segment(si);
         const float* bias_e = p.bias ? p.bias + int64_t(sg.e) * p.bias_stride : nullptr;
@@ -807,6 +817,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         const int64_t out_row0 = int64_t(p.out_unpadded ? sg.off : sg.poff) + sg.local0;
         for (int w = sg.wb; w < sg.we; ++w, ++j, g += nk) {
           if ((j & 1) != wg) continue;
+          if (j > 0) {  // tile j - 1 (the other warpgroup's) has passed its waits
+            Barrier::wait(&ss.turn[wg], turn_phase);
+            turn_phase ^= 1u;
+          }
           tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
           int prev_stage = -1;
           for (int kt = 0; kt < nk; ++kt) {
@@ -828,6 +842,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             if (prev_stage >= 0 && lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[prev_stage]);
             prev_stage = stage;
           }
+          // (every position up to this tile's last is filled: the other warpgroup may go on)
+          if (t128 == 0) cutlass::arch::ClusterBarrier::arrive(&ss.turn[wg ^ 1]);
           warpgroup_wait<0>();
           warpgroup_fence_operand(accum);
           if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[prev_stage]);
