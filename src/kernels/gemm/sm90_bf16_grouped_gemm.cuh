@@ -848,10 +848,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           warpgroup_fence_operand(accum);
           if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[prev_stage]);
           if (si == nseg - 1 && w == sg.we - 1 && t128 == 0) gemm_stamp(p.trace, 4);
-          // epilogue: bias / activation in fp32, bf16 into this warpgroup's buffer, then whole
-          // 16-byte chunks of the valid rows (as the staged epilogue; named barrier 6 + wg)
+          // epilogue: bias / activation in fp32, bf16 into this warpgroup's buffer, then each valid
+          // row out by one asynchronous bulk copy (thread r: row r), so that the warpgroup goes on
+          // to its next main loop while the copies drain (synchronous 16-byte stores held their
+          // registers on the long scoreboard: ~30 % of the samples, session 38 call 3)
+          static_assert(Cfg::kTokTile == 128, "one row per thread of the warpgroup");
           const int n_base = w * Cfg::kWRows;
-          cutlass::arch::NamedBarrier::sync(128, 6 + wg);  // this warpgroup's previous chunks are all read
+          // this warpgroup's previous copies have read the buffer (every issuing thread), then all
+          asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+          cutlass::arch::NamedBarrier::sync(128, 6 + wg);
           with_activation<false>(p.act_kind, [&](auto kind) {
             constexpr int kK = decltype(kind)::value;
             CUTE_UNROLL
@@ -867,18 +872,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                   activate_ct<kK>(v0, 0.f, p.alpha, p.limit), activate_ct<kK>(v1, 0.f, p.alpha, p.limit));
             }
           });
+          // (the generic-proxy writes, seen by the async proxy's reads of other threads' rows)
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
           cutlass::arch::NamedBarrier::sync(128, 6 + wg);  // the tile is in shared memory
-          constexpr int kChunksPerRow = Cfg::kWRows / 8;
-          CUTE_UNROLL
-          for (int q = 0; q < Cfg::kTokTile * kChunksPerRow / 128; ++q) {
-            const int chunk = t128 + 128 * q;
-            const int r = chunk / kChunksPerRow, c8 = chunk % kChunksPerRow;
-            const int n = n_base + c8 * 8;
-            if (r < rows_valid && n < p.out_cols)  // out_cols % 8 == 0: whole chunks
-              *reinterpret_cast<uint4*>(out + (out_row0 + r) * ld + n) = *reinterpret_cast<const uint4*>(st + r * kLd + c8 * 8);
+          const int cols = min(Cfg::kWRows, p.out_cols - n_base);  // out_cols % 8 == 0: 16-byte multiples
+          if (t128 < rows_valid && cols > 0) {
+            // 16-byte aligned: out (checked by the launcher), ld % 8 == 0, n_base % 128 == 0; the
+            // buffer's rows are 272 bytes apart
+            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+                         ::"l"(out + (out_row0 + t128) * ld + n_base),
+                         "r"(cute::cast_smem_ptr_to_uint(st + t128 * kLd)), "r"(uint32_t(cols) * 2u)
+                         : "memory");
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
           }
         }
       }
+      // the copies have finished (the buffer is freed with the CTA; the writes are complete)
+      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     } else {
     typename Cfg::TiledMma tiled_mma;
     auto thr_mma = tiled_mma.get_thread_slice(tid);
