@@ -280,6 +280,19 @@ cudaError_t quantise_intermediate(const MoeProblem& p, const MoeTensors& t, cons
   return kernels::launch_permute_quant(hq, stream);
 }
 
+// The plan's and the problem's fields that every grouped GEMM launch of the layer reads.
+kernels::GroupedGemmArgs plan_gemm_args(const MoeProblem& p, const DispatchResult& r) {
+  kernels::GroupedGemmArgs g;
+  g.counts = r.counts;
+  g.offsets = r.offsets;
+  g.padded_offsets = r.padded_offsets;
+  g.num_groups = r.num_groups;
+  g.n = p.intermediate;
+  g.k = p.hidden;
+  g.activation = p.activation;
+  return g;
+}
+
 // The BF16 CUTLASS GEMM2 (H [padded rows, N] at the plan's padded offsets -> Y [R, K], unpadded
 // grouped order) and the combine; after either GEMM1 (CUTLASS + activation, or the grouped
 // backend's under ForwardOptions::cutlass_gemm2). Its group arrays in the scratch's second half:
@@ -292,17 +305,10 @@ Status run_cutlass_gemm2_and_combine(const MoeProblem& p, const MoeTensors& t, c
   if (pingpong) {
     // ForwardOptions::pingpong_gemm2: GEMM2 on the grouped backend's ping-pong normal tiles (the
     // dispatch padded each expert's rows to 128, the tile)
-    kernels::GroupedGemmArgs g;
+    kernels::GroupedGemmArgs g = plan_gemm_args(p, r);
     g.a = base + w.intermediate.offset;
     g.w = t.w2;
     g.out = expert_out;  // unpadded grouped order, as the combine reads
-    g.counts = r.counts;
-    g.offsets = r.offsets;
-    g.padded_offsets = r.padded_offsets;
-    g.num_groups = r.num_groups;
-    g.n = p.intermediate;
-    g.k = p.hidden;
-    g.activation = p.activation;
     g.max_rows = r.act_rows;
     g.family = TileFamily::kNormal;
     g.tokens_tile = 128;
@@ -516,14 +522,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   if (options.stop_after == Stage::kDispatch) return Status::Ok();
   void* inter = base + w.intermediate.offset;
   void* expert_out = base + w.expert_out.offset;
-  kernels::GroupedGemmArgs g;
-  g.counts = r.counts;
-  g.offsets = r.offsets;
-  g.padded_offsets = r.padded_offsets;
-  g.num_groups = r.num_groups;
-  g.n = p.intermediate;
-  g.k = p.hidden;
-  g.activation = p.activation;
+  kernels::GroupedGemmArgs g = plan_gemm_args(p, r);
   // The GEMMs' row bound: every (token, slot) row plus the padding of each non-empty group (the
   // permuted layout's act_rows; in token order act_rows is T).
   g.max_rows = gather ? kernels::grouped_gemm_max_padded_rows(p.num_tokens * p.slots_per_token(), r.num_groups,
