@@ -483,13 +483,15 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     DispatchOptions o;
     o.permute = true;
     o.fuse_front = ro.fuse_front;
-    // (GEMM2 on the ping-pong normal tiles: every expert's rows padded to their 128-row tile)
-    o.tile_m = ro.pingpong_gemm2 ? 128 : detail::kCutlassTileRows;
+    // (GEMM2 on the ping-pong normal tiles: every expert's rows padded to their 128-row tile, where
+    // the workspace holds GEMM1's rows so padded)
+    const bool ping = ro.pingpong_gemm2 && detail::cutlass_rows_fit(p, 128);
+    o.tile_m = ping ? 128 : detail::kCutlassTileRows;
     o.group_scales_by_token = false;  // FP8 blocks: row-order scales, re-laid for CUTLASS per group
     DispatchResult r;
     FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
     if (options.stop_after == Stage::kDispatch) return Status::Ok();
-    return run_cutlass_layer(p, t, r, workspace, stream, options, ro.pingpong_gemm2);
+    return run_cutlass_layer(p, t, r, workspace, stream, options, ping);
   }
   const bool gather = ro.gather_rows || hybrid;
   const TileFamily family = hybrid ? TileFamily::kNormal : d.family;
@@ -730,7 +732,11 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
            << cfg(co.gemm2, p.hidden, p.intermediate) << " (GEMM2), combine\n";
         return os.str();
       }
-      if (ro.pingpong_gemm2) {
+      const bool ping_fits = detail::cutlass_rows_fit(p, 128);
+      if (ro.pingpong_gemm2 && !ping_fits)
+        os << "pingpong_gemm2: not applied on this backend (the workspace's expert-output region holds "
+              "GEMM1's rows padded to 8 per expert, not 128: CUTLASS's GEMM2 runs)\n";
+      if (ro.pingpong_gemm2 && ping_fits) {
         os << "tiles: cutlass " << brief(co.gemm1, r1, p.hidden)
            << " + normal 128 ping-pong (GEMM1 on CUTLASS, GEMM2 on the grouped backend's ping-pong tiles: "
               "ForwardOptions::pingpong_gemm2)\n";

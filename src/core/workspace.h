@@ -25,6 +25,12 @@ struct Region {
   size_t bytes = 0;
 };
 
+// Whether the expert-output region (WorkspaceLayout::expert_out) holds GEMM1's pre-activation rows
+// on the CUTLASS path with every group padded to tile_rows (the plan sizes it for kCutlassTileRows;
+// ForwardOptions::pingpong_gemm2 there needs 128: where K is short against 2N and the experts many,
+// it does not fit, and the CUTLASS backend keeps its own GEMM2).
+bool cutlass_rows_fit(const MoeProblem& p, int tile_rows);
+
 struct WorkspaceLayout {
   Region topk_ids;       // i32 [T, k]
   Region topk_weights;   // f32 [T, k]

@@ -155,6 +155,30 @@ TEST(Workspace, CutlassRowsDoNotInflateSmallBatchWorkspaces) {
   EXPECT_LT(bytes, grouped + grouped / 4) << "workspace " << bytes << " vs ~" << grouped;
 }
 
+#if defined(FUSEDMOE_WITH_CUDA)
+// ForwardOptions::pingpong_gemm2 on the CUTLASS backend pads each expert's rows to 128, so GEMM1's
+// pre-activation rows must fit the expert-output region, which is sized for 8-row padding: where
+// they do not, explain() says the switch is not applied there (forward() does the same).
+TEST(Explain, PingPongGemm2OnTheCutlassBackendOnlyWhereTheWorkspaceHoldsIt) {
+  fm::ForwardOptions o;
+  o.backend = fm::Backend::kCutlassGrouped;
+  o.pingpong_gemm2 = fm::Toggle::kOn;
+  fm::MoeProblem q = fm::find_preset("qwen235-tp8")->problem;  // K 4096 against 2N 384: fits
+  q.num_tokens = q.max_tokens = 1024;
+  EXPECT_TRUE(fm::detail::cutlass_rows_fit(q, 128));
+  EXPECT_NE(fm::explain(q, o).find("GEMM2 on the grouped backend's ping-pong tiles"), std::string::npos)
+      << fm::explain(q, o);
+  fm::MoeProblem n = fm::find_preset("qwen3next-tp1")->problem;  // E 512 + shared, 2N 1024 against K 2048
+  n.quant = fm::QuantScheme::bf16();
+  n.num_tokens = n.max_tokens = 256;
+  EXPECT_TRUE(fm::detail::cutlass_rows_fit(n, 8));
+  EXPECT_FALSE(fm::detail::cutlass_rows_fit(n, 128));
+  EXPECT_NE(fm::explain(n, o).find("pingpong_gemm2: not applied on this backend"), std::string::npos)
+      << fm::explain(n, o);
+  EXPECT_EQ(fm::explain(n, o).find("s4_pingpong"), std::string::npos) << fm::explain(n, o);
+}
+#endif
+
 namespace {
 // A preset in BF16 at t tokens.
 fm::MoeProblem bf16(const char* name, int64_t t) {
