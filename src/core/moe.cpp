@@ -485,7 +485,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     o.fuse_front = ro.fuse_front;
     // (GEMM2 on the ping-pong normal tiles: every expert's rows padded to their 128-row tile, where
     // the workspace holds GEMM1's rows so padded)
-    const bool ping = ro.pingpong_gemm2 && detail::cutlass_rows_fit(p, 128);
+    const bool ping = ro.pingpong_gemm2 && detail::WorkspaceLayout::plan(p).holds_cutlass_rows(p, 128);
     o.tile_m = ping ? 128 : detail::kCutlassTileRows;
     o.group_scales_by_token = false;  // FP8 blocks: row-order scales, re-laid for CUTLASS per group
     DispatchResult r;
@@ -732,7 +732,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
            << cfg(co.gemm2, p.hidden, p.intermediate) << " (GEMM2), combine\n";
         return os.str();
       }
-      const bool ping_fits = detail::cutlass_rows_fit(p, 128);
+      const bool ping_fits = detail::WorkspaceLayout::plan(p).holds_cutlass_rows(p, 128);
       if (ro.pingpong_gemm2 && !ping_fits)
         os << "pingpong_gemm2: not applied on this backend (the workspace's expert-output region holds "
               "GEMM1's rows padded to 8 per expert, not 128: CUTLASS's GEMM2 runs)\n";
@@ -742,7 +742,8 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
               "ForwardOptions::pingpong_gemm2)\n";
         os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
            << ", permute (rows padded to 128 per expert), " << cfg(co.gemm1, r1, p.hidden)
-           << " (GEMM1), grouped_activation, sm90_bf16_grouped_gemm2_128x128x64_s4_pingpong (GEMM2), combine\n";
+           << " (GEMM1), grouped_activation, " << kernels::grouped_gemm2_name(TileFamily::kNormal, 128, true)
+           << " (GEMM2), combine\n";
         return os.str();
       }
       os << "tiles: cutlass " << brief(co.gemm1, r1, p.hidden) << " + " << brief(co.gemm2, p.hidden, p.intermediate)
@@ -764,7 +765,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
 #if defined(FUSEDMOE_WITH_CUDA)
     if (d.chosen == Backend::kGrouped) {
       const char* g1 = kernels::grouped_gemm1_name(d.family, d.tokens_tile);
-      const char* g2 = kernels::grouped_gemm2_name(d.family, d.tokens_tile);
+      const char* g2 = kernels::grouped_gemm2_name(d.family, d.tokens_tile, ro.pingpong_gemm2 && d.family == TileFamily::kNormal);
       os << "kernels: " << (front_fused ? "fused route + plan (one launch, <= 256 tokens)" : "router, dispatch plan");
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
         const std::string tile = d.family == TileFamily::kSwapAB ? "swapab_64x" + std::to_string(d.tokens_tile)
@@ -774,10 +775,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
       }
       else
         os << (ro.gather_rows ? " (GEMM1 gathers x's rows: no permute), " : ", permute, ")
-           << (g1 ? g1 : "?") << ", "
-           << (ro.pingpong_gemm2 && d.family == TileFamily::kNormal ? "sm90_bf16_grouped_gemm2_128x128x64_s4_pingpong"
-                                                                    : (g2 ? g2 : "?"))
-           << ", combine\n";
+           << (g1 ? g1 : "?") << ", " << (g2 ? g2 : "?") << ", combine\n";
     }
 #endif
   }

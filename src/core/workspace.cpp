@@ -24,17 +24,6 @@ struct Builder {
 };
 }  // namespace
 
-bool cutlass_rows_fit(const MoeProblem& p, int tile_rows) {
-  // (the sizes of WorkspaceLayout::plan's expert-output region, at max_tokens)
-  const size_t t = static_cast<size_t>(p.max_tokens);
-  const size_t groups = static_cast<size_t>(p.weight_experts());
-  const size_t rows = t * static_cast<size_t>(p.slots_per_token());
-  const size_t r1 = static_cast<size_t>(p.activation.gemm1_rows(p.intermediate));
-  const size_t held = std::max(rows * static_cast<size_t>(p.hidden),
-                               (rows + std::min(groups, rows) * (kCutlassTileRows - 1)) * r1);
-  return (rows + std::min(groups, rows) * static_cast<size_t>(tile_rows - 1)) * r1 <= held;
-}
-
 WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   const size_t t = static_cast<size_t>(p.max_tokens);
   const size_t k = static_cast<size_t>(p.top_k());
@@ -76,7 +65,7 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
                         p.quant.weight.granularity == ScaleGranularity::kPerChannel);
   const bool cutlass_path = bf16_weights || fp8_block || fp8_row;
   const size_t r1 = static_cast<size_t>(p.activation.gemm1_rows(p.intermediate));
-  // (the CUTLASS path pads groups to kCutlassTileRows, not to the tallest tile: cutlass_rows_fit)
+  // (the CUTLASS path pads groups to kCutlassTileRows, not to the tallest tile: holds_cutlass_rows)
   const size_t rows_pad_cutlass = rows + std::min(groups, rows) * (kCutlassTileRows - 1);
   w.expert_out =
       b.take(std::max(rows * kdim, cutlass_path ? rows_pad_cutlass * r1 : size_t(0)) * dtype_bytes(p.act_dtype));
@@ -116,6 +105,14 @@ double expected_local_rows(const MoeProblem& p) {
 
 int64_t expected_rows_per_group(const MoeProblem& p) {
   return static_cast<int64_t>(expected_local_rows(p) / std::max(p.weight_experts(), 1));
+}
+
+bool WorkspaceLayout::holds_cutlass_rows(const MoeProblem& p, int tile_rows) const {
+  const size_t groups = static_cast<size_t>(p.weight_experts());
+  const size_t rows = static_cast<size_t>(p.max_tokens) * static_cast<size_t>(p.slots_per_token());
+  const size_t r1 = static_cast<size_t>(p.activation.gemm1_rows(p.intermediate));
+  const size_t padded = rows + std::min(groups, rows) * static_cast<size_t>(tile_rows - 1);
+  return padded * r1 * dtype_bytes(p.act_dtype) <= expert_out.bytes;
 }
 
 }  // namespace fusedmoe::detail

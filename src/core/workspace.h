@@ -25,12 +25,6 @@ struct Region {
   size_t bytes = 0;
 };
 
-// Whether the expert-output region (WorkspaceLayout::expert_out) holds GEMM1's pre-activation rows
-// on the CUTLASS path with every group padded to tile_rows (the plan sizes it for kCutlassTileRows;
-// ForwardOptions::pingpong_gemm2 there needs 128: where K is short against 2N and the experts many,
-// it does not fit, and the CUTLASS backend keeps its own GEMM2).
-bool cutlass_rows_fit(const MoeProblem& p, int tile_rows);
-
 struct WorkspaceLayout {
   Region topk_ids;       // i32 [T, k]
   Region topk_weights;   // f32 [T, k]
@@ -58,6 +52,11 @@ struct WorkspaceLayout {
   size_t total = 0;
 
   static WorkspaceLayout plan(const MoeProblem& p);
+  // Whether expert_out holds GEMM1's pre-activation rows on the CUTLASS path with every group padded
+  // to tile_rows (plan() sizes it for kCutlassTileRows; ForwardOptions::pingpong_gemm2 there needs
+  // 128: where K is short against 2N and the experts many, it does not fit, and the CUTLASS backend
+  // keeps its own GEMM2).
+  bool holds_cutlass_rows(const MoeProblem& p, int tile_rows) const;
 };
 
 }  // namespace fusedmoe::detail

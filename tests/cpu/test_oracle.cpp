@@ -165,17 +165,27 @@ TEST(Explain, PingPongGemm2OnTheCutlassBackendOnlyWhereTheWorkspaceHoldsIt) {
   o.pingpong_gemm2 = fm::Toggle::kOn;
   fm::MoeProblem q = fm::find_preset("qwen235-tp8")->problem;  // K 4096 against 2N 384: fits
   q.num_tokens = q.max_tokens = 1024;
-  EXPECT_TRUE(fm::detail::cutlass_rows_fit(q, 128));
+  EXPECT_TRUE(fm::detail::WorkspaceLayout::plan(q).holds_cutlass_rows(q, 128));
   EXPECT_NE(fm::explain(q, o).find("GEMM2 on the grouped backend's ping-pong tiles"), std::string::npos)
       << fm::explain(q, o);
   fm::MoeProblem n = fm::find_preset("qwen3next-tp1")->problem;  // E 512 + shared, 2N 1024 against K 2048
   n.quant = fm::QuantScheme::bf16();
   n.num_tokens = n.max_tokens = 256;
-  EXPECT_TRUE(fm::detail::cutlass_rows_fit(n, 8));
-  EXPECT_FALSE(fm::detail::cutlass_rows_fit(n, 128));
+  const fm::detail::WorkspaceLayout wn = fm::detail::WorkspaceLayout::plan(n);
+  EXPECT_TRUE(wn.holds_cutlass_rows(n, 8));
+  EXPECT_FALSE(wn.holds_cutlass_rows(n, 128));
   EXPECT_NE(fm::explain(n, o).find("pingpong_gemm2: not applied on this backend"), std::string::npos)
       << fm::explain(n, o);
   EXPECT_EQ(fm::explain(n, o).find("s4_pingpong"), std::string::npos) << fm::explain(n, o);
+  // the grouped backend's normal tiles: the ping-pong GEMM2 by its instance name, wherever it fits
+  fm::ForwardOptions g;
+  g.tiles = fm::TileFamily::kNormal;
+  g.tokens_tile = 128;
+  g.pingpong_gemm2 = fm::Toggle::kOn;
+  EXPECT_NE(fm::explain(n, g).find("sm90_bf16_grouped_gemm2_128x128x64_s4_pingpong"), std::string::npos)
+      << fm::explain(n, g);
+  g.pingpong_gemm2 = fm::Toggle::kOff;
+  EXPECT_EQ(fm::explain(n, g).find("s4_pingpong"), std::string::npos) << fm::explain(n, g);
 }
 #endif
 

@@ -1160,7 +1160,7 @@ TEST(Forward, PingPongGemm2) {
     p.num_tokens = p.max_tokens = 1000;
     EXPECT_NE(fm::explain(p, g).find("s4_pingpong"), std::string::npos) << fm::explain(p, g);
     // (the CUTLASS backend applies it where the workspace holds GEMM1's rows padded to 128:
-    // detail::cutlass_rows_fit; here 2N = 384 against K = 256 over 16 experts it does not)
+    // detail::WorkspaceLayout::holds_cutlass_rows; here 2N = 384 against K = 256 over 16 experts it does not)
     EXPECT_NE(fm::explain(p, c).find("pingpong_gemm2: not applied on this backend"), std::string::npos)
         << fm::explain(p, c);
     fm::MoeProblem qw = fm::find_preset("qwen235-tp8")->problem;

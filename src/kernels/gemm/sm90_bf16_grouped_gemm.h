@@ -260,7 +260,8 @@ cudaError_t pack_grouped_gemm_weights(const GroupedGemmArgs& args, bool gemm2, v
 // Name of the compiled instance a launch with this family/tile runs (nullptr if none), e.g.
 // "sm90_bf16_grouped_gemm1_128x128x64_s5", "sm90_bf16_grouped_gemm2_swapab_64x16x64_s10".
 const char* grouped_gemm1_name(TileFamily family, int tokens_tile);
-const char* grouped_gemm2_name(TileFamily family, int tokens_tile);
+// pingpong (GroupedGemmArgs::pingpong): the normal tile's ping-pong GEMM2 (other tiles: nullptr).
+const char* grouped_gemm2_name(TileFamily family, int tokens_tile, bool pingpong = false);
 // Every compiled instance name (GEMM1 and GEMM2 of every family/tile); *count receives the number.
 const char* const* grouped_gemm_instance_names(int* count);
 

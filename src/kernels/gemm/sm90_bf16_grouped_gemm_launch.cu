@@ -141,8 +141,10 @@ const char* grouped_gemm1_name(TileFamily family, int tokens_tile) {
   return i < 0 ? nullptr : kNames[2 * i];
 }
 
-const char* grouped_gemm2_name(TileFamily family, int tokens_tile) {
+const char* grouped_gemm2_name(TileFamily family, int tokens_tile, bool pingpong) {
+  static_assert(sm90_grouped::kNormalPingStages == 4, "the ping-pong name spells the stage count");
   const int i = name_index(family, tokens_tile);
+  if (pingpong) return i == 0 ? "sm90_bf16_grouped_gemm2_128x128x64_s4_pingpong" : nullptr;
   return i < 0 ? nullptr : kNames[2 * i + 1];
 }
 
