@@ -166,6 +166,7 @@ struct Case {
   int balanced = 0;         // the balanced schedule: 0 rule, 1 forced where it can run, -1 off
   int expect_flat1 = -1, expect_flat2 = -1;  // >= 0: the schedule GEMM1 / GEMM2 must run (1 balanced, 2 dynamic)
   bool dyn = false;         // a zeroed work counter (GroupedGemmArgs::queue): the balanced schedule runs dynamic
+  int pingpong = 0;         // GroupedGemmArgs::pingpong (normal family, GEMM2 only): 1 ping-pong, 2 two CTAs per SM
 };
 
 std::string fam(const Case& c) {
@@ -196,6 +197,7 @@ GroupedGemmArgs base_args(const Case& c, const Layout& l, const DeviceBuffer& co
   a.tokens_tile = c.tile;
   a.weight_tiles_per_cta = c.tpc;
   a.staged_epilogue = c.staged;
+  a.pingpong = c.pingpong;
   a.k_splits = c.k_splits;
   a.balanced = c.balanced;
   a.rows_hint = l.rows;
@@ -566,6 +568,16 @@ std::vector<Case> all_cases() {
       c.staged = true;
       v.push_back(c);
     }
+  // Every normal-family case's GEMM2 on the ping-pong and the 2-CTA instances (same values).
+  for (size_t i = 0; i < plain; ++i)
+    if (v[i].family == TileFamily::kNormal && v[i].gemm2)
+      for (int pp : {1, 2}) {
+        Case c = v[i];
+        c.name += pp == 1 ? "_pingpong" : "_lean2";
+        c.pingpong = pp;
+        c.gemm1 = false;
+        v.push_back(c);
+      }
   return v;
 }
 
