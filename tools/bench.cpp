@@ -673,6 +673,15 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
                                        fp8 ? fp8_peak : peak));
           prev = cum;
         }
+        // The bound of this four-pass layout (permuted copy, GEMM1, GEMM2 writing the k expert
+        // rows of each token, combine reading them back): its stages' floors summed, as a row whose
+        // "% floor" is the most of the layer's floor any implementation of the layout can reach
+        // (docs/design.md, "What the four-pass layout can reach at prefill").
+        double bound_us = 0;
+        for (int k = 0; k < 4; ++k)
+          bound_us += std::max(stage_bytes[k] / bw, stage_flops[k] / (fp8 ? fp8_peak : peak)) * 1e6;
+        rows->push_back(measured_row(c.name, "bound of the 4-pass layout (stage floors summed)", t, bound_us, bytes, bw, flops,
+                                     fp8 ? fp8_peak : peak));
       }
       }
       (void)tmax;

@@ -252,17 +252,6 @@ const CutlassOverride& cutlass_override() {
   return o;
 }
 
-// The normal-tile GEMM2 instance ForwardOptions::pingpong_gemm2 runs (GroupedGemmArgs::pingpong):
-// 1 the ping-pong instance; FUSEDMOE_GEMM2_LEAN=1 (environment, read once; an experiment) 2, the
-// 2-CTA-per-SM instance.
-int pingpong_instance() {
-  static const int v = [] {
-    const char* e = std::getenv("FUSEDMOE_GEMM2_LEAN");
-    return e != nullptr && std::atoi(e) == 1 ? 2 : 1;
-  }();
-  return v;
-}
-
 // FP8: H (bf16, padded rows) quantised in the activation scheme into inter_q / inter_scales (row
 // order, per-token scale of padded row r at r; padding rows are garbage and feed no stored output).
 cudaError_t quantise_intermediate(const MoeProblem& p, const MoeTensors& t, const DispatchResult& r,
@@ -324,7 +313,7 @@ Status run_cutlass_gemm2_and_combine(const MoeProblem& p, const MoeTensors& t, c
     g.family = TileFamily::kNormal;
     g.tokens_tile = 128;
     g.staged_epilogue = true;
-    g.pingpong = pingpong_instance();
+    g.pingpong = 1;
     g.k_splits = 1;
     g.rows_hint = p.num_tokens * p.slots_per_token();
     g.balanced = -1;
@@ -645,7 +634,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   g.balanced = options.balanced_gemm2 == Toggle::kOn ? 1 : ro.balanced_gemm2 ? 0 : -1;
   g.zero_queue = nullptr;
   g.queue = gemm_queue;
-  g.pingpong = ro.pingpong_gemm2 ? pingpong_instance() : 0;  // (normal tiles only; BF16)
+  g.pingpong = ro.pingpong_gemm2 ? 1 : 0;  // (normal tiles only; BF16)
   if (fp8) {
     void* inter_q = base + w.inter_q.offset;
     float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
@@ -776,7 +765,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
 #if defined(FUSEDMOE_WITH_CUDA)
     if (d.chosen == Backend::kGrouped) {
       const char* g1 = kernels::grouped_gemm1_name(d.family, d.tokens_tile);
-      const char* g2 = kernels::grouped_gemm2_name(d.family, d.tokens_tile, ro.pingpong_gemm2 && d.family == TileFamily::kNormal ? pingpong_instance() : 0);
+      const char* g2 = kernels::grouped_gemm2_name(d.family, d.tokens_tile, ro.pingpong_gemm2 && d.family == TileFamily::kNormal);
       os << "kernels: " << (front_fused ? "fused route + plan (one launch, <= 256 tokens)" : "router, dispatch plan");
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
         const std::string tile = d.family == TileFamily::kSwapAB ? "swapab_64x" + std::to_string(d.tokens_tile)

@@ -48,7 +48,6 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
                         "router_topk<f32,vec1,nv32,logits>", "router_gather<bf16>", "combine<bf16,vpt8,batch1>",
                         "permute_quant<bf16,e4m3,vpt4>", "sm90_bf16_grouped_gemm_128x128x64_s5_gated",
                         "sm90_bf16_grouped_gemm_swapab_64x16x64_s10", "sm90_bf16_grouped_gemm_128x128x64_s4_pingpong",
-                        "sm90_bf16_grouped_gemm_128x128x64_s3_c2",
                         "sm90_bf16_gemm_smoke_128x128x64_s5",
                         "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated",
                         "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row",
@@ -63,9 +62,8 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   // BF16 grouped GEMM: 5 tiles (normal, swap-AB 8/16/32/64) x (gated, plain), raster-only; the 4
   // Swap-AB tiles also with the balanced / dynamic schedules (session 20).
   // The dense Swap-AB 8/16/32 instances (3-4 CTAs per SM, session 27), with both schedules each.
-  // The normal tile's ping-pong GEMM2 (plain epilogue only; ForwardOptions::pingpong_gemm2, session 38)
-  // and its 2-CTA-per-SM GEMM2 (plain epilogue only, session 39).
-  EXPECT_EQ(per_family["grouped_gemm"], 10 + 8 + 12 + 1 + 1);
+  // The normal tile's ping-pong GEMM2 (plain epilogue only; ForwardOptions::pingpong_gemm2, session 38).
+  EXPECT_EQ(per_family["grouped_gemm"], 10 + 8 + 12 + 1);
   // FP8 grouped GEMM (issue #5): 4 tiles (normal, swap-AB 8/16/32) x (gated, plain), row or block
   // scales; the 3 Swap-AB tiles also with the balanced / dynamic schedules; the 3 Swap-AB tiles again
   // as dense instances (3-4 CTAs per SM, session 27), each with both schedules.
@@ -76,7 +74,7 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   // CUTLASS grouped GEMMs: 4 BF16 configurations x (kernel, setup), the gated and plain activation,
   // the FP8 blockwise GEMM with its setup and scale kernels, the FP8 row-scaled GEMM and its setup.
   EXPECT_EQ(per_family["cutlass_grouped"], 15);
-  EXPECT_EQ(b.kernel_instances.size(), size_t(534)) << "total instances (350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the weight packing kernels, 532 before the ping-pong GEMM2, 533 before the 2-CTA GEMM2): update docs too";
+  EXPECT_EQ(b.kernel_instances.size(), size_t(533)) << "total instances (350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the weight packing kernels, 532 before the ping-pong GEMM2): update docs too";
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)

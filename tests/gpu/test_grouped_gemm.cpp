@@ -166,7 +166,7 @@ struct Case {
   int balanced = 0;         // the balanced schedule: 0 rule, 1 forced where it can run, -1 off
   int expect_flat1 = -1, expect_flat2 = -1;  // >= 0: the schedule GEMM1 / GEMM2 must run (1 balanced, 2 dynamic)
   bool dyn = false;         // a zeroed work counter (GroupedGemmArgs::queue): the balanced schedule runs dynamic
-  int pingpong = 0;         // GroupedGemmArgs::pingpong (normal family, GEMM2 only): 1 ping-pong, 2 two CTAs per SM
+  int pingpong = 0;         // GroupedGemmArgs::pingpong (normal family, GEMM2 only): the ping-pong instance
 };
 
 std::string fam(const Case& c) {
@@ -568,16 +568,16 @@ std::vector<Case> all_cases() {
       c.staged = true;
       v.push_back(c);
     }
-  // Every normal-family case's GEMM2 on the ping-pong and the 2-CTA instances (same values).
+  // Every normal-family case's GEMM2 again on the ping-pong instance (ForwardOptions::pingpong_gemm2;
+  // same values): K steps per tile from 1 to 112, chained tiles, ragged N and K.
   for (size_t i = 0; i < plain; ++i)
-    if (v[i].family == TileFamily::kNormal && v[i].gemm2)
-      for (int pp : {1, 2}) {
-        Case c = v[i];
-        c.name += pp == 1 ? "_pingpong" : "_lean2";
-        c.pingpong = pp;
-        c.gemm1 = false;
-        v.push_back(c);
-      }
+    if (v[i].family == TileFamily::kNormal && v[i].gemm2) {
+      Case c = v[i];
+      c.name += "_pingpong";
+      c.pingpong = 1;
+      c.gemm1 = false;
+      v.push_back(c);
+    }
   return v;
 }
 

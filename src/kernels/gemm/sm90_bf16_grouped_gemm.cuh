@@ -95,12 +95,7 @@ struct Config {
   static constexpr int kConsumerWGs = kSwapAB ? 1 : 2;
   static constexpr int kConsumerThreads = 128 * kConsumerWGs;
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
-  // Normal tiles at 2 CTAs per SM (GEMM2, plain epilogue; GroupedGemmArgs::pingpong == 2): one CTA's
-  // epilogue runs under the other's main loop. A producer warp (not a warpgroup: 288 threads, so
-  // that two CTAs leave each thread the 112 registers WGMMA 64x128 needs), no staging buffer, no
-  // dynamic-schedule table (the normal family runs the raster), no setmaxnreg.
-  static constexpr bool kLean = !kSwapAB && kBlocks_ >= 2;
-  static constexpr int kProducerThreads = (kSwapAB || kLean) ? 32 : 128;
+  static constexpr int kProducerThreads = kSwapAB ? 32 : 128;
   static constexpr int kThreads = kConsumerThreads + kProducerThreads;
   static constexpr int kMinBlocks = kBlocks_;
   static constexpr bool kDense = kSwapAB ? kBlocks_ != 2 : kBlocks_ != 1;  // (named with _c<blocks>)
@@ -146,8 +141,7 @@ struct Config {
   // Swap-AB: the tile's kTokTile x 64 outputs (SwapStage below).
   // Ping-pong: each warpgroup stages its whole 128 x 128 tile (two buffers).
   static constexpr int kStageElems =
-      kLean ? 8 : kSwapAB ? kTokTile * (64 + 8) : kConsumerWGs * (kPing ? kTokTile : 64) * kStageRowElems;
-  static constexpr int kFirstTileInts = kLean ? 1 : 8 * kThreads + 1;
+      kSwapAB ? kTokTile * (64 + 8) : kConsumerWGs * (kPing ? kTokTile : 64) * kStageRowElems;
 };
 
 using grouped_schedule::kMaxSegments;
@@ -168,7 +162,7 @@ struct SharedStorage {
   // dynamic balanced schedule (Params::queue): the producer's segments (a ring) and the table of
   // active token tiles before each expert (grouped_schedule.cuh)
   Segment seg_q[grouped_schedule::kDynQueue];
-  int first_tile[Cfg::kFirstTileInts];
+  int first_tile[8 * Cfg::kThreads + 1];
 };
 
 template <class Cfg>
@@ -596,7 +590,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   if (warp >= Cfg::kConsumerWarps) {
     // ================= producer =================
-    if constexpr (Cfg::kProducerThreads == 128 && !Cfg::kLean) cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
+    if constexpr (Cfg::kProducerThreads == 128) cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
     // Sub-boxes of weight tile w that hold any in-range row (the others stay unloaded: their rows
     // only feed output rows/columns the epilogue never stores), and the weight TMA of one stage.
     auto weight_subs = [&](int w, uint32_t* mask) {
@@ -780,7 +774,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
   } else {
     // ================= consumers =================
-    if constexpr (Cfg::kConsumerWGs == 2 && !Cfg::kLean) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
+    if constexpr (Cfg::kConsumerWGs == 2) cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
     if (prefetch) pdl_wait();  // (their outputs are written after the predecessor is done)
     if constexpr (Cfg::kPing) {
       // Ping-pong (normal family, plain epilogue): the CTA's tiles j = 0, 1, ... (its segments'
@@ -1313,7 +1307,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   static std::atomic<uint64_t> optin_done[4] = {};  // per instance: [gated + 2 * balanced]
   // (split-K launches run the raster: the occupancy query asks about the raster-only kernel)
   const void* kernel_fn = [&] {
-    if constexpr (Cfg::kPing || Cfg::kLean) return reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>);
+    if constexpr (Cfg::kPing) return reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>);
     else
       return gated ? reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>)
                    : reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>);
@@ -1343,7 +1337,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.alpha = a.activation.alpha;
   p.limit = a.activation.limit;
   p.out_unpadded = gemm2 ? 1 : 0;
-  p.staged_epilogue = (!Cfg::kSwapAB && !Cfg::kLean && a.staged_epilogue) ? 1 : 0;
+  p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   p.early_weights = (a.early_weights && a.gather_x == nullptr) ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
@@ -1404,8 +1398,8 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
       return cudaErrorInvalidValue;  // (launch_schedule gives the normal family the raster)
     }
   }
-  if constexpr (Cfg::kPing || Cfg::kLean) {
-    if (gated) return cudaErrorInvalidValue;  // (ping-pong and lean instances have the plain epilogue only)
+  if constexpr (Cfg::kPing) {
+    if (gated) return cudaErrorInvalidValue;  // (ping-pong instances have the plain epilogue only)
     return launch(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>, 0);
   } else {
     return gated ? launch(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>, 1)
@@ -1504,7 +1498,7 @@ void append_config_instances(KernelList* out) {
   const std::string name = "sm90_bf16_grouped_gemm_" + tile + "x" + std::to_string(Cfg::kTileK) + "_s" +
                            std::to_string(Cfg::kStages) + (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : "") +
                            (Cfg::kPing ? "_pingpong" : "");
-  if constexpr (!Cfg::kPing && !Cfg::kLean)
+  if constexpr (!Cfg::kPing)
     out->push_back({"grouped_gemm", name + "_gated", reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, true, false>)});
   out->push_back({"grouped_gemm", name, reinterpret_cast<const void*>(&sm90_bf16_grouped_gemm_kernel<Cfg, false, false>)});
   if constexpr (Cfg::kSwapAB) {  // the balanced / dynamic schedules' instances

@@ -119,9 +119,7 @@ struct GroupedGemmArgs {
   // Normal family, plain epilogue (GEMM2, or GEMM1 without a gated activation), BF16: > 0 runs the
   // ping-pong instance (the two consumer warpgroups take the CTA's weight tiles in turn, each all
   // 128 token rows, so that one's epilogue runs under the other's main loop; 4 stages, staged
-  // epilogue always). 2: the normal tiles at 2 CTAs per SM instead (3 stages each, plain stores,
-  // no setmaxnreg: one CTA's epilogue runs under the other's main loop). Same values. Other
-  // launches ignore it.
+  // epilogue always). Same values. Other launches ignore it.
   int pingpong = 0;
   // GEMM1 only: read A rows from x in token order instead of `a` (no permuted copy): row i of
   // expert e is x[row_token[offsets[e] + i]] ([T, K] bf16, rows gather_x_stride elements apart,
@@ -262,9 +260,8 @@ cudaError_t pack_grouped_gemm_weights(const GroupedGemmArgs& args, bool gemm2, v
 // Name of the compiled instance a launch with this family/tile runs (nullptr if none), e.g.
 // "sm90_bf16_grouped_gemm1_128x128x64_s5", "sm90_bf16_grouped_gemm2_swapab_64x16x64_s10".
 const char* grouped_gemm1_name(TileFamily family, int tokens_tile);
-// pingpong (GroupedGemmArgs::pingpong): 1 the normal tile's ping-pong GEMM2, 2 its 2-CTA GEMM2
-// (other tiles: nullptr).
-const char* grouped_gemm2_name(TileFamily family, int tokens_tile, int pingpong = 0);
+// pingpong (GroupedGemmArgs::pingpong): the normal tile's ping-pong GEMM2 (other tiles: nullptr).
+const char* grouped_gemm2_name(TileFamily family, int tokens_tile, bool pingpong = false);
 // Every compiled instance name (GEMM1 and GEMM2 of every family/tile); *count receives the number.
 const char* const* grouped_gemm_instance_names(int* count);
 

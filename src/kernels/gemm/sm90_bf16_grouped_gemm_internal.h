@@ -12,7 +12,6 @@ namespace fusedmoe::kernels::sm90_grouped {
 // Pipeline stages of each instance (the names in sm90_bf16_grouped_gemm_launch.cu spell these).
 constexpr int kNormalStages = 5;    // 128x128x64: 32 KB per stage, 1 CTA per SM
 constexpr int kNormalPingStages = 4;  // the ping-pong instance: 4 x 32 KB + two 128-row staging buffers
-constexpr int kNormalLeanStages = 3;  // the 2-CTA GEMM2 instance: 3 x 32 KB per CTA, no staging buffer
 constexpr int kSwapStages8 = 11;    // 64x8x64:  9 KB per stage (2 CTAs per SM)
 constexpr int kSwapStages16 = 10;   // 64x16x64: 10 KB
 constexpr int kSwapStages32 = 8;    // 64x32x64: 12 KB

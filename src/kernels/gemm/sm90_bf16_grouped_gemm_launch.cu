@@ -15,12 +15,10 @@ namespace sm90_grouped {
 
 using Normal = Config</*swap=*/false, /*tokens=*/128, kNormalStages>;
 using NormalPing = Config</*swap=*/false, /*tokens=*/128, kNormalPingStages, /*CTAs per SM=*/1, /*ping-pong=*/true>;
-using NormalLean = Config</*swap=*/false, /*tokens=*/128, kNormalLeanStages, /*CTAs per SM=*/2>;
 
 cudaError_t launch_normal(const GroupedGemmArgs& a, bool gemm2, cudaStream_t stream, bool force_simple,
                           int* n_sub) {
   const bool gated = !gemm2 && a.activation.gated();
-  if (a.pingpong == 2 && !gated) return launch_instance<NormalLean>(a, gemm2, stream, force_simple, n_sub);
   if (a.pingpong > 0 && !gated) return launch_instance<NormalPing>(a, gemm2, stream, force_simple, n_sub);
   return launch_instance<Normal>(a, gemm2, stream, force_simple, n_sub);
 }
@@ -28,7 +26,6 @@ cudaError_t launch_normal(const GroupedGemmArgs& a, bool gemm2, cudaStream_t str
 void append_normal_instances(KernelList* out) {
   append_config_instances<Normal>(out);
   append_config_instances<NormalPing>(out);
-  append_config_instances<NormalLean>(out);
 }
 
 namespace {
@@ -144,11 +141,9 @@ const char* grouped_gemm1_name(TileFamily family, int tokens_tile) {
   return i < 0 ? nullptr : kNames[2 * i];
 }
 
-const char* grouped_gemm2_name(TileFamily family, int tokens_tile, int pingpong) {
+const char* grouped_gemm2_name(TileFamily family, int tokens_tile, bool pingpong) {
   static_assert(sm90_grouped::kNormalPingStages == 4, "the ping-pong name spells the stage count");
-  static_assert(sm90_grouped::kNormalLeanStages == 3, "the 2-CTA name spells the stage count");
   const int i = name_index(family, tokens_tile);
-  if (pingpong == 2) return i == 0 ? "sm90_bf16_grouped_gemm2_128x128x64_s3_c2" : nullptr;
   if (pingpong) return i == 0 ? "sm90_bf16_grouped_gemm2_128x128x64_s4_pingpong" : nullptr;
   return i < 0 ? nullptr : kNames[2 * i + 1];
 }
