@@ -1,6 +1,5 @@
 // combine_launch.cu — host side of the weighted combine: checks, launch shape, launch.
 #include <algorithm>
-#include <cstdlib>
 
 #include "kernels/combine/combine.cuh"
 #include "kernels/combine/combine_launch.h"
@@ -64,13 +63,7 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   p.plan_ready = a.plan_ready ? 1 : 0;
 
   vec::TeamShape shape;
-  // Experiment (FUSEDMOE_COMBINE_TS=n, read once): teams of up to n threads (default 256).
-  static const int max_ts = [] {
-    const char* e = std::getenv("FUSEDMOE_COMBINE_TS");
-    const int v = e != nullptr ? std::atoi(e) : 0;
-    return v == 512 ? 512 : 256;
-  }();
-  if (!vec::pick_team_shape(p.units, p.units > 512 ? max_ts : 256, &shape) || shape.block > combine_max_block(shape.vpt))
+  if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
     return cudaErrorInvalidValue;
   int64_t blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
   // Few tokens (decode): split rows into column chunks of >= 64 units (1 KB of bf16) so that about

@@ -1,0 +1,22 @@
+// The CUTLASS grouped GEMM, cooperative 128x256x64 with a whole-tile epilogue buffer (64 KB: the
+// tile's TMA store drains under the next tile's main loop; 3 main-loop stages instead of 4)
+// (cutlass_grouped_gemm.h): its own translation unit.
+#include "kernels/gemm/cutlass_grouped_gemm.cuh"
+#include "kernels/gemm/cutlass_grouped_gemm_internal.h"
+
+namespace fusedmoe::kernels::cutlass_grouped {
+
+namespace {
+using Config = Bf16GroupedGemm<cute::Shape<cute::_128, cute::_256, cute::_64>, cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative,
+                               cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative, cute::Shape<cute::_1, cute::_1, cute::_1>,
+                               cute::Shape<cute::_128, cute::_256>>;
+}  // namespace
+
+cudaError_t run_coop128x256epi(const CutlassGroupedArgs& a, cudaStream_t stream) { return run<Config>(a, stream); }
+size_t scratch_coop128x256epi(int groups) { return scratch_bytes<Config>(groups); }
+void append_coop128x256epi(KernelList* out, const char* name, const char* setup_name) {
+  out->push_back({"cutlass_grouped", name, reinterpret_cast<const void*>(&cutlass::device_kernel<Config::Kernel>)});
+  out->push_back({"cutlass_grouped", setup_name, reinterpret_cast<const void*>(&setup_groups_kernel<Config>)});
+}
+
+}  // namespace fusedmoe::kernels::cutlass_grouped
