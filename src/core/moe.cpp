@@ -230,7 +230,7 @@ ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
 namespace {
 // FUSEDMOE_CUTLASS_CONFIG=c1,c2 (environment, read once; kernels::CutlassConfig: 1 = cooperative
 // 128x256, 2 = ping-pong 128x128, 3 = cooperative 128x256 on 2x1 clusters, 4 = cooperative 256x128,
-// 5 = cooperative 128x256 with a whole-tile epilogue buffer, 0 = auto) forces the CUTLASS configuration of GEMM1 and GEMM2: a tuning override.
+// 0 = auto) forces the CUTLASS configuration of GEMM1 and GEMM2: a tuning override.
 struct CutlassOverride {
   kernels::CutlassConfig gemm1 = kernels::CutlassConfig::kAuto, gemm2 = kernels::CutlassConfig::kAuto;
 };
@@ -401,14 +401,6 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     f.n = p.hidden;
     f.k = p.intermediate;
     f.scratch = base + w.cutlass_scratch.offset + half;  // (its setup must not overwrite GEMM1's arrays early)
-    // (experiment, FUSEDMOE_FP8_EPI=1: the row-scaled GEMM2 on the whole-tile epilogue instance)
-    if constexpr (requires { f.whole_tile_epilogue; }) {
-      static const bool epi = [] {
-        const char* v = std::getenv("FUSEDMOE_FP8_EPI");
-        return v != nullptr && std::atoi(v) == 1;
-      }();
-      f.whole_tile_epilogue = epi;
-    }
     e = launch(f, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM2: " << cudaGetErrorString(e));
     if (options.stop_after == Stage::kGemm2) return Status::Ok();
@@ -710,7 +702,6 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
           case kernels::CutlassConfig::kCoop128x256: return "coop 128x256";
           case kernels::CutlassConfig::kCoop128x256Cluster2: return "coop 128x256 c2x1";
           case kernels::CutlassConfig::kCoop256x128: return "coop 256x128";
-          case kernels::CutlassConfig::kCoop128x256Epi: return "coop 128x256 whole-tile epilogue";
           default: return "pingpong 128x128";
         }
       };

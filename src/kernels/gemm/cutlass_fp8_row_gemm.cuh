@@ -38,10 +38,7 @@ namespace fusedmoe::kernels::cutlass_grouped {
 // 1024-16384 tokens, GEMM2 (K = 192) included (qwen235-tp8-fp8c at 4096 tokens: 274 vs 353 us), so
 // ping-pong is not built. With the FP8 promotion a warpgroup holds two fp32 fragments of its part of
 // the tile: 128x128 per warpgroup (cooperative 256x128 or 128x256) spilled ~0.9 KB per thread.
-// EpilogueTile_: as Bf16GroupedGemm's (EpilogueTileAuto: 128 x 32 subtiles, two 8 KB buffers; the
-// whole 128 x 128 tile: its TMA store drains under the next tile's main loop).
-template <class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto>
-struct Fp8RowGemmT {
+struct Fp8RowGemm {
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
   using ElementAB = cutlass::float_e4m3_t;
   using ElementD = cutlass::bfloat16_t;
@@ -67,7 +64,7 @@ struct Fp8RowGemmT {
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      EpilogueTile_, float, float,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float,
       void, LayoutD*, 8, ElementD, LayoutD*, 8,
       cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative, Fusion>::CollectiveOp;
 
@@ -87,8 +84,6 @@ struct Fp8RowGemmT {
   using StrideD = typename Gemm::GemmKernel::InternalStrideD;
   using Shape = typename ProblemShape::UnderlyingProblemShape;
 };
-using Fp8RowGemm = Fp8RowGemmT<>;
-using Fp8RowGemmEpi = Fp8RowGemmT<cute::Shape<cute::_128, cute::_128>>;
 
 // One thread per group: shape, pointers and strides (set_group), and the two scale pointers:
 // sw = w_scale + g * N (per channel) or + g (per tensor); sa = a_scale + a_offsets[g] (per token)

@@ -23,12 +23,8 @@
 
 namespace fusedmoe::kernels::cutlass_grouped {
 
-// EpilogueTile_: CUTLASS's epilogue subtile (EpilogueTileAuto: 128 x 32 for the cooperative tiles,
-// two 8 KB shared-memory buffers; a whole-tile shape gives each tile its own buffer, so that its
-// TMA store drains under the next tile's main loop).
 template <class TileShape_, class KernelSchedule_, class EpilogueSchedule_,
-          class ClusterShape_ = cute::Shape<cute::_1, cute::_1, cute::_1>,
-          class EpilogueTile_ = cutlass::epilogue::collective::EpilogueTileAuto>
+          class ClusterShape_ = cute::Shape<cute::_1, cute::_1, cute::_1>>
 struct Bf16GroupedGemm {
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;  // M, N, K per group
   using Element = cutlass::bfloat16_t;
@@ -46,7 +42,7 @@ struct Bf16GroupedGemm {
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      EpilogueTile_, float, float,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float,
       void, LayoutD*, kAlign,     // no source C
       Element, LayoutD*, kAlign,  // D
       EpilogueSchedule_,

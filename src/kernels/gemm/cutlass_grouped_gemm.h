@@ -30,10 +30,8 @@ enum class CutlassConfig : int {
                          // epilogue hides under the other's main loop: short-K GEMMs)
   kCoop128x256Cluster2 = 3,  // kCoop128x256 on 2x1 clusters: each weight tile multicast to 2 CTAs
   kCoop256x128 = 4,      // cooperative, 256 rows x 128 columns per tile (each warpgroup 128x128)
-  kCoop128x256Epi = 5,   // kCoop128x256 with a whole-tile epilogue buffer (the tile's store drains
-                         // under the next tile's main loop; 3 main-loop stages instead of 4)
 };
-inline constexpr int kCutlassConfigs = 5;
+inline constexpr int kCutlassConfigs = 4;
 
 struct CutlassGroupedArgs {
   const void* a = nullptr;            // [rows, K] bf16, 16-byte aligned
@@ -145,9 +143,6 @@ struct CutlassFp8RowArgs {
   int n = 0;                           // N: output columns (multiple of 16)
   int k = 0;                           // K: reduction (multiple of 16)
   int64_t max_rows = 0;                // host bound of the rows of a (0: nothing to do)
-  // The instance with a whole-tile epilogue buffer (its TMA store drains under the next tile's main
-  // loop: for short reductions, GEMM2) instead of CUTLASS's 128 x 32 subtiles.
-  bool whole_tile_epilogue = false;
   void* scratch = nullptr;             // device, 256-byte aligned, >= cutlass_fp8_row_scratch_bytes(G)
   size_t scratch_bytes = 0;
 };

@@ -1,5 +1,5 @@
 // cutlass_grouped_gemm_internal.h — entry points of the CUTLASS configuration files
-// (cutlass_grouped_gemm_{coop,coop_c2,coop256,coop_epi,pingpong}.cu, cutlass_fp8_{block,row}_gemm.cu), used by cutlass_grouped_gemm.cu.
+// (cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong}.cu, cutlass_fp8_{block,row}_gemm.cu), used by cutlass_grouped_gemm.cu.
 #pragma once
 
 #include <cstddef>
@@ -28,10 +28,6 @@ cudaError_t run_coop256x128(const CutlassGroupedArgs& a, cudaStream_t stream);
 size_t scratch_coop256x128(int groups);
 void append_coop256x128(KernelList* out, const char* name, const char* setup_name);
 
-cudaError_t run_coop128x256epi(const CutlassGroupedArgs& a, cudaStream_t stream);  // cutlass_grouped_gemm_coop_epi.cu
-size_t scratch_coop128x256epi(int groups);
-void append_coop128x256epi(KernelList* out, const char* name, const char* setup_name);
-
 cudaError_t run_fp8_block(const CutlassFp8BlockArgs& a, cudaStream_t stream);  // cutlass_fp8_block_gemm.cu
 size_t scratch_fp8_block(int groups, int n, int k, int64_t max_rows);
 void append_fp8_block(KernelList* out, const char* name);
@@ -39,8 +35,5 @@ void append_fp8_block(KernelList* out, const char* name);
 cudaError_t run_fp8_row(const CutlassFp8RowArgs& a, cudaStream_t stream);  // cutlass_fp8_row_gemm.cu
 size_t scratch_fp8_row(int groups);
 void append_fp8_row(KernelList* out, const char* name);
-cudaError_t run_fp8_row_epi(const CutlassFp8RowArgs& a, cudaStream_t stream);  // cutlass_fp8_row_gemm_epi.cu
-size_t scratch_fp8_row_epi(int groups);
-void append_fp8_row_epi(KernelList* out, const char* name);
 
 }  // namespace fusedmoe::kernels::cutlass_grouped
