@@ -5,6 +5,7 @@
 // inputs, fp32 accumulation, one bf16 rounding: ~2e-3).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -122,4 +123,56 @@ TEST(CutlassGroupedGemm, RejectsBadArguments) {
   b.num_groups = 0;
   EXPECT_EQ(bad(b), cudaErrorInvalidValue);
   cudaGetLastError();
+}
+
+// Informational (prints, asserts only that the launches succeed): the cooperative 128x256 GEMM at
+// GEMM2's shape of dsv3-tp8 at 16384 tokens (131072 rows, N = 7168 output columns, K = 256) split
+// into 8, 32 or 256 equal groups: the same FLOPs and output bytes; the weights grow with the groups
+// (29 MB to 940 MB). A time that grows with the groups by more than the weights' streaming (~0.2 ms
+// at 940 MB) is a per-group cost of the pointer-array kernel (its tensor maps are rewritten whenever
+// a CTA's next tile lies in another group).
+TEST(CutlassGroupedTiming, GroupCountAtFixedWork) {
+  constexpr int64_t kRows = 131072;
+  constexpr int kN = 7168, kK = 256;
+  DeviceBuffer a(static_cast<size_t>(kRows) * kK * 2), out(static_cast<size_t>(kRows) * kN * 2);
+  DeviceBuffer w(static_cast<size_t>(256) * kN * kK * 2);
+  FM_CUDA_CHECK(cudaMemset(a.get(), 0x3c, a.bytes()));  // bf16 0x3c3c ~ 0.0115: finite, nonzero
+  FM_CUDA_CHECK(cudaMemset(w.get(), 0x3c, w.bytes()));
+  DeviceBuffer scratch(fm::kernels::cutlass_grouped_scratch_bytes(256));
+  cudaEvent_t e0, e1;
+  FM_CUDA_CHECK(cudaEventCreate(&e0));
+  FM_CUDA_CHECK(cudaEventCreate(&e1));
+  for (int groups : {8, 32, 256}) {
+    std::vector<int32_t> counts(groups, static_cast<int32_t>(kRows / groups)), offs(groups);
+    for (int g = 0; g < groups; ++g) offs[g] = static_cast<int32_t>(g * (kRows / groups));
+    DeviceBuffer dc = to_device(counts), doff = to_device(offs);
+    fm::kernels::CutlassGroupedArgs args;
+    args.a = a.get();
+    args.w = w.get();
+    args.out = out.get();
+    args.counts = dc.as<int32_t>();
+    args.a_offsets = args.out_offsets = doff.as<int32_t>();
+    args.num_groups = groups;
+    args.n = kN;
+    args.k = kK;
+    args.config = fm::kernels::CutlassConfig::kCoop128x256;
+    args.scratch = scratch.get();
+    args.scratch_bytes = scratch.bytes();
+    std::vector<float> ms;
+    for (int it = 0; it < 7; ++it) {
+      FM_CUDA_CHECK(cudaEventRecord(e0));
+      ASSERT_EQ(fm::kernels::launch_cutlass_grouped_gemm(args, nullptr), cudaSuccess);
+      FM_CUDA_CHECK(cudaEventRecord(e1));
+      FM_CUDA_CHECK(cudaEventSynchronize(e1));
+      float t = 0;
+      FM_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+      if (it > 1) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    const double us = ms[ms.size() / 2] * 1e3;
+    std::printf("[ cutlass  ] timing groups %-3d rows %lld N %d K %d: %.1f us, %.0f TFLOP/s\n", groups,
+                static_cast<long long>(kRows), kN, kK, us, 2.0 * kRows * kN * kK / (us * 1e-6) / 1e12);
+  }
+  FM_CUDA_CHECK(cudaEventDestroy(e0));
+  FM_CUDA_CHECK(cudaEventDestroy(e1));
 }
