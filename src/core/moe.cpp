@@ -230,7 +230,7 @@ ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
 namespace {
 // FUSEDMOE_CUTLASS_CONFIG=c1,c2 (environment, read once; kernels::CutlassConfig: 1 = cooperative
 // 128x256, 2 = ping-pong 128x128, 3 = cooperative 128x256 on 2x1 clusters, 4 = cooperative 256x128,
-// 0 = auto) forces the CUTLASS configuration of GEMM1 and GEMM2: a tuning override.
+// 5 = ping-pong 64x256, 0 = auto) forces the CUTLASS configuration of GEMM1 and GEMM2: a tuning override.
 struct CutlassOverride {
   kernels::CutlassConfig gemm1 = kernels::CutlassConfig::kAuto, gemm2 = kernels::CutlassConfig::kAuto;
 };
@@ -702,6 +702,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
           case kernels::CutlassConfig::kCoop128x256: return "coop 128x256";
           case kernels::CutlassConfig::kCoop128x256Cluster2: return "coop 128x256 c2x1";
           case kernels::CutlassConfig::kCoop256x128: return "coop 256x128";
+          case kernels::CutlassConfig::kPingpong64x256: return "pingpong 64x256";
           default: return "pingpong 128x128";
         }
       };

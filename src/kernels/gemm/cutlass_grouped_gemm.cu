@@ -1,6 +1,6 @@
 // Host side of the CUTLASS grouped-GEMM backend (cutlass_grouped_gemm.h): validation, the choice of
 // configuration, the SM count, the activation kernel between the GEMMs and the registry listing.
-// The CUTLASS kernels themselves live in cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong}.cu and
+// The CUTLASS kernels themselves live in cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong,pingpong64}.cu and
 // cutlass_fp8_{block,row}_gemm*.cu.
 #include <cuda_bf16.h>
 
@@ -37,6 +37,8 @@ constexpr const char* kCoopC2Name = "cutlass_sm90_bf16_grouped_gemm_coop_128x256
 constexpr const char* kCoopC2Setup = "cutlass_grouped_setup<coop_128x256x64_c2x1>";
 constexpr const char* kCoop256Name = "cutlass_sm90_bf16_grouped_gemm_coop_256x128x64";
 constexpr const char* kCoop256Setup = "cutlass_grouped_setup<coop_256x128x64>";
+constexpr const char* kPing64Name = "cutlass_sm90_bf16_grouped_gemm_pingpong_64x256x64";
+constexpr const char* kPing64Setup = "cutlass_grouped_setup<pingpong_64x256x64>";
 constexpr const char* kFp8Name = "cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128";
 constexpr const char* kFp8RowName = "cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_coop_128x128x128";
 constexpr const char* kActName = "grouped_activation<bf16>";
@@ -130,7 +132,8 @@ size_t cutlass_grouped_scratch_bytes(int num_groups) {
   if (num_groups < 1) num_groups = 1;
   using namespace cutlass_grouped;
   return std::max({scratch_coop128x256(num_groups), scratch_pingpong128x128(num_groups),
-                   scratch_coop128x256c2(num_groups), scratch_coop256x128(num_groups)});
+                   scratch_coop128x256c2(num_groups), scratch_coop256x128(num_groups),
+                   scratch_pingpong64x256(num_groups)});
 }
 
 // Measured on the H200 (bench/results/2026-11-30_h200_session10, call 2: each configuration forced
@@ -150,6 +153,7 @@ const char* cutlass_grouped_gemm_name(CutlassConfig config) {
     case CutlassConfig::kPingpong128x128: return cutlass_grouped::kPingName;
     case CutlassConfig::kCoop128x256Cluster2: return cutlass_grouped::kCoopC2Name;
     case CutlassConfig::kCoop256x128: return cutlass_grouped::kCoop256Name;
+    case CutlassConfig::kPingpong64x256: return cutlass_grouped::kPing64Name;
     default: return nullptr;
   }
 }
@@ -169,6 +173,7 @@ cudaError_t launch_cutlass_grouped_gemm(const CutlassGroupedArgs& a, cudaStream_
     case CutlassConfig::kPingpong128x128: return run_pingpong128x128(a, stream);
     case CutlassConfig::kCoop128x256Cluster2: return run_coop128x256c2(a, stream);
     case CutlassConfig::kCoop256x128: return run_coop256x128(a, stream);
+    case CutlassConfig::kPingpong64x256: return run_pingpong64x256(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -251,6 +256,7 @@ void append_cutlass_grouped_instances(KernelList* out) {
   append_pingpong128x128(out, kPingName, kPingSetup);
   append_coop128x256c2(out, kCoopC2Name, kCoopC2Setup);
   append_coop256x128(out, kCoop256Name, kCoop256Setup);
+  append_pingpong64x256(out, kPing64Name, kPing64Setup);
   append_fp8_block(out, kFp8Name);
   append_fp8_row(out, kFp8RowName);
   out->push_back({"cutlass_grouped", std::string(kActName) + "<gated>",

@@ -30,8 +30,10 @@ enum class CutlassConfig : int {
                          // epilogue hides under the other's main loop: short-K GEMMs)
   kCoop128x256Cluster2 = 3,  // kCoop128x256 on 2x1 clusters: each weight tile multicast to 2 CTAs
   kCoop256x128 = 4,      // cooperative, 256 rows x 128 columns per tile (each warpgroup 128x128)
+  kPingpong64x256 = 5,   // ping-pong, 64 rows x 256 columns per tile (an expert's last tile pads
+                         // at most 63 rows: few rows per expert)
 };
-inline constexpr int kCutlassConfigs = 4;
+inline constexpr int kCutlassConfigs = 5;
 
 struct CutlassGroupedArgs {
   const void* a = nullptr;            // [rows, K] bf16, 16-byte aligned

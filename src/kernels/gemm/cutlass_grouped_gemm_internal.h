@@ -1,5 +1,5 @@
 // cutlass_grouped_gemm_internal.h — entry points of the CUTLASS configuration files
-// (cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong}.cu, cutlass_fp8_{block,row}_gemm.cu), used by cutlass_grouped_gemm.cu.
+// (cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong,pingpong64}.cu, cutlass_fp8_{block,row}_gemm.cu), used by cutlass_grouped_gemm.cu.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +27,10 @@ void append_coop128x256c2(KernelList* out, const char* name, const char* setup_n
 cudaError_t run_coop256x128(const CutlassGroupedArgs& a, cudaStream_t stream);
 size_t scratch_coop256x128(int groups);
 void append_coop256x128(KernelList* out, const char* name, const char* setup_name);
+
+cudaError_t run_pingpong64x256(const CutlassGroupedArgs& a, cudaStream_t stream);  // cutlass_grouped_gemm_pingpong64.cu
+size_t scratch_pingpong64x256(int groups);
+void append_pingpong64x256(KernelList* out, const char* name, const char* setup_name);
 
 cudaError_t run_fp8_block(const CutlassFp8BlockArgs& a, cudaStream_t stream);  // cutlass_fp8_block_gemm.cu
 size_t scratch_fp8_block(int groups, int n, int k, int64_t max_rows);
