@@ -335,6 +335,7 @@ Status run_cutlass_gemm2_and_combine(const MoeProblem& p, const MoeTensors& t, c
   c.k = p.intermediate;
   c.config = cutlass_override().gemm2;
   c.rows_hint = detail::expected_rows_per_group(p);
+  c.gemm2 = true;
   c.scratch = base + w.cutlass_scratch.offset + half;
   c.scratch_bytes = half;
   const cudaError_t e = kernels::launch_cutlass_grouped_gemm(c, stream);
@@ -693,12 +694,14 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
     if (d.chosen == Backend::kCutlassGrouped) {
       const CutlassOverride& co = cutlass_override();
       const int64_t rows_hint = detail::expected_rows_per_group(p);
-      auto resolved = [&](kernels::CutlassConfig c, int n, int) {
-        return c == kernels::CutlassConfig::kAuto ? kernels::cutlass_grouped_auto_config(n, rows_hint) : c;
+      auto resolved = [&](kernels::CutlassConfig c, int n, bool gemm2) {
+        return c == kernels::CutlassConfig::kAuto ? kernels::cutlass_grouped_auto_config(n, rows_hint, gemm2) : c;
       };
-      auto cfg = [&](kernels::CutlassConfig c, int n, int k) { return kernels::cutlass_grouped_gemm_name(resolved(c, n, k)); };
-      auto brief = [&](kernels::CutlassConfig c, int n, int k) {
-        switch (resolved(c, n, k)) {
+      auto cfg = [&](kernels::CutlassConfig c, int n, bool gemm2) {
+        return kernels::cutlass_grouped_gemm_name(resolved(c, n, gemm2));
+      };
+      auto brief = [&](kernels::CutlassConfig c, int n, bool gemm2) {
+        switch (resolved(c, n, gemm2)) {
           case kernels::CutlassConfig::kCoop128x256: return "coop 128x256";
           case kernels::CutlassConfig::kCoop128x256Cluster2: return "coop 128x256 c2x1";
           case kernels::CutlassConfig::kCoop256x128: return "coop 256x128";
@@ -725,12 +728,12 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         return os.str();
       }
       if (ro.cutlass_gemm2) {
-        os << "tiles: normal 128 gathered + cutlass " << brief(co.gemm2, p.hidden, p.intermediate)
+        os << "tiles: normal 128 gathered + cutlass " << brief(co.gemm2, p.hidden, true)
            << " (GEMM1 on the grouped backend, GEMM2 on CUTLASS: ForwardOptions::cutlass_gemm2)\n";
         const char* g1 = kernels::grouped_gemm1_name(TileFamily::kNormal, 128);
         os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan") << " (no permute), "
            << (g1 ? g1 : "?") << " (GEMM1: x's rows gathered, activation in its epilogue), "
-           << cfg(co.gemm2, p.hidden, p.intermediate) << " (GEMM2), combine\n";
+           << cfg(co.gemm2, p.hidden, true) << " (GEMM2), combine\n";
         return os.str();
       }
       const bool ping_fits = detail::WorkspaceLayout::plan(p).holds_cutlass_rows(p, 128);
@@ -738,20 +741,20 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         os << "pingpong_gemm2: not applied on this backend (the workspace's expert-output region holds "
               "GEMM1's rows padded to 8 per expert, not 128: CUTLASS's GEMM2 runs)\n";
       if (ro.pingpong_gemm2 && ping_fits) {
-        os << "tiles: cutlass " << brief(co.gemm1, r1, p.hidden)
+        os << "tiles: cutlass " << brief(co.gemm1, r1, false)
            << " + normal 128 ping-pong (GEMM1 on CUTLASS, GEMM2 on the grouped backend's ping-pong tiles: "
               "ForwardOptions::pingpong_gemm2)\n";
         os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
-           << ", permute (rows padded to 128 per expert), " << cfg(co.gemm1, r1, p.hidden)
+           << ", permute (rows padded to 128 per expert), " << cfg(co.gemm1, r1, false)
            << " (GEMM1), grouped_activation, " << kernels::grouped_gemm2_name(TileFamily::kNormal, 128, true)
            << " (GEMM2), combine\n";
         return os.str();
       }
-      os << "tiles: cutlass " << brief(co.gemm1, r1, p.hidden) << " + " << brief(co.gemm2, p.hidden, p.intermediate)
+      os << "tiles: cutlass " << brief(co.gemm1, r1, false) << " + " << brief(co.gemm2, p.hidden, true)
          << " (GEMM1 + GEMM2 configurations)\n";
       os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
-         << ", permute, " << cfg(co.gemm1, r1, p.hidden) << " (GEMM1), grouped_activation, "
-         << cfg(co.gemm2, p.hidden, p.intermediate)
+         << ", permute, " << cfg(co.gemm1, r1, false) << " (GEMM1), grouped_activation, "
+         << cfg(co.gemm2, p.hidden, true)
          << " (GEMM2), combine (CUTLASS configuration: cooperative 128x256, or 256x128 for an N that is not a "
             "multiple of 256 below 2048 with >= 512 rows per expert; measured, session 10"
          << (co.gemm1 != kernels::CutlassConfig::kAuto || co.gemm2 != kernels::CutlassConfig::kAuto

@@ -7,6 +7,9 @@
 #include "core/workspace.h"
 #include "dispatch/oracle.h"
 #include "fusedmoe/fusedmoe.h"
+#if defined(FUSEDMOE_WITH_CUDA)
+#include "kernels/gemm/cutlass_grouped_gemm.h"  // cutlass_grouped_auto_config
+#endif
 
 namespace fm = fusedmoe;
 
@@ -88,6 +91,16 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   const std::string ex2 = fm::explain(big);
   EXPECT_NE(ex2.find("cutlass_sm90_bf16_grouped_gemm_coop_256x128x64 (GEMM1)"), std::string::npos) << ex2;
   EXPECT_NE(ex2.find("cutlass_sm90_bf16_grouped_gemm_coop_128x256x64 (GEMM2)"), std::string::npos) << ex2;
+  // up to 128 rows per expert, GEMM2 on ping-pong 64x256 (session 39), GEMM1 unchanged
+  fm::MoeProblem few = p;
+  few.num_tokens = few.max_tokens = 2048;  // 128 rows per expert
+  const std::string ex3 = fm::explain(few);
+  EXPECT_NE(ex3.find("cutlass_sm90_bf16_grouped_gemm_coop_128x256x64 (GEMM1)"), std::string::npos) << ex3;
+  EXPECT_NE(ex3.find("cutlass_sm90_bf16_grouped_gemm_pingpong_64x256x64"), std::string::npos) << ex3;
+  EXPECT_EQ(fm::kernels::cutlass_grouped_auto_config(7168, 128, true), fm::kernels::CutlassConfig::kPingpong64x256);
+  EXPECT_EQ(fm::kernels::cutlass_grouped_auto_config(7168, 129, true), fm::kernels::CutlassConfig::kCoop128x256);
+  EXPECT_EQ(fm::kernels::cutlass_grouped_auto_config(7168, 0, true), fm::kernels::CutlassConfig::kCoop128x256);
+  EXPECT_EQ(fm::kernels::cutlass_grouped_auto_config(512, 64, false), fm::kernels::CutlassConfig::kCoop128x256);
   fm::MoeProblem mixtral = fm::find_preset("mixtral-tp2")->problem;  // E 8, k 2: 64 rows per expert at 256
   mixtral.num_tokens = mixtral.max_tokens = 256;
   EXPECT_EQ(fm::detail::decide(mixtral, {}, true).chosen, fm::Backend::kGrouped) << "decode stays on the grouped backend";

@@ -142,7 +142,15 @@ size_t cutlass_grouped_scratch_bytes(int num_groups) {
 // even on the short-K GEMM2s, the 2x1 cluster 0-27 %), except GEMM1 with N not a multiple of 256
 // (qwen235-tp8: 2N = 384, the last 256-wide tile half empty) and long groups (1024 rows per expert:
 // 256x128 tiles 714 us against 898 us); at 256 rows per expert 128x256 still won (258 vs 280 us).
-CutlassConfig cutlass_grouped_auto_config(int n, int64_t rows_hint) {
+// GEMM2 with up to 128 expected rows per group: ping-pong 64x256 (an expert's last, partial tile pads
+// at most 63 rows instead of 127). Measured on the H200 (bench/results/2026-12-04_h200_session39,
+// calls 6-7, alternated runs, the GEMM2 stage forced each way): 32-128 rows per expert 0.86-0.99x
+// the cooperative 128x256's time on all six cases tried (dsv3-tp8 64 rows 394 -> 354 us, dsv4f-tp4
+// 48 rows 370 -> 318, qwen235-tp4 / qwen30-tp1 / dsv3-ep8 3-6 % faster, qwen235-tp8 at 128 rows
+// 1.6 %); above, level or slower (qwen235-tp8 256 / 1024 rows 1.01 / 1.03x, dsv3-tp8 512 rows 1.03x;
+// dsv4f-tp4 384 rows 0.95x). GEMM1 (long reductions) on it: level or slower (qwen235-tp8 1.14-1.83x).
+CutlassConfig cutlass_grouped_auto_config(int n, int64_t rows_hint, bool gemm2) {
+  if (gemm2 && rows_hint > 0 && rows_hint <= 128) return CutlassConfig::kPingpong64x256;
   if (n % 256 != 0 && n < 2048 && rows_hint >= 512) return CutlassConfig::kCoop256x128;
   return CutlassConfig::kCoop128x256;
 }
@@ -167,7 +175,7 @@ cudaError_t launch_cutlass_grouped_gemm(const CutlassGroupedArgs& a, cudaStream_
   if (!aligned16(a.a) || !aligned16(a.w) || !aligned16(a.out) || (reinterpret_cast<uintptr_t>(a.scratch) & 255u) != 0)
     return cudaErrorInvalidValue;
   if (a.scratch_bytes < cutlass_grouped_scratch_bytes(a.num_groups)) return cudaErrorInvalidValue;
-  const CutlassConfig c = a.config == CutlassConfig::kAuto ? cutlass_grouped_auto_config(a.n, a.rows_hint) : a.config;
+  const CutlassConfig c = a.config == CutlassConfig::kAuto ? cutlass_grouped_auto_config(a.n, a.rows_hint, a.gemm2) : a.config;
   switch (c) {
     case CutlassConfig::kCoop128x256: return run_coop128x256(a, stream);
     case CutlassConfig::kPingpong128x128: return run_pingpong128x128(a, stream);

@@ -45,8 +45,9 @@ struct CutlassGroupedArgs {
   int num_groups = 0;                 // G >= 1
   int n = 0;                          // N: output columns (multiple of 8)
   int k = 0;                          // K: reduction (multiple of 8)
-  CutlassConfig config = CutlassConfig::kAuto;  // kAuto: cutlass_grouped_auto_config(N, rows_hint)
+  CutlassConfig config = CutlassConfig::kAuto;  // kAuto: cutlass_grouped_auto_config(N, rows_hint, gemm2)
   int64_t rows_hint = 0;              // expected rows per group (host estimate, e.g. T * k / E); 0 = unknown
+  bool gemm2 = false;                 // the layer's GEMM2 (its own rule in kAuto)
   void* scratch = nullptr;            // device, 256-byte aligned, >= cutlass_grouped_scratch_bytes(G)
   size_t scratch_bytes = 0;
 };
@@ -61,9 +62,9 @@ size_t cutlass_grouped_scratch_bytes(int num_groups);
 // more than kCutlassMaxSms SMs; other CUDA errors as the launch reports them.
 cudaError_t launch_cutlass_grouped_gemm(const CutlassGroupedArgs& args, cudaStream_t stream);
 
-// The configuration kAuto resolves to for N output columns and about rows_hint rows per group, and
-// its instance name.
-CutlassConfig cutlass_grouped_auto_config(int n, int64_t rows_hint);
+// The configuration kAuto resolves to for N output columns and about rows_hint rows per group (of
+// the layer's GEMM2 or not), and its instance name.
+CutlassConfig cutlass_grouped_auto_config(int n, int64_t rows_hint, bool gemm2 = false);
 const char* cutlass_grouped_gemm_name(CutlassConfig config);
 
 // GEMM1's activation on the CUTLASS path (GEMM1 wrote the pre-activation rows in bf16):
