@@ -660,7 +660,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
         const double stage_flops[4] = {0, 2.0 * rows_k * p.gemm1_rows() * p.hidden, 2.0 * rows_k * p.hidden * p.intermediate, 0};
         const char* names[4] = {"stage dispatch (route+plan+permute)", "stage gemm1", "stage gemm2", "stage combine"};
         const fm::Stage stops[3] = {fm::Stage::kDispatch, fm::Stage::kGemm1, fm::Stage::kGemm2};
-        double prev = 0;
+        double prev = 0, bound_us = 0;
         for (int k = 0; k < 4; ++k) {
           double cum = us;
           if (k < 3) {
@@ -671,15 +671,13 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
           }
           rows->push_back(measured_row(c.name, names[k], t, std::max(cum - prev, 0.01), stage_bytes[k], bw, stage_flops[k],
                                        fp8 ? fp8_peak : peak));
+          bound_us += rows->back().floor_us;
           prev = cum;
         }
         // The bound of this four-pass layout (permuted copy, GEMM1, GEMM2 writing the k expert
         // rows of each token, combine reading them back): its stages' floors summed, as a row whose
         // "% floor" is the most of the layer's floor any implementation of the layout can reach
         // (docs/design.md, "What the four-pass layout can reach at prefill").
-        double bound_us = 0;
-        for (int k = 0; k < 4; ++k)
-          bound_us += std::max(stage_bytes[k] / bw, stage_flops[k] / (fp8 ? fp8_peak : peak)) * 1e6;
         rows->push_back(measured_row(c.name, "bound of the 4-pass layout (stage floors summed)", t, bound_us, bytes, bw, flops,
                                      fp8 ? fp8_peak : peak));
       }

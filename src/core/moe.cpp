@@ -756,7 +756,8 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
          << ", permute, " << cfg(co.gemm1, r1, false) << " (GEMM1), grouped_activation, "
          << cfg(co.gemm2, p.hidden, true)
          << " (GEMM2), combine (CUTLASS configuration: cooperative 128x256, or 256x128 for an N that is not a "
-            "multiple of 256 below 2048 with >= 512 rows per expert; measured, session 10"
+            "multiple of 256 below 2048 with >= 512 rows per expert, measured in session 10; GEMM2 on ping-pong "
+            "64x256 at <= 128 rows per expert, measured in session 39"
          << (co.gemm1 != kernels::CutlassConfig::kAuto || co.gemm2 != kernels::CutlassConfig::kAuto
                  ? "; overridden by FUSEDMOE_CUTLASS_CONFIG"
                  : "")

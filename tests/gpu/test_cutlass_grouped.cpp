@@ -130,7 +130,7 @@ TEST(CutlassGroupedGemm, RejectsBadArguments) {
 // into 8, 32 or 256 equal groups: the same FLOPs and output bytes; the weights grow with the groups
 // (29 MB to 940 MB). A time that grows with the groups by more than the weights' streaming (~0.2 ms
 // at 940 MB) is a per-group cost of the pointer-array kernel (its tensor maps are rewritten whenever
-// a CTA's next tile lies in another group).
+// a CTA's next tile lies in another group). H200, session 39 call 5: 1013 / 1033 / 1119 us, i.e. ~10 %.
 TEST(CutlassGroupedTiming, GroupCountAtFixedWork) {
   constexpr int64_t kRows = 131072;
   constexpr int kN = 7168, kK = 256;
