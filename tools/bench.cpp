@@ -817,6 +817,7 @@ int cmd_bench(int argc, char** argv) {
   std::vector<int> earlies;        // --early: layer suite, also each case with GEMM1's early weight stages forced
   std::vector<int> earlies2;       // --early2: the same for GEMM2's early weight stages
   bool hq = false;                // --hq: layer suite, the variant "fused h quant off" (H quantised apart)
+  bool hs = false;                // --hs: layer suite, the variant "gemm2 quantises h" (forced on)
   bool trace = false;             // --trace: layer suite, the grouped GEMMs' per-CTA timeline
   bool front_b2b = false;         // --front-b2b: dispatch suite, also the timeline of a launch right after another
   std::string trace_path;         // --trace-csv F: ... and its CTAs as CSV
@@ -842,6 +843,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--pingpong") pingpong = true;
     else if (a == "--packed") g_packed = true;
     else if (a == "--hq") hq = true;
+    else if (a == "--hs") hs = true;
     else if (a == "--cutlass") cutlass = true;
     else if (a == "--cutlass-gemm2") cutlass_gemm2 = true;
     else if (a == "--stages") stages = true;
@@ -867,7 +869,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--packed] [--hq] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--packed] [--hq] [--hs] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -950,6 +952,7 @@ int cmd_bench(int argc, char** argv) {
     }
     if (g_packed) add("packed off", &fusedmoe::ForwardOptions::packed_weights, Toggle::kOff);
     if (hq) add("fused h quant off", &fusedmoe::ForwardOptions::fused_h_quant, Toggle::kOff);  // (FP8 Swap-AB)
+    if (hs) add("gemm2 quantises h", &fusedmoe::ForwardOptions::gemm2_quantises_h, Toggle::kOn);  // (FP8 Swap-AB)
     if (dense1) {  // GEMM1's dense instances forced on / off (GEMM2 as the rule says)
       add("gemm1 dense on", &fusedmoe::ForwardOptions::gemm1_dense_swapab, Toggle::kOn);
       add("gemm1 dense off", &fusedmoe::ForwardOptions::gemm1_dense_swapab, Toggle::kOff);

@@ -136,6 +136,12 @@ struct ForwardOptions {
   // points, by up to 19 %; kOn forces them).
   // bench --hq.
   Toggle fused_h_quant = Toggle::kAuto;
+  // FP8 layers on Swap-AB tiles with per-token or 1x128 activation scales (and H re-quantised
+  // apart, fused_h_quant off): GEMM2 quantises H itself, each CTA its token tile's bf16 rows, with
+  // the quantiser's math (the same bits), instead of a separate pass and launch between the GEMMs.
+  // Applies where H has at most 4 K blocks of 128 (N <= 512). Auto: off (not yet measured faster).
+  // bench --hs.
+  Toggle gemm2_quantises_h = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1
   // splits each weight tile's reduction over a cluster of n CTAs (1 = none; at most 8, capped to the
@@ -201,7 +207,8 @@ struct ResolvedOptions {
        cutlass_gemm2 = false,  // requested; forward() applies it where the CUTLASS backend runs the layer
        pingpong_gemm2 = false,  // BF16 weights and activations; not with cutlass_gemm2
        weights_evict_first = false,
-       fused_h_quant = false;  // where GEMM1 runs Swap-AB tiles (kernels::fp8_gemm1_quantises_h)
+       fused_h_quant = false,  // where GEMM1 runs Swap-AB tiles (kernels::fp8_gemm1_quantises_h)
+       gemm2_quantises_h = false;  // where GEMM2 runs Swap-AB tiles and H is not quantised in GEMM1
   int dense_swapab = 0;  // the Swap-AB GEMMs' GroupedGemmArgs::dense: 0 the launchers' rule, 1 on, -1 off
   int gemm1_dense_swapab = 0;  // GEMM1's (ForwardOptions::gemm1_dense_swapab; auto: dense_swapab's)
   int fp8_pair_swapab = 0;     // the FP8 Swap-AB GEMMs' GroupedGemmArgs::pair: 0 the launchers' rule, 1 on, -1 off

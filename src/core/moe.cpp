@@ -197,6 +197,19 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                       hq_ok;
     if (why && o.fused_h_quant != Toggle::kOff && !hq_ok)
       *why << "    (not applicable: dynamic per-tensor scales need all of H first, or 1x128 groups with N % 128 != 0)\n";
+    // GEMM2 quantising H itself (each CTA its token tile's rows; no cross-CTA step, no pass between
+    // the GEMMs). Not yet measured faster: forced only.
+    const bool hs_ok = kernels::fp8_gemm2_quantises_h(p.quant.act, static_cast<int>(p.intermediate));
+    if (p.quant.act == ActQuant::kPerToken || p.quant.act == ActQuant::kGroup128) {
+      r.gemm2_quantises_h = pick("gemm2_quantises_h", o.gemm2_quantises_h, false,
+                                 "auto: off (GEMM2 quantising its token tiles' rows of H: not yet measured faster)") &&
+                            hs_ok && !r.fused_h_quant;
+      if (why && o.gemm2_quantises_h == Toggle::kOn && !hs_ok)
+        *why << "    (not applicable: H has more than " << kernels::kFp8HsMaxKTiles
+             << " K blocks of 128, or 1x128 groups with N % 128 != 0)\n";
+      if (why && o.gemm2_quantises_h == Toggle::kOn && hs_ok && r.fused_h_quant)
+        *why << "    (not applicable: H is quantised in GEMM1's epilogue, fused_h_quant)\n";
+    }
   }
   const bool block_fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
                          p.quant.weight.granularity == ScaleGranularity::kBlock && !p.router.weight_on_input;
@@ -639,7 +652,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   if (fp8) {
     void* inter_q = base + w.inter_q.offset;
     float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
-    if (!hq) {
+    // H quantised by GEMM2 itself (ResolvedOptions::gemm2_quantises_h; Swap-AB tiles only): no pass
+    const bool hs = ro.gemm2_quantises_h && !hq && family == TileFamily::kSwapAB &&
+                    kernels::fp8_gemm2_quantises_h(p.quant.act, static_cast<int>(p.intermediate));
+    if (!hq && !hs) {
       e = quantise_intermediate(p, t, r, w, base, stream);
       FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
     }
@@ -651,12 +667,18 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.a_scale = inter_scales;  // H's scales in row order
     if (hq && p.quant.act == ActQuant::kPerTensorStatic) f.a_scale = t.act2_scale;  // (GEMM1 wrote none)
     f.hq_act = ActQuant::kNone;
+    if (hs) {
+      f.hs_src = inter;
+      f.hs_act = p.quant.act;
+      f.hs_ue8m0 = p.quant.act_scale_format == ScaleFormat::kUE8M0;
+    }
     f.a_scale_stride = rows_pad4;
     f.a_scale_row_token = nullptr;
     // (early weights are safe: the quantise of H above waits for GEMM1 before it triggers, so the
     // plan is complete when GEMM2 starts. With H quantised in GEMM1, GEMM2 follows GEMM1, which was
     // launched only after the plan was complete: after the permute's wait, or after the fused
-    // front's last block (FrontParams::late_trigger, with x quantised in the front).)
+    // front's last block (FrontParams::late_trigger, with x quantised in the front); so too with H
+    // quantised by GEMM2, whose CTAs read H after their PDL wait on GEMM1.)
     // (H's quantise: as the permute for GEMM1)
     f.early_weight_stages =
         options.gemm2_early_weight_stages >= 0 ? options.gemm2_early_weight_stages : options.early_weight_stages;

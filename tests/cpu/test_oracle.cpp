@@ -441,6 +441,27 @@ TEST(Oracle, GatherRowsAutoRule) {
     h.quant = fm::QuantScheme::fp8_per_tensor(true);
     EXPECT_FALSE(fm::resolve_options(h, hq_on).fused_h_quant);
   }
+  // H quantised by GEMM2 (session 40): per token / 1x128 with N <= 512, not with H quantised in
+  // GEMM1, not BF16 or per-tensor scales
+  {
+    fm::ForwardOptions hs_on, both;
+    hs_on.gemm2_quantises_h = fm::Toggle::kOn;
+    both.gemm2_quantises_h = fm::Toggle::kOn;
+    both.fused_h_quant = fm::Toggle::kOn;
+    fm::MoeProblem h = bf16("qwen235-tp8", 16);
+    EXPECT_FALSE(fm::resolve_options(h, hs_on).gemm2_quantises_h);
+    h.quant = fm::QuantScheme::fp8_per_channel();
+    EXPECT_TRUE(fm::resolve_options(h, hs_on).gemm2_quantises_h);
+    EXPECT_FALSE(fm::resolve_options(h, both).gemm2_quantises_h);  // (GEMM1 quantises it)
+    h.quant = fm::QuantScheme::fp8_per_tensor(false);
+    EXPECT_FALSE(fm::resolve_options(h, hs_on).gemm2_quantises_h);
+    h.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+    EXPECT_FALSE(fm::resolve_options(h, hs_on).gemm2_quantises_h);  // N = 192: no whole 1x128 groups
+    h.intermediate = 512;
+    EXPECT_TRUE(fm::resolve_options(h, hs_on).gemm2_quantises_h);
+    h.intermediate = 640;  // 5 K blocks
+    EXPECT_FALSE(fm::resolve_options(h, hs_on).gemm2_quantises_h);
+  }
   // Gathered rows count on the fused front: forced off, precomputed qwen30 (9.4 MB experts) permutes.
   fm::ForwardOptions separate;
   separate.fuse_front = fm::Toggle::kOff;

@@ -646,6 +646,51 @@ TEST(Forward, Fp8HQuantInGemm1) {
   EXPECT_NE(fm::explain(d).find("not applicable: dynamic per-tensor"), std::string::npos) << fm::explain(d);
 }
 
+// H quantised by GEMM2 itself (ForwardOptions::gemm2_quantises_h): each GEMM2 CTA reads its token
+// tile's bf16 rows of H and writes their e4m3 values into its activation slots. Against the
+// reference and bitwise against the separate quantiser (off): 1x128 groups with UE8M0 and f32
+// scales over 2, 3 and 4 K blocks (N = 256, 384 plain squared ReLU, 512), per-token scales over a
+// whole row (N = 192, and N = 208: a ragged last K block); the 2-CTA, dense and pair instances; 3
+// weight tiles per CTA at 40 tokens (several segments per CTA on the balanced schedule elsewhere).
+TEST(Forward, Fp8HQuantInGemm2) {
+  fm::MoeProblem f8b = small_problem(64, 4, 256, 640);
+  f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  fm::MoeProblem f8f = small_problem(32, 4, 384, 512, fm::Activation::squared_relu());
+  f8f.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  fm::MoeProblem f8g = small_problem(16, 6, 512, 384);
+  f8g.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  fm::MoeProblem f8c = small_problem(32, 6, 192, 448);
+  f8c.quant = fm::QuantScheme::fp8_per_channel();
+  fm::MoeProblem f8r = small_problem(16, 4, 208, 256);
+  f8r.quant = fm::QuantScheme::fp8_per_channel();
+  fm::ForwardOptions on, off;
+  on.gemm2_quantises_h = fm::Toggle::kOn;
+  off.gemm2_quantises_h = fm::Toggle::kOff;
+  on.fused_h_quant = off.fused_h_quant = fm::Toggle::kOff;
+  check_swapab_switch({f8b, f8f, f8g, f8c, f8r}, on, off, "H quantised in GEMM2",
+                      "H quantised in GEMM2 differs from the separate quantiser", 3);
+  on.dense_swapab = off.dense_swapab = fm::Toggle::kOn;
+  check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM2, dense", "H quantised in GEMM2 differs (dense)");
+  on.dense_swapab = off.dense_swapab = fm::Toggle::kAuto;
+  on.fp8_pair_swapab = off.fp8_pair_swapab = fm::Toggle::kOn;
+  check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM2, pairs", "H quantised in GEMM2 differs (pairs)", 3);
+  on.fp8_pair_swapab = off.fp8_pair_swapab = fm::Toggle::kAuto;
+  on.balanced_gemm2 = off.balanced_gemm2 = fm::Toggle::kOn;
+  check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM2, balanced", "H quantised in GEMM2 differs (balanced)");
+  // explain() names it; more than 4 K blocks of H: not applicable
+  fm::MoeProblem q = f8c;
+  q.num_tokens = q.max_tokens = 16;
+  fm::ForwardOptions hs;
+  hs.gemm2_quantises_h = fm::Toggle::kOn;
+  EXPECT_NE(fm::explain(q, hs).find("gemm2_quantises_h: on"), std::string::npos) << fm::explain(q, hs);
+  fm::MoeProblem wide = small_problem(16, 4, 640, 256);
+  wide.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  wide.num_tokens = wide.max_tokens = 16;
+  EXPECT_NE(fm::explain(wide, hs).find("not applicable: H has more than 4 K blocks"), std::string::npos)
+      << fm::explain(wide, hs);
+  check_forward(wide, 40, hs, "H wider than 4 K blocks: quantised apart", fm::testing::Skew::kUniform);
+}
+
 // Packed weights (MoeTensors::w1_packed / w2_packed, pack_weights): the Swap-AB GEMMs stream the
 // packed stage images; BF16 gated (silu), interleaved swiglu_oai with biases and a ragged N, a plain
 // activation with a ragged K, FP8 128x128 blocks (UE8M0) and per-channel, on the 2-CTA and the pair

@@ -240,6 +240,18 @@ struct Params {
   const float* hq_static;
   float* hq_partials;      // [rows, w_tiles]
   int* hq_counters;        // [(row0 / kTokTile) * hq_groups + g]: zero before the kernel, left zero
+  // GEMM2 (Swap-AB) quantising H itself (Fp8GroupedGemmArgs::hs_src; no separate pass between the
+  // GEMMs): at each segment the consumer warpgroup reads its token tile's bf16 rows of H, takes the
+  // per-token (kHqToken) or 1x128 (kHqGroup) absmax and scales with the quantiser's math
+  // (permute_quant.cuh), and writes the e4m3 rows into the activation slots 0 .. k_tiles - 1 as the
+  // TMA's 128-byte swizzle would (zeros past the valid rows and past N); the main loop reads K
+  // block kt from slot kt (k_tiles <= kStages, checked on the host), the ring carries weights only,
+  // and the scales come from shared memory (SharedStorage::first_tile, unused without the dynamic
+  // schedule, which this mode never runs).
+  const __nv_bfloat16* hs_src;  // [padded rows, hs_ld] bf16, or null (H's e4m3 rows through tm_act)
+  int hs_scheme;
+  int hs_ue8m0;
+  int hs_ld;                    // H's columns (GEMM2's reduction N, a multiple of 16)
 };
 
 constexpr int kHqStatic = 1, kHqToken = 2, kHqGroup = 3;
@@ -318,6 +330,65 @@ __device__ __forceinline__ void quantise_h_tile(const Params& p, const __nv_bflo
     const uint4 raw[2] = {__ldcg(reinterpret_cast<const uint4*>(src)), __ldcg(reinterpret_cast<const uint4*>(src + 8))};
     *reinterpret_cast<uint4*>(p.hq_out + int64_t(row0 + t) * ld + c) = quantize_unit<__nv_bfloat16>(raw, s_inv[t]);
   }
+}
+
+// GEMM2 quantising H itself (Params::hs_src): the token tile's rows [row0, row0 + rows_valid) of
+// bf16 H into the activation slots (K block kt in slot kt, kTokTile x 128 e4m3 each, 128-byte
+// swizzle: 16-byte chunk c of row r at r * 128 + ((c ^ (r & 7)) << 4) from the slot's 1024-aligned
+// base) and their scales into hs_s (scale of row r, group g at g * kTokTile + r; per token: g = 0),
+// hs_inv the reciprocals. The 128 consumer threads call it together, after the PDL wait.
+template <int kTokTile>
+__device__ __forceinline__ void hs_fill(const Params& p, uint8_t* act, float* hs_s, float* hs_inv, int row0,
+                                        int rows_valid, int tid) {
+  using pq_detail::fp8_scale_from_amax;
+  using pq_detail::quantize_unit;
+  using pq_detail::rcp_rn;
+  using pq_detail::unit_amax;
+  const int n_units = p.hs_ld / 16;  // 16-element units of a row of H
+  const bool group = p.hs_scheme == kHqGroup;
+  const int groups = group ? p.k_tiles : 1;
+  uint32_t* amax = reinterpret_cast<uint32_t*>(hs_s);
+  constexpr int kBar = sm90_grouped::SwapStage<kTokTile, 64>::kBarrier;  // the consumer warpgroup's
+  cutlass::arch::NamedBarrier::sync(128, kBar);  // the previous segment's reads of the slots are done
+  for (int i = tid; i < kTokTile * groups; i += 128) amax[i] = 0u;
+  cutlass::arch::NamedBarrier::sync(128, kBar);
+  auto load_unit = [&](int r, int u, uint4 (&raw)[2]) {
+    const uint4* src = reinterpret_cast<const uint4*>(p.hs_src + int64_t(row0 + r) * p.hs_ld + u * 16);
+    raw[0] = src[0];  // (plain loads: the second pass below hits L1)
+    raw[1] = src[1];
+  };
+  // absmax of each (row, group): non-negative, never NaN (unit_amax's fmaxf drops NaN), so the
+  // order-free integer max of the bits is the quantiser's max
+  const int total = rows_valid * n_units;
+#pragma unroll 4
+  for (int i = tid; i < total; i += 128) {
+    const int r = i / n_units, u = i - r * n_units;
+    uint4 raw[2];
+    load_unit(r, u, raw);
+    atomicMax(&amax[(group ? u >> 3 : 0) * kTokTile + r], __float_as_uint(unit_amax<__nv_bfloat16>(raw)));
+  }
+  cutlass::arch::NamedBarrier::sync(128, kBar);
+  for (int i = tid; i < kTokTile * groups; i += 128) {
+    const float s = fp8_scale_from_amax(__uint_as_float(amax[i]), p.hs_ue8m0 != 0);
+    hs_s[i] = s;
+    hs_inv[i] = rcp_rn(s);
+  }
+  cutlass::arch::NamedBarrier::sync(128, kBar);
+  const int units_row = p.k_tiles * 8;  // 8 units per K block of 128
+#pragma unroll 4
+  for (int i = tid; i < kTokTile * units_row; i += 128) {
+    const int r = i / units_row, u = i - r * units_row;
+    uint4 q = make_uint4(0, 0, 0, 0);
+    if (r < rows_valid && u < n_units) {
+      uint4 raw[2];
+      load_unit(r, u, raw);
+      q = quantize_unit<__nv_bfloat16>(raw, hs_inv[(group ? u >> 3 : 0) * kTokTile + r]);
+    }
+    const int kt = u >> 3, c = u & 7;
+    *reinterpret_cast<uint4*>(act + kt * (kTokTile * 128) + r * 128 + ((c ^ (r & 7)) << 4)) = q;
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // (read by the tensor core)
+  cutlass::arch::NamedBarrier::sync(128, kBar);
 }
 
 // A UE8M0 scale byte as a float: 2^(b - 127) (b = 0: 2^-127, a float denormal).
@@ -491,7 +562,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         // activations once the predecessor is done
         const grouped_schedule::Segment s0 = dyn ? dp.cur : ss.seg[0];
         if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
-        const int boxes0 = act_boxes(s0);
+        const int boxes0 = p.hs_src != nullptr ? 0 : act_boxes(s0);  // (H quantised here: weights only)
         const int steps = kt_end - kt_begin;
         skip = min(p.early_stages, p.early_span ? steps * ((s0.we - s0.wb + Cfg::kWTiles - 1) / Cfg::kWTiles) : steps);
         for (int i = 0; i < skip; ++i) {
@@ -502,15 +573,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
         pdl_wait();
         sm90_grouped::gemm_stamp(p.trace, 2);
-        for (int i = 0; i < skip; ++i)
-          load_act(i, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
+        if (boxes0 > 0)
+          for (int i = 0; i < skip; ++i)
+            load_act(i, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
       } else {
         sm90_grouped::gemm_stamp(p.trace, 2);
       }
       // Every stage of segment sg; with `queued`, its queue entry goes out with its first stage.
       auto issue = [&](const grouped_schedule::Segment& sg, bool queued) {
        const int row0 = sg.poff + sg.local0;  // padded row of the token tile
-       const int boxes = act_boxes(sg);
+       const int boxes = p.hs_src != nullptr ? 0 : act_boxes(sg);  // (H quantised here: weights only)
        bool first = true;
        for (int w = sg.wb; w < sg.we; w += Cfg::kWTiles) {
         const int halves = min(Cfg::kWTiles, sg.we - w);  // (a pair's second tile may be past the segment)
@@ -529,7 +601,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           if (queued && first) ss.seg_q[qn % grouped_schedule::kDynQueue] = sg;
           first = false;
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
-          load_act(stage, k0, row0, boxes);
+          if (boxes > 0) load_act(stage, k0, row0, boxes);
           for (int h = 0; h < halves; ++h) load_weights(stage, sg.e, w + h, k0, h);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
@@ -625,7 +697,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      const float* sw_e = p.w_scale + int64_t(e) * p.w_scale_e_stride;
      // the epilogue's "row" scales (block scales were applied in the main loop: 1)
      auto sw_at = [&](int j) { return p.block_scales ? 1.f : __ldg(sw_e + j * p.w_scale_row_mul); };
-     auto sa_at = [&](int r) { return p.block_scales ? 1.f : __ldcg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul); };
+     // H quantised here (Params::hs_src): the token tile's e4m3 rows into the activation slots and
+     // their scales into shared memory (SharedStorage::first_tile: no dynamic schedule then)
+     const bool hs = p.hs_src != nullptr;
+     float* hs_s = reinterpret_cast<float*>(ss.first_tile);
+     if constexpr (Cfg::kSwapAB) {
+       if (hs)
+         hs_fill<Cfg::kTokTile>(p, reinterpret_cast<uint8_t*>(ss.act.begin()), hs_s, hs_s + Cfg::kStages * Cfg::kTokTile,
+                                row0, rows_valid, tid);
+     }
+     auto sa_at = [&](int r) {
+       return p.block_scales ? 1.f : hs ? hs_s[r] : __ldcg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul);
+     };
      // Normal: accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: token row +8*v1, column
      // 2*(lane%4)+v0+8*j. A thread's two token rows are the same in every weight tile of the token
      // tile: their activation scales once per segment. (Swap-AB reads its tokens' scales below.)
@@ -737,7 +820,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               sa_k[q] = o >= 0 ? v : 0.f;
             } else {
               const int tq = tok_of(q);
-              const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+              const float v = hs ? hs_s[kt * Cfg::kTokTile + tq]
+                                 : p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
               sa_k[q] = tq < rows_valid ? v : 0.f;
             }
           }
@@ -751,13 +835,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           }
         };
         // P (one stage's 4 WGMMAs, from zero) of the current stage, committed as one batch
-        auto issue_stage = [&](Frag& P) {
+        auto issue_stage = [&](Frag& P, int bslot) {
           warpgroup_fence_operand(P);
           warpgroup_arrive();
           tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
           CUTE_UNROLL
           for (int kb = 0; kb < kKBlocks; ++kb) {
-            cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), P);
+            cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, bslot), P);
             tiled_mma.accumulate_ = GMMA::ScaleOut::One;
           }
           warpgroup_commit_batch();
@@ -786,7 +870,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           if (p.block_scales) load_scales(kt, sa_k, sw_g, sw_u);
           Barrier::wait(&ss.full[stage], phase);
           if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) sm90_grouped::gemm_stamp(p.trace, 3);
-          issue_stage(cur);
+          issue_stage(cur, hs ? kt : stage);
           if (has_prev) {
             warpgroup_wait<1>();
             warpgroup_fence_operand(prev);
@@ -842,7 +926,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               sa_k[q] = o >= 0 ? v : 0.f;
             } else {
               const int tq = tok_of(q);
-              const float v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+              const float v = hs ? hs_s[kt * Cfg::kTokTile + tq]
+                                 : p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
               sa_k[q] = tq < rows_valid ? v : 0.f;
             }
           }
@@ -871,7 +956,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
         CUTE_UNROLL
         for (int kb = 0; kb < kKBlocks; ++kb) {
-          cute::gemm(tiled_mma, tCrA(_, _, kb, stage * Cfg::kWTiles), tCrB(_, _, kb, stage), part);
+          cute::gemm(tiled_mma, tCrA(_, _, kb, stage * Cfg::kWTiles), tCrB(_, _, kb, hs ? kt : stage), part);
           tiled_mma.accumulate_ = GMMA::ScaleOut::One;
         }
         if constexpr (Cfg::kWTiles == 2) {
@@ -880,7 +965,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
           CUTE_UNROLL
           for (int kb = 0; kb < kKBlocks; ++kb) {
-            cute::gemm(tiled_mma, tCrA(_, _, kb, stage * 2 + 1), tCrB(_, _, kb, stage), part_b);
+            cute::gemm(tiled_mma, tCrA(_, _, kb, stage * 2 + 1), tCrB(_, _, kb, hs ? kt : stage), part_b);
             tiled_mma.accumulate_ = GMMA::ScaleOut::One;
           }
         }
@@ -1300,11 +1385,19 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     p.hq_partials = a.hq_partials;
     p.hq_counters = a.hq_counters;
   }
+  if (a.hs_src != nullptr) {  // GEMM2 quantising H itself (checked: Swap-AB GEMM2, per token / 1x128)
+    if (!Cfg::kSwapAB || !gemm2 || p.k_tiles > Cfg::kStages || 2 * Cfg::kStages * Cfg::kTokTile > 8 * Cfg::kThreads + 1)
+      return cudaErrorInvalidValue;
+    p.hs_src = static_cast<const __nv_bfloat16*>(a.hs_src);
+    p.hs_scheme = a.hs_act == ActQuant::kPerToken ? kHqToken : kHqGroup;
+    p.hs_ue8m0 = a.hs_ue8m0 ? 1 : 0;
+    p.hs_ld = red;
+  }
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
   const bool balanced_ok = Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads;
   // (token-order block scales: the static ranges only, whose segments are known at the CTA's start)
-  const bool use_queue = a.queue != nullptr && a.a_scale_row_token == nullptr;
+  const bool use_queue = a.queue != nullptr && a.a_scale_row_token == nullptr && a.hs_src == nullptr;
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
       balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
       use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages * Cfg::kWTiles);

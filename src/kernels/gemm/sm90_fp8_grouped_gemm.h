@@ -72,6 +72,15 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
   const float* hq_static = nullptr;
   float* hq_partials = nullptr;
   int* hq_counters = nullptr;
+  // GEMM2 on the Swap-AB family only: H quantised by GEMM2 itself instead of a separate pass (no
+  // launch and no e4m3 copy of H between the GEMMs). hs_src: GEMM1's bf16 H [padded rows, n]
+  // (16-byte aligned); each CTA quantises its token tile's rows with the quantiser's math, per token
+  // (hs_act kPerToken: row scales, a_scale_per_token, no block scales) or in 1x128 groups (kGroup128:
+  // block_scales), UE8M0 scales with hs_ue8m0. Needs ceil(n / 128) <= 4 (the activation slots of
+  // the instance with the fewest stages; fp8_gemm2_quantises_h). `a` and `a_scale` are then unused.
+  const void* hs_src = nullptr;
+  ActQuant hs_act = ActQuant::kNone;
+  bool hs_ue8m0 = false;
   // (GroupedGemmArgs::balanced / rows_hint: the balanced schedule; with a_scale_row_token the static
   // ranges only: a queue is then ignored and the forced schedule runs static)
 };
@@ -144,6 +153,10 @@ cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& args, bool gem
 // H quantised in GEMM1's epilogue (Fp8GroupedGemmArgs::hq_act): the launch takes it on the Swap-AB
 // family (token tile <= 64) for static, per-token and 1x128 (n % 128 == 0) activation scales.
 bool fp8_gemm1_quantises_h(ActQuant act, int tokens_tile, int n);
+// Whether the FP8 Swap-AB GEMM2 can quantise H itself (Fp8GroupedGemmArgs::hs_src): per-token or
+// 1x128 scales (n % 128 == 0), n % 16 == 0, at most 4 K blocks of 128 (kFp8HsMaxKTiles).
+constexpr int kFp8HsMaxKTiles = 4;
+bool fp8_gemm2_quantises_h(ActQuant act, int n);
 // Sizes of its scratch for max_rows rows of H: partial absmax floats, and counter words (at the
 // smallest Swap-AB token tile, 8).
 int64_t fp8_hq_partials_floats(int64_t max_rows, int n, bool gated);

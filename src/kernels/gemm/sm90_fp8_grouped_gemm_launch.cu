@@ -140,6 +140,12 @@ cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& a, bool gemm2)
     if (a.hq_act == ActQuant::kGroup128 && a.hq_scale_stride < a.max_rows) return cudaErrorInvalidValue;
     if (!a.hq_out || !aligned(a.hq_out, 16)) return cudaErrorInvalidValue;
   }
+  // H quantised by GEMM2: Swap-AB GEMM2, per token (row scales) or 1x128 (block scales)
+  if (a.hs_src != nullptr) {
+    if (!gemm2 || !swap || !fp8_gemm2_quantises_h(a.hs_act, a.n) || !aligned(a.hs_src, 16)) return cudaErrorInvalidValue;
+    if (a.hs_act == ActQuant::kPerToken ? (a.block_scales || !a.a_scale_per_token) : !a.block_scales)
+      return cudaErrorInvalidValue;
+  }
   if (a.max_rows == 0) return cudaSuccess;
   if (a.a_scale_row_token != nullptr && !a.offsets) return cudaErrorInvalidValue;
   // token-order scales: token * stride in 32 bits (tokens <= rows)
@@ -158,6 +164,11 @@ cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& a, bool gemm2)
 bool fp8_gemm1_quantises_h(ActQuant act, int tokens_tile, int n) {
   if (tokens_tile <= 0 || tokens_tile > 64 || n % 16 != 0) return false;
   return act == ActQuant::kPerTensorStatic || act == ActQuant::kPerToken || (act == ActQuant::kGroup128 && n % 128 == 0);
+}
+
+bool fp8_gemm2_quantises_h(ActQuant act, int n) {
+  if (n <= 0 || n % 16 != 0 || (n + 127) / 128 > kFp8HsMaxKTiles) return false;
+  return act == ActQuant::kPerToken || (act == ActQuant::kGroup128 && n % 128 == 0);
 }
 
 int64_t fp8_hq_partials_floats(int64_t max_rows, int n, bool gated) {
