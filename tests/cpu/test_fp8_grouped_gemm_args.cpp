@@ -152,6 +152,47 @@ TEST(Fp8GroupedGemmArgs, BlockScalesRowOrTokenOrder) {
   EXPECT_EQ(fk::check_fp8_grouped_gemm_args(u, false), cudaErrorInvalidValue) << "token offsets past 32 bits";
 }
 
+// GEMM2 quantising H itself (hs_src, session 40): Swap-AB GEMM2 only, per token with row scales or
+// 1x128 with block scales, at most 4 K blocks of H (n <= 512), a 16-byte aligned source.
+TEST(Fp8GroupedGemmArgs, Gemm2QuantisingHChecksItsShape) {
+  auto hs_args = [](fusedmoe::ActQuant act) {
+    Fp8GroupedGemmArgs a = valid_args();
+    a.family = TileFamily::kSwapAB;
+    a.tokens_tile = 16;
+    a.hs_src = fake(0x90000);
+    a.hs_act = act;
+    a.block_scales = act == fusedmoe::ActQuant::kGroup128;
+    a.a_scale_stride = a.max_rows;
+    a.a_scale_per_token = act == fusedmoe::ActQuant::kPerToken;
+    return a;
+  };
+  using fusedmoe::ActQuant;
+  using fusedmoe::kernels::check_fp8_grouped_gemm_args;
+  for (ActQuant act : {ActQuant::kPerToken, ActQuant::kGroup128}) {
+    EXPECT_EQ(check_fp8_grouped_gemm_args(hs_args(act), true), cudaSuccess);
+    Fp8GroupedGemmArgs a = hs_args(act);
+    a.n = 512;  // 4 K blocks: the most
+    EXPECT_EQ(check_fp8_grouped_gemm_args(a, true), cudaSuccess);
+    a.n = 640;  // 5
+    EXPECT_EQ(check_fp8_grouped_gemm_args(a, true), cudaErrorInvalidValue);
+    EXPECT_EQ(check_fp8_grouped_gemm_args(hs_args(act), false), cudaErrorInvalidValue);  // GEMM1
+    a = hs_args(act);
+    a.family = TileFamily::kNormal;
+    a.tokens_tile = 128;
+    EXPECT_EQ(check_fp8_grouped_gemm_args(a, true), cudaErrorInvalidValue);
+    a = hs_args(act);
+    a.hs_src = fake(0x90008);  // not 16-byte aligned
+    EXPECT_EQ(check_fp8_grouped_gemm_args(a, true), cudaErrorInvalidValue);
+  }
+  Fp8GroupedGemmArgs a = hs_args(ActQuant::kPerToken);
+  a.a_scale_per_token = false;  // per-token H needs per-token scales in the epilogue
+  EXPECT_EQ(check_fp8_grouped_gemm_args(a, true), cudaErrorInvalidValue);
+  a = hs_args(ActQuant::kGroup128);
+  a.n = 192;  // no whole 1x128 groups
+  EXPECT_EQ(check_fp8_grouped_gemm_args(a, true), cudaErrorInvalidValue);
+  EXPECT_EQ(check_fp8_grouped_gemm_args(hs_args(ActQuant::kPerTensorStatic), true), cudaErrorInvalidValue);
+}
+
 TEST(Fp8GroupedGemmArgs, NoRowsIsANoOpWithoutTouchingTheDevice) {
   Fp8GroupedGemmArgs a = valid_args();
   a.max_rows = 0;
@@ -166,13 +207,15 @@ TEST(Fp8GroupedGemmArgs, NoRowsIsANoOpWithoutTouchingTheDevice) {
 TEST(Fp8GroupedGemmArgs, InstanceNamesSpellTheConfig) {
   int n = 0;
   const char* const* names = fusedmoe::kernels::fp8_grouped_gemm_instance_names(&n);
-  ASSERT_EQ(n, 50);  // normal + Swap-AB 8/16/32, gated + plain each; Swap-AB also with the balanced schedules; dense Swap-AB; nodefer
+  ASSERT_EQ(n, 68);  // normal + Swap-AB 8/16/32, gated + plain each; Swap-AB also with the balanced schedules; dense Swap-AB; defer; pairs; _hs
   EXPECT_STREQ(names[0], "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated");
   EXPECT_STREQ(names[1], "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row");
   EXPECT_STREQ(names[2], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gated");
   EXPECT_STREQ(names[7], "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row");
   EXPECT_STREQ(names[13], "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced");
   EXPECT_STREQ(names[27], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_defer");
+  EXPECT_STREQ(names[50], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_hs");
+  EXPECT_STREQ(names[67], "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row_balanced_hs");
 }
 
 }  // namespace

@@ -240,18 +240,16 @@ struct Params {
   const float* hq_static;
   float* hq_partials;      // [rows, w_tiles]
   int* hq_counters;        // [(row0 / kTokTile) * hq_groups + g]: zero before the kernel, left zero
-  // GEMM2 (Swap-AB) quantising H itself (Fp8GroupedGemmArgs::hs_src; no separate pass between the
-  // GEMMs): at each segment the consumer warpgroup reads its token tile's bf16 rows of H, takes the
-  // per-token (kHqToken) or 1x128 (kHqGroup) absmax and scales with the quantiser's math
-  // (permute_quant.cuh), and writes the e4m3 rows into the activation slots 0 .. k_tiles - 1 as the
-  // TMA's 128-byte swizzle would (zeros past the valid rows and past N); the main loop reads K
-  // block kt from slot kt (k_tiles <= kStages, checked on the host), the ring carries weights only,
-  // and the scales come from shared memory (SharedStorage::first_tile, unused without the dynamic
-  // schedule, which this mode never runs).
-  const __nv_bfloat16* hs_src;  // [padded rows, hs_ld] bf16, or null (H's e4m3 rows through tm_act)
-  int hs_scheme;
-  int hs_ue8m0;
-  int hs_ld;                    // H's columns (GEMM2's reduction N, a multiple of 16)
+  // GEMM2 (Swap-AB) quantising H itself (the kernel's kHs instances, Fp8GroupedGemmArgs::hs_src; no
+  // separate pass between the GEMMs) reuses the fields above, which only GEMM1 has otherwise (so
+  // that the struct, and every other kernel's code, stays as it was): hq_out = GEMM1's bf16 H
+  // [padded rows, N], hq_scale_stride = N, hq_scheme = kHqToken / kHqGroup, hq_ue8m0. At each segment the consumer
+  // warpgroup reads its token tile's rows of H, takes the per-token or 1x128 absmax and scales with
+  // the quantiser's math (permute_quant.cuh), and writes the e4m3 rows into the activation slots
+  // 0 .. k_tiles - 1 as the TMA's 128-byte swizzle would (zeros past the valid rows and past N);
+  // the main loop reads K block kt from slot kt (k_tiles <= kStages, checked on the host), the ring
+  // carries weights only, and the scales come from shared memory (SharedStorage::first_tile, unused
+  // without the dynamic schedule, which these instances never run).
 };
 
 constexpr int kHqStatic = 1, kHqToken = 2, kHqGroup = 3;
@@ -332,7 +330,7 @@ __device__ __forceinline__ void quantise_h_tile(const Params& p, const __nv_bflo
   }
 }
 
-// GEMM2 quantising H itself (Params::hs_src): the token tile's rows [row0, row0 + rows_valid) of
+// GEMM2 quantising H itself (the kHs instances; Params' hq fields): the token tile's rows [row0, row0 + rows_valid) of
 // bf16 H into the activation slots (K block kt in slot kt, kTokTile x 128 e4m3 each, 128-byte
 // swizzle: 16-byte chunk c of row r at r * 128 + ((c ^ (r & 7)) << 4) from the slot's 1024-aligned
 // base) and their scales into hs_s (scale of row r, group g at g * kTokTile + r; per token: g = 0),
@@ -344,8 +342,10 @@ __device__ __forceinline__ void hs_fill(const Params& p, uint8_t* act, float* hs
   using pq_detail::quantize_unit;
   using pq_detail::rcp_rn;
   using pq_detail::unit_amax;
-  const int n_units = p.hs_ld / 16;  // 16-element units of a row of H
-  const bool group = p.hs_scheme == kHqGroup;
+  const __nv_bfloat16* h = reinterpret_cast<const __nv_bfloat16*>(p.hq_out);  // [padded rows, N]
+  const int ld = int(p.hq_scale_stride);  // N
+  const int n_units = ld / 16;  // 16-element units of a row of H
+  const bool group = p.hq_scheme == kHqGroup;
   const int groups = group ? p.k_tiles : 1;
   uint32_t* amax = reinterpret_cast<uint32_t*>(hs_s);
   constexpr int kBar = sm90_grouped::SwapStage<kTokTile, 64>::kBarrier;  // the consumer warpgroup's
@@ -353,7 +353,7 @@ __device__ __forceinline__ void hs_fill(const Params& p, uint8_t* act, float* hs
   for (int i = tid; i < kTokTile * groups; i += 128) amax[i] = 0u;
   cutlass::arch::NamedBarrier::sync(128, kBar);
   auto load_unit = [&](int r, int u, uint4 (&raw)[2]) {
-    const uint4* src = reinterpret_cast<const uint4*>(p.hs_src + int64_t(row0 + r) * p.hs_ld + u * 16);
+    const uint4* src = reinterpret_cast<const uint4*>(h + int64_t(row0 + r) * ld + u * 16);
     raw[0] = src[0];  // (plain loads: the second pass below hits L1)
     raw[1] = src[1];
   };
@@ -369,7 +369,7 @@ __device__ __forceinline__ void hs_fill(const Params& p, uint8_t* act, float* hs
   }
   cutlass::arch::NamedBarrier::sync(128, kBar);
   for (int i = tid; i < kTokTile * groups; i += 128) {
-    const float s = fp8_scale_from_amax(__uint_as_float(amax[i]), p.hs_ue8m0 != 0);
+    const float s = fp8_scale_from_amax(__uint_as_float(amax[i]), p.hq_ue8m0 != 0);
     hs_s[i] = s;
     hs_inv[i] = rcp_rn(s);
   }
@@ -402,7 +402,9 @@ __device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
 // layers at 16-64 tokens, up to 14 % slower at 256 where rings are short, see docs/design.md); the
 // 2-CTA Swap-AB instances are also compiled with it (registered as "..._defer"), launched with
 // FUSEDMOE_FP8_DEFER=1.
-template <class Cfg, bool kGated, bool kBalanced, bool kDefer = false>
+// kHs: GEMM2 quantising H itself (Params' hq fields; Swap-AB, plain, not deferred): its own
+// instances, so that the others' code is what it was without it.
+template <class Cfg, bool kGated, bool kBalanced, bool kDefer = false, bool kHs = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     sm90_fp8_grouped_gemm_kernel(const __grid_constant__ CUtensorMap tm_act,
                                  const __grid_constant__ CUtensorMap tm_w, const Params p) {
@@ -411,6 +413,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   constexpr int kStages = Cfg::kStages;
   static_assert(!kDefer || Cfg::kWTiles == 1, "the deferred promotion has no weight-tile pairs");
+  static_assert(!kHs || (Cfg::kSwapAB && !kGated && !kDefer), "H quantised by the plain Swap-AB GEMM2 only");
 
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_base = cute::cast_smem_ptr_to_uint(smem_raw);
@@ -562,7 +565,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         // activations once the predecessor is done
         const grouped_schedule::Segment s0 = dyn ? dp.cur : ss.seg[0];
         if (dyn) ss.seg_q[0] = s0;  // (before the first full barrier's arrive)
-        const int boxes0 = p.hs_src != nullptr ? 0 : act_boxes(s0);  // (H quantised here: weights only)
+        const int boxes0 = kHs ? 0 : act_boxes(s0);  // (H quantised here: weights only)
         const int steps = kt_end - kt_begin;
         skip = min(p.early_stages, p.early_span ? steps * ((s0.we - s0.wb + Cfg::kWTiles - 1) / Cfg::kWTiles) : steps);
         for (int i = 0; i < skip; ++i) {
@@ -573,16 +576,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
         pdl_wait();
         sm90_grouped::gemm_stamp(p.trace, 2);
-        if (boxes0 > 0)
-          for (int i = 0; i < skip; ++i)
-            load_act(i, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
+        for (int i = 0; i < skip; ++i)  // (kHs: no boxes)
+          load_act(i, (kt_begin + i % steps) * Cfg::kTileK, s0.poff + s0.local0, boxes0);
       } else {
         sm90_grouped::gemm_stamp(p.trace, 2);
       }
       // Every stage of segment sg; with `queued`, its queue entry goes out with its first stage.
       auto issue = [&](const grouped_schedule::Segment& sg, bool queued) {
        const int row0 = sg.poff + sg.local0;  // padded row of the token tile
-       const int boxes = p.hs_src != nullptr ? 0 : act_boxes(sg);  // (H quantised here: weights only)
+       const int boxes = kHs ? 0 : act_boxes(sg);  // (H quantised here: weights only)
        bool first = true;
        for (int w = sg.wb; w < sg.we; w += Cfg::kWTiles) {
         const int halves = min(Cfg::kWTiles, sg.we - w);  // (a pair's second tile may be past the segment)
@@ -601,7 +603,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           if (queued && first) ss.seg_q[qn % grouped_schedule::kDynQueue] = sg;
           first = false;
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
-          if (boxes > 0) load_act(stage, k0, row0, boxes);
+          load_act(stage, k0, row0, boxes);  // (kHs: no boxes)
           for (int h = 0; h < halves; ++h) load_weights(stage, sg.e, w + h, k0, h);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
@@ -697,17 +699,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      const float* sw_e = p.w_scale + int64_t(e) * p.w_scale_e_stride;
      // the epilogue's "row" scales (block scales were applied in the main loop: 1)
      auto sw_at = [&](int j) { return p.block_scales ? 1.f : __ldg(sw_e + j * p.w_scale_row_mul); };
-     // H quantised here (Params::hs_src): the token tile's e4m3 rows into the activation slots and
+     // H quantised here (kHs; Params' hq fields): the token tile's e4m3 rows into the activation slots and
      // their scales into shared memory (SharedStorage::first_tile: no dynamic schedule then)
-     const bool hs = p.hs_src != nullptr;
+     constexpr bool hs = kHs;
      float* hs_s = reinterpret_cast<float*>(ss.first_tile);
-     if constexpr (Cfg::kSwapAB) {
-       if (hs)
-         hs_fill<Cfg::kTokTile>(p, reinterpret_cast<uint8_t*>(ss.act.begin()), hs_s, hs_s + Cfg::kStages * Cfg::kTokTile,
+     if constexpr (hs) {
+       hs_fill<Cfg::kTokTile>(p, reinterpret_cast<uint8_t*>(ss.act.begin()), hs_s, hs_s + Cfg::kStages * Cfg::kTokTile,
                                 row0, rows_valid, tid);
      }
+     // (if constexpr: without kHs, hs_s is not odr-used and these lambdas are what they were)
      auto sa_at = [&](int r) {
-       return p.block_scales ? 1.f : hs ? hs_s[r] : __ldcg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul);
+       if constexpr (hs) return p.block_scales ? 1.f : hs_s[r];
+       else return p.block_scales ? 1.f : __ldcg(p.a_scale + int64_t(row0 + r) * p.a_scale_row_mul);
      };
      // Normal: accum values (v0, v1, j) at index v0 + 2*v1 + 4*j: token row +8*v1, column
      // 2*(lane%4)+v0+8*j. A thread's two token rows are the same in every weight tile of the token
@@ -820,8 +823,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               sa_k[q] = o >= 0 ? v : 0.f;
             } else {
               const int tq = tok_of(q);
-              const float v = hs ? hs_s[kt * Cfg::kTokTile + tq]
-                                 : p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+              float v;
+              if constexpr (hs) v = hs_s[kt * Cfg::kTokTile + tq];
+              else v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
               sa_k[q] = tq < rows_valid ? v : 0.f;
             }
           }
@@ -926,8 +930,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               sa_k[q] = o >= 0 ? v : 0.f;
             } else {
               const int tq = tok_of(q);
-              const float v = hs ? hs_s[kt * Cfg::kTokTile + tq]
-                                 : p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+              float v;
+              if constexpr (hs) v = hs_s[kt * Cfg::kTokTile + tq];
+              else v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
               sa_k[q] = tq < rows_valid ? v : 0.f;
             }
           }
@@ -1048,7 +1053,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             });
           }
           stage.flush(out, out_row0, ld, wt * 32, p.out_cols, rows_valid, tid);
-          if (p.hq_scheme != 0)
+          if (!kHs && p.hq_scheme != 0)
             quantise_h_tile<Cfg::kTokTile, 32, decltype(stage)::kLd>(p, ss.stage_out, ss.hq_inv, &ss.hq_last, wt,
                                                                      int(out_row0), rows_valid, tid);
         } else {
@@ -1074,7 +1079,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             }
           });
           stage.flush(out, out_row0, ld, wt * 64, p.out_cols, rows_valid, tid);
-          if (p.hq_scheme != 0)
+          if (!kHs && p.hq_scheme != 0)
             quantise_h_tile<Cfg::kTokTile, 64, decltype(stage)::kLd>(p, ss.stage_out, ss.hq_inv, &ss.hq_last, wt,
                                                                      int(out_row0), rows_valid, tid);
         }
@@ -1316,7 +1321,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // steps of 64)
   constexpr int kSmem = smem_bytes<Cfg>();
   static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
-  static std::atomic<uint64_t> optin_done[8] = {};  // per instance: [gated + 2 * balanced + 4 * !defer]
+  static std::atomic<uint64_t> optin_done[10] = {};  // per instance: [gated + 2 * balanced + 4 * defer], 8 + balanced: kHs
   // (split-K launches run the raster: the occupancy query asks about the raster-only kernel)
   const void* kernel_fn = gated ? reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>)
                                 : reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>);
@@ -1385,13 +1390,14 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     p.hq_partials = a.hq_partials;
     p.hq_counters = a.hq_counters;
   }
-  if (a.hs_src != nullptr) {  // GEMM2 quantising H itself (checked: Swap-AB GEMM2, per token / 1x128)
+  const bool hs = a.hs_src != nullptr;  // GEMM2 quantising H itself (checked: Swap-AB GEMM2, per token / 1x128)
+  if (hs) {  // (the kHs instances read these GEMM1-only fields so: see Params)
     if (!Cfg::kSwapAB || !gemm2 || p.k_tiles > Cfg::kStages || 2 * Cfg::kStages * Cfg::kTokTile > 8 * Cfg::kThreads + 1)
       return cudaErrorInvalidValue;
-    p.hs_src = static_cast<const __nv_bfloat16*>(a.hs_src);
-    p.hs_scheme = a.hs_act == ActQuant::kPerToken ? kHqToken : kHqGroup;
-    p.hs_ue8m0 = a.hs_ue8m0 ? 1 : 0;
-    p.hs_ld = red;
+    p.hq_out = static_cast<uint8_t*>(const_cast<void*>(a.hs_src));
+    p.hq_scheme = a.hs_act == ActQuant::kPerToken ? kHqToken : kHqGroup;
+    p.hq_ue8m0 = a.hs_ue8m0 ? 1 : 0;
+    p.hq_scale_stride = red;
   }
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
@@ -1439,7 +1445,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
 
   // the kDefer kernels (2-CTA Swap-AB instances) with FUSEDMOE_FP8_DEFER=1
   static const int defer_env = env_int("FUSEDMOE_FP8_DEFER").value_or(0);
-  const bool defer = Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1 && defer_env == 1;
+  const bool defer = Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1 && defer_env == 1 && !hs;
   auto launch = [&](auto kernel, int instance) -> cudaError_t {
     if (defer) instance += 4;
     const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[instance]);
@@ -1447,6 +1453,15 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     return launch_chain_clustered(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream,
                                   unsigned(p.k_splits), tm_act, tm_w, p);
   };
+  // H quantised by GEMM2: its own instances (plain, not deferred)
+  if (hs) {
+    if constexpr (Cfg::kSwapAB) {
+      return sched.kind != 0 ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, false, true>, 9)
+                             : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false, true>, 8);
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  }
   // the raster runs the raster-only kernel (the normal family has no other)
   if (sched.kind != 0) {
     if constexpr (Cfg::kSwapAB) {
@@ -1493,6 +1508,12 @@ void append_config_instances(KernelList* out) {
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true>)});
     out->push_back({"grouped_gemm_fp8", name + "_balanced",
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true>)});
+  }
+  if constexpr (Cfg::kSwapAB) {  // H quantised by GEMM2 (the kernel's kHs)
+    out->push_back({"grouped_gemm_fp8", name + "_hs",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false, true>)});
+    out->push_back({"grouped_gemm_fp8", name + "_balanced_hs",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, false, true>)});
   }
   if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {  // FUSEDMOE_FP8_DEFER=1 (see the kernel's kDefer)
     out->push_back({"grouped_gemm_fp8", name + "_defer_gated",

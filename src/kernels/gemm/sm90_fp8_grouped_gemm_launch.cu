@@ -81,6 +81,25 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row",
     "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row_balanced_gated",
     "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row_balanced",
+    // GEMM2 quantising H itself (Fp8GroupedGemmArgs::hs_src, the kernel's kHs), every Swap-AB config
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_balanced_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s5_c4_row_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s5_c4_row_balanced_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s4_c4_row_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s4_c4_row_balanced_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s5_c3_row_balanced_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x8x128_s6_row_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x8x128_s6_row_balanced_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x16x128_s5_row_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x16x128_s5_row_balanced_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row_balanced_hs",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 
