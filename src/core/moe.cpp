@@ -198,16 +198,22 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
     if (why && o.fused_h_quant != Toggle::kOff && !hq_ok)
       *why << "    (not applicable: dynamic per-tensor scales need all of H first, or 1x128 groups with N % 128 != 0)\n";
     // GEMM2 quantising H itself (each CTA its token tile's rows; no cross-CTA step, no pass between
-    // the GEMMs). Not yet measured faster: forced only.
+    // the GEMMs). H200, session 40 (call 3, two runs, the four FP8 cases it applies to at 1 / 16 / 64
+    // / 256 tokens, forced on vs the separate pass): 0.5-11.8 % faster at 14 of 16 points, level at
+    // the other two (qwen235-tp8-fp8c at 16 tokens 73.1 vs 73.1 µs; dsv4f-tp4-fp8b at 1 token 38.4 ->
+    // 33.9, qwen235-tp4-fp8b at 256 233.6 -> 221.9). Auto: on up to 256 tokens (measured there).
     const bool hs_ok = kernels::fp8_gemm2_quantises_h(p.quant.act, static_cast<int>(p.intermediate));
     if (p.quant.act == ActQuant::kPerToken || p.quant.act == ActQuant::kGroup128) {
-      r.gemm2_quantises_h = pick("gemm2_quantises_h", o.gemm2_quantises_h, false,
-                                 "auto: off (GEMM2 quantising its token tiles' rows of H: not yet measured faster)") &&
+      r.gemm2_quantises_h = pick("gemm2_quantises_h", o.gemm2_quantises_h, decode,
+                                 decode ? "auto: on up to 256 tokens where GEMM2 runs Swap-AB tiles (each CTA quantises "
+                                          "its token tile's rows of H; measured faster than the separate pass)"
+                                        : "auto: off above 256 tokens (not measured there)") &&
                             hs_ok && !r.fused_h_quant;
-      if (why && o.gemm2_quantises_h == Toggle::kOn && !hs_ok)
+      const bool wanted = o.gemm2_quantises_h == Toggle::kOn || (o.gemm2_quantises_h == Toggle::kAuto && decode);
+      if (why && wanted && !hs_ok)
         *why << "    (not applicable: H has more than " << kernels::kFp8HsMaxKTiles
              << " K blocks of 128, or 1x128 groups with N % 128 != 0)\n";
-      if (why && o.gemm2_quantises_h == Toggle::kOn && hs_ok && r.fused_h_quant)
+      if (why && wanted && hs_ok && r.fused_h_quant)
         *why << "    (not applicable: H is quantised in GEMM1's epilogue, fused_h_quant)\n";
     }
   }
@@ -263,6 +269,16 @@ const CutlassOverride& cutlass_override() {
     return r;
   }();
   return o;
+}
+
+// FP8 on the grouped backend: where H is quantised for GEMM2 (forward() and explain() agree on it).
+enum class HQuantStep { kPass, kGemm1Epilogue, kGemm2 };
+HQuantStep h_quant_step(const MoeProblem& p, const ResolvedOptions& ro, TileFamily family, int tokens_tile) {
+  const int n = static_cast<int>(p.intermediate);
+  if (ro.fused_h_quant && kernels::fp8_gemm1_quantises_h(p.quant.act, tokens_tile, n)) return HQuantStep::kGemm1Epilogue;
+  if (ro.gemm2_quantises_h && family == TileFamily::kSwapAB && kernels::fp8_gemm2_quantises_h(p.quant.act, n))
+    return HQuantStep::kGemm2;
+  return HQuantStep::kPass;
 }
 
 // FP8: H (bf16, padded rows) quantised in the activation scheme into inter_q / inter_scales (row
@@ -522,8 +538,8 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // FP8 on Swap-AB tiles: H quantised in GEMM1's epilogue (ResolvedOptions::fused_h_quant). Its
   // arrival counters start at zero: cleared here, before the layer's first kernel (GEMM1 leaves
   // them zero, but the workspace may hold anything before the first call or between problems).
-  const bool hq = p.quant.weight.format == WeightFormat::kFP8E4M3 && ro.fused_h_quant && !hybrid &&
-                  kernels::fp8_gemm1_quantises_h(p.quant.act, tokens_tile, p.intermediate);
+  const HQuantStep h_step = h_quant_step(p, ro, family, tokens_tile);
+  const bool hq = p.quant.weight.format == WeightFormat::kFP8E4M3 && !hybrid && h_step == HQuantStep::kGemm1Epilogue;
   int* hq_counters = reinterpret_cast<int*>(base + w.hq_counters.offset);
   if (hq && p.quant.act != ActQuant::kPerTensorStatic) {
     const int64_t bound = kernels::grouped_gemm_max_padded_rows(p.num_tokens * p.slots_per_token(), p.weight_experts(),
@@ -653,8 +669,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     void* inter_q = base + w.inter_q.offset;
     float* inter_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
     // H quantised by GEMM2 itself (ResolvedOptions::gemm2_quantises_h; Swap-AB tiles only): no pass
-    const bool hs = ro.gemm2_quantises_h && !hq && family == TileFamily::kSwapAB &&
-                    kernels::fp8_gemm2_quantises_h(p.quant.act, static_cast<int>(p.intermediate));
+    const bool hs = h_step == HQuantStep::kGemm2;
     if (!hq && !hs) {
       e = quantise_intermediate(p, t, r, w, base, stream);
       FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
@@ -797,8 +812,13 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
         const std::string tile = d.family == TileFamily::kSwapAB ? "swapab_64x" + std::to_string(d.tokens_tile)
                                                                  : std::string("128x128");
+        const HQuantStep h = h_quant_step(p, ro, d.family, d.tokens_tile);
         os << ", permute + e4m3 quantise, sm90_fp8e4m3_grouped_gemm_" << tile << "x128 (GEMM1, "
-           << to_string(p.quant.weight.granularity) << " scales), quantise the intermediate, the same (GEMM2), combine\n";
+           << to_string(p.quant.weight.granularity) << " scales"
+           << (h == HQuantStep::kGemm1Epilogue ? "; H quantised in its epilogue), the same (GEMM2)"
+               : h == HQuantStep::kGemm2     ? "), the same (GEMM2, quantising its token tiles' rows of H: _hs)"
+                                             : "), quantise the intermediate, the same (GEMM2)")
+           << ", combine\n";
       }
       else
         os << (ro.gather_rows ? " (GEMM1 gathers x's rows: no permute), " : ", permute, ")

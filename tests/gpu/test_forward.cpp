@@ -691,6 +691,24 @@ TEST(Forward, Fp8HQuantInGemm2) {
   check_forward(wide, 40, hs, "H wider than 4 K blocks: quantised apart", fm::testing::Skew::kUniform);
 }
 
+// The reduced set of the above for compute-sanitizer memcheck (session 40): H quantised by GEMM2,
+// 1x128 groups over 2 K blocks and per-token scales with a ragged last K block, token tiles 8 and
+// 32, 40 tokens.
+TEST(Forward, Fp8HQuantInGemm2Reduced) {
+  fm::MoeProblem f8b = small_problem(16, 4, 256, 256);
+  f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  fm::MoeProblem f8r = small_problem(16, 4, 208, 256);
+  f8r.quant = fm::QuantScheme::fp8_per_channel();
+  fm::ForwardOptions on = tiles(fm::TileFamily::kSwapAB);
+  on.gemm2_quantises_h = fm::Toggle::kOn;
+  on.fused_h_quant = fm::Toggle::kOff;
+  for (const fm::MoeProblem& p : {f8b, f8r})
+    for (const int tile : {8, 32}) {
+      on.tokens_tile = tile;
+      check_forward(p, 40, on, "H quantised in GEMM2 (reduced), tile " + std::to_string(tile));
+    }
+}
+
 // Packed weights (MoeTensors::w1_packed / w2_packed, pack_weights): the Swap-AB GEMMs stream the
 // packed stage images; BF16 gated (silu), interleaved swiglu_oai with biases and a ragged N, a plain
 // activation with a ragged K, FP8 128x128 blocks (UE8M0) and per-channel, on the 2-CTA and the pair
