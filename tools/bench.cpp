@@ -817,7 +817,7 @@ int cmd_bench(int argc, char** argv) {
   std::vector<int> earlies;        // --early: layer suite, also each case with GEMM1's early weight stages forced
   std::vector<int> earlies2;       // --early2: the same for GEMM2's early weight stages
   bool hq = false;                // --hq: layer suite, the variant "fused h quant off" (H quantised apart)
-  bool hs = false;                // --hs: layer suite, the variant "gemm2 quantises h off" (H quantised apart)
+  bool hs = false;                // --hs: layer suite, the variants "gemm2 quantises h on" / "off" (H quantised apart)
   bool trace = false;             // --trace: layer suite, the grouped GEMMs' per-CTA timeline
   bool front_b2b = false;         // --front-b2b: dispatch suite, also the timeline of a launch right after another
   std::string trace_path;         // --trace-csv F: ... and its CTAs as CSV
@@ -952,7 +952,10 @@ int cmd_bench(int argc, char** argv) {
     }
     if (g_packed) add("packed off", &fusedmoe::ForwardOptions::packed_weights, Toggle::kOff);
     if (hq) add("fused h quant off", &fusedmoe::ForwardOptions::fused_h_quant, Toggle::kOff);  // (FP8 Swap-AB)
-    if (hs) add("gemm2 quantises h off", &fusedmoe::ForwardOptions::gemm2_quantises_h, Toggle::kOff);  // (FP8 Swap-AB)
+    if (hs) {  // FP8 Swap-AB GEMM2 quantising H itself forced on / off (off: the separate pass)
+      add("gemm2 quantises h on", &fusedmoe::ForwardOptions::gemm2_quantises_h, Toggle::kOn);
+      add("gemm2 quantises h off", &fusedmoe::ForwardOptions::gemm2_quantises_h, Toggle::kOff);
+    }
     if (dense1) {  // GEMM1's dense instances forced on / off (GEMM2 as the rule says)
       add("gemm1 dense on", &fusedmoe::ForwardOptions::gemm1_dense_swapab, Toggle::kOn);
       add("gemm1 dense off", &fusedmoe::ForwardOptions::gemm1_dense_swapab, Toggle::kOff);

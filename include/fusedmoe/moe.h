@@ -141,7 +141,7 @@ struct ForwardOptions {
   // the quantiser's math (the same bits), instead of a separate pass and launch between the GEMMs.
   // Applies where H has at most 4 K blocks of 128 (N <= 512). Auto: on up to 256 tokens (H200,
   // session 40: 0.5-11.8 % faster at 14 of 16 decode points of the four FP8 cases it applies to,
-  // level at the other two). bench --hs adds the variant with it off.
+  // level at the other two). bench --hs adds the variants with it forced on and off.
   Toggle gemm2_quantises_h = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1

@@ -3,7 +3,7 @@
 # to 256 tokens; the kernels byte-identical to call 3's build, host changes only). Full GPU suite in
 # 12 shards; memcheck on the reduced test of the new instances; the six FP8 cases at 1-256 tokens
 # (the decode table, packed weights); the four cases it applies to at 1-512 tokens with the
-# separate pass as a variant (--hs), two runs.
+# variants forced on and off (--hs; off = the separate pass), two runs.
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
