@@ -605,14 +605,10 @@ TEST(Forward, Fp8PairSwapAb) {
   check_swapab_switch({f8b, f8c}, on, off, "fp8 pair swap-ab", "the pair instances differ from the 2-CTA ones", 3);
 }
 
-// H re-quantised in GEMM1's epilogue (ForwardOptions::fused_h_quant): the last weight tile of each
-// (token tile, scale group) to finish quantises the group's rows of H. Against the reference and
-// bitwise against the separate quantiser (off): 1x128 groups with UE8M0 and f32 scales (gated, and
-// squared ReLU's 64-column tiles), per-token scales over a whole row (N = 192: 6 tiles; N = 208: a
-// last tile of 16 columns), static per-tensor; the 2-CTA, dense and pair instances, 3 weight tiles
-// per CTA at 40 tokens. The workspace is poisoned before each run (the counters start as garbage:
-// forward() clears them).
-TEST(Forward, Fp8HQuantInGemm1) {
+// The problems of the two H-quantisation tests below, as {f8b, f8f, f8c, f8r}: 1x128 groups with
+// UE8M0 (N = 256, gated) and f32 scales (N = 384, squared ReLU's plain tiles), per-token scales over
+// a whole row (N = 192) and with a ragged last tile / K block (N = 208).
+std::vector<fm::MoeProblem> h_quant_problems() {
   fm::MoeProblem f8b = small_problem(64, 4, 256, 640);
   f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
   fm::MoeProblem f8f = small_problem(32, 4, 384, 512, fm::Activation::squared_relu());
@@ -621,18 +617,40 @@ TEST(Forward, Fp8HQuantInGemm1) {
   f8c.quant = fm::QuantScheme::fp8_per_channel();
   fm::MoeProblem f8r = small_problem(16, 4, 208, 256);
   f8r.quant = fm::QuantScheme::fp8_per_channel();
+  return {f8b, f8f, f8c, f8r};
+}
+
+// An H-quantisation switch (on vs off, bitwise) on the dense and the pair instances, with f8b and
+// f8c of h_quant_problems().
+void check_h_quant_instances(const std::vector<fm::MoeProblem>& ps, fm::ForwardOptions on, fm::ForwardOptions off,
+                             const std::string& label) {
+  const std::vector<fm::MoeProblem> two = {ps[0], ps[2]};
+  on.dense_swapab = off.dense_swapab = fm::Toggle::kOn;
+  check_swapab_switch(two, on, off, label + ", dense", (label + " differs (dense)").c_str());
+  on.dense_swapab = off.dense_swapab = fm::Toggle::kAuto;
+  on.fp8_pair_swapab = off.fp8_pair_swapab = fm::Toggle::kOn;
+  check_swapab_switch(two, on, off, label + ", pairs", (label + " differs (pairs)").c_str(), 3);
+}
+
+// H re-quantised in GEMM1's epilogue (ForwardOptions::fused_h_quant): the last weight tile of each
+// (token tile, scale group) to finish quantises the group's rows of H. Against the reference and
+// bitwise against the separate quantiser (off): 1x128 groups with UE8M0 and f32 scales (gated, and
+// squared ReLU's 64-column tiles), per-token scales over a whole row (N = 192: 6 tiles; N = 208: a
+// last tile of 16 columns), static per-tensor; the 2-CTA, dense and pair instances, 3 weight tiles
+// per CTA at 40 tokens. The workspace is poisoned before each run (the counters start as garbage:
+// forward() clears them).
+TEST(Forward, Fp8HQuantInGemm1) {
+  std::vector<fm::MoeProblem> ps = h_quant_problems();
+  const fm::MoeProblem f8c = ps[2];
   fm::MoeProblem f8t = small_problem(32, 6, 192, 512);
   f8t.quant = fm::QuantScheme::fp8_per_tensor(false);
+  ps.push_back(f8t);
   fm::ForwardOptions on, off;
   on.fused_h_quant = fm::Toggle::kOn;
   off.fused_h_quant = fm::Toggle::kOff;
-  check_swapab_switch({f8b, f8f, f8c, f8r, f8t}, on, off, "H quantised in GEMM1",
-                      "H quantised in GEMM1 differs from the separate quantiser", 3);
-  on.dense_swapab = off.dense_swapab = fm::Toggle::kOn;
-  check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM1, dense", "H quantised in GEMM1 differs (dense)");
-  on.dense_swapab = off.dense_swapab = fm::Toggle::kAuto;
-  on.fp8_pair_swapab = off.fp8_pair_swapab = fm::Toggle::kOn;
-  check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM1, pairs", "H quantised in GEMM1 differs (pairs)", 3);
+  off.gemm2_quantises_h = fm::Toggle::kOff;  // (the separate pass: auto would have GEMM2 quantise H)
+  check_swapab_switch(ps, on, off, "H quantised in GEMM1", "H quantised in GEMM1 differs from the separate quantiser", 3);
+  check_h_quant_instances(ps, on, off, "H quantised in GEMM1");
   // explain() says which way it went: auto on with static scales only (measured, session 36)
   fm::MoeProblem q = f8t;
   q.num_tokens = q.max_tokens = 16;
@@ -653,28 +671,17 @@ TEST(Forward, Fp8HQuantInGemm1) {
 // whole row (N = 192, and N = 208: a ragged last K block); the 2-CTA, dense and pair instances; 3
 // weight tiles per CTA at 40 tokens (several segments per CTA on the balanced schedule elsewhere).
 TEST(Forward, Fp8HQuantInGemm2) {
-  fm::MoeProblem f8b = small_problem(64, 4, 256, 640);
-  f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
-  fm::MoeProblem f8f = small_problem(32, 4, 384, 512, fm::Activation::squared_relu());
-  f8f.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
-  fm::MoeProblem f8g = small_problem(16, 6, 512, 384);
+  std::vector<fm::MoeProblem> ps = h_quant_problems();
+  const fm::MoeProblem f8b = ps[0], f8c = ps[2];
+  fm::MoeProblem f8g = small_problem(16, 6, 512, 384);  // 4 K blocks of H: the most
   f8g.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
-  fm::MoeProblem f8c = small_problem(32, 6, 192, 448);
-  f8c.quant = fm::QuantScheme::fp8_per_channel();
-  fm::MoeProblem f8r = small_problem(16, 4, 208, 256);
-  f8r.quant = fm::QuantScheme::fp8_per_channel();
+  ps.push_back(f8g);
   fm::ForwardOptions on, off;
   on.gemm2_quantises_h = fm::Toggle::kOn;
   off.gemm2_quantises_h = fm::Toggle::kOff;
   on.fused_h_quant = off.fused_h_quant = fm::Toggle::kOff;
-  check_swapab_switch({f8b, f8f, f8g, f8c, f8r}, on, off, "H quantised in GEMM2",
-                      "H quantised in GEMM2 differs from the separate quantiser", 3);
-  on.dense_swapab = off.dense_swapab = fm::Toggle::kOn;
-  check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM2, dense", "H quantised in GEMM2 differs (dense)");
-  on.dense_swapab = off.dense_swapab = fm::Toggle::kAuto;
-  on.fp8_pair_swapab = off.fp8_pair_swapab = fm::Toggle::kOn;
-  check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM2, pairs", "H quantised in GEMM2 differs (pairs)", 3);
-  on.fp8_pair_swapab = off.fp8_pair_swapab = fm::Toggle::kAuto;
+  check_swapab_switch(ps, on, off, "H quantised in GEMM2", "H quantised in GEMM2 differs from the separate quantiser", 3);
+  check_h_quant_instances(ps, on, off, "H quantised in GEMM2");
   on.balanced_gemm2 = off.balanced_gemm2 = fm::Toggle::kOn;
   check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM2, balanced", "H quantised in GEMM2 differs (balanced)");
   // explain() names it; more than 4 K blocks of H: not applicable
