@@ -669,7 +669,8 @@ TEST(Forward, Fp8HQuantInGemm1) {
 // reference and bitwise against the separate quantiser (off): 1x128 groups with UE8M0 and f32
 // scales over 2, 3 and 4 K blocks (N = 256, 384 plain squared ReLU, 512), per-token scales over a
 // whole row (N = 192, and N = 208: a ragged last K block); the 2-CTA, dense and pair instances; 3
-// weight tiles per CTA at 40 tokens (several segments per CTA on the balanced schedule elsewhere).
+// weight tiles per CTA at 40 tokens (several segments per CTA on the balanced schedule elsewhere);
+// GEMM2 split over clusters of 2 and 3 (added after session 40's device runs).
 TEST(Forward, Fp8HQuantInGemm2) {
   std::vector<fm::MoeProblem> ps = h_quant_problems();
   const fm::MoeProblem f8b = ps[0], f8c = ps[2];
@@ -684,6 +685,24 @@ TEST(Forward, Fp8HQuantInGemm2) {
   check_h_quant_instances(ps, on, off, "H quantised in GEMM2");
   on.balanced_gemm2 = off.balanced_gemm2 = fm::Toggle::kOn;
   check_swapab_switch({f8b, f8c}, on, off, "H quantised in GEMM2, balanced", "H quantised in GEMM2 differs (balanced)");
+  // GEMM2 split over a cluster (each rank quantises the whole rows, reads its own K blocks): 2 and 3
+  // ranks over f8f's 3 K blocks of H, against the reference and bitwise against the separate pass
+  on.balanced_gemm2 = off.balanced_gemm2 = fm::Toggle::kAuto;
+  on.tiles = off.tiles = fm::TileFamily::kSwapAB;
+  on.tokens_tile = off.tokens_tile = 8;
+  on.split_k = off.split_k = fm::Toggle::kOn;
+  for (const int splits : {2, 3}) {
+    on.k_splits = off.k_splits = splits;
+    on.gemm1_k_splits = off.gemm1_k_splits = 1;
+    const std::string label = "H quantised in GEMM2, " + std::to_string(splits) + " K splits";
+    check_forward(ps[1], 3, on, label);
+    fm::MoeProblem p = ps[1];
+    p.num_tokens = p.max_tokens = 3;
+    Layer L;
+    upload(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &L);
+    if (::testing::Test::HasFatalFailure()) return;
+    expect_same_bits(p, L, off, on, "H quantised in GEMM2 differs (split K)");
+  }
   // explain() names it; more than 4 K blocks of H: not applicable
   fm::MoeProblem q = f8c;
   q.num_tokens = q.max_tokens = 16;
