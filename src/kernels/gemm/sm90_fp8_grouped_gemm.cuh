@@ -330,8 +330,9 @@ __device__ __forceinline__ void quantise_h_tile(const Params& p, const __nv_bflo
   }
 }
 
-// GEMM2 quantising H itself (the kHs instances; Params' hq fields): the token tile's rows [row0, row0 + rows_valid) of
-// bf16 H into the activation slots (K block kt in slot kt, kTokTile x 128 e4m3 each, 128-byte
+// GEMM2 quantising H itself (the kHs instances; Params' hq fields): the token tile's rows
+// [row0, row0 + rows_valid) of bf16 H into the activation slots (K block kt in slot kt, kTokTile x
+// 128 e4m3 each, 128-byte
 // swizzle: 16-byte chunk c of row r at r * 128 + ((c ^ (r & 7)) << 4) from the slot's 1024-aligned
 // base) and their scales into hs_s (scale of row r, group g at g * kTokTile + r; per token: g = 0),
 // hs_inv the reciprocals. The 128 consumer threads call it together, after the PDL wait.
