@@ -12,6 +12,7 @@
 #include "fusedmoe/device.h"
 #include "fusedmoe/moe.h"
 #include "kernels/common/launch_mode.h"
+#include "kernels/gemm/grouped_schedule_rules.h"
 #if defined(FUSEDMOE_WITH_CUDA)
 #include <cuda_runtime.h>
 
@@ -202,7 +203,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
     // / 256 tokens, forced on vs the separate pass): 0.5-11.8 % faster at 14 of 16 points, level at
     // the other two (qwen235-tp8-fp8c at 16 tokens 73.1 vs 73.1 µs; dsv4f-tp4-fp8b at 1 token 38.4 ->
     // 33.9, qwen235-tp4-fp8b at 256 233.6 -> 221.9). Auto: on up to 256 tokens (measured there).
-    const bool hs_ok = kernels::fp8_gemm2_quantises_h(p.quant.act, static_cast<int>(p.intermediate));
+    const bool hs_ok = kernels::grouped_schedule::fp8_gemm2_hs_fits(static_cast<int>(p.intermediate),
+                                                                     p.quant.act == ActQuant::kGroup128);
     if (p.quant.act == ActQuant::kPerToken || p.quant.act == ActQuant::kGroup128) {
       r.gemm2_quantises_h = pick("gemm2_quantises_h", o.gemm2_quantises_h, decode,
                                  decode ? "auto: on up to 256 tokens where GEMM2 runs Swap-AB tiles (each CTA quantises "
@@ -211,7 +213,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                             hs_ok && !r.fused_h_quant;
       const bool wanted = o.gemm2_quantises_h == Toggle::kOn || (o.gemm2_quantises_h == Toggle::kAuto && decode);
       if (why && wanted && !hs_ok)
-        *why << "    (not applicable: H has more than " << kernels::kFp8HsMaxKTiles
+        *why << "    (not applicable: H has more than " << kernels::grouped_schedule::kFp8HsMaxKTiles
              << " K blocks of 128, or 1x128 groups with N % 128 != 0)\n";
       if (why && wanted && hs_ok && r.fused_h_quant)
         *why << "    (not applicable: H is quantised in GEMM1's epilogue, fused_h_quant)\n";

@@ -12,6 +12,14 @@ namespace fusedmoe::kernels::grouped_schedule {
 // it, and at 2^30 items or more), so that a range's start fits 32-bit arithmetic.
 constexpr int64_t kMaxBalancedGrid = 65535;
 
+// FP8 GEMM2 quantising H itself (Fp8GroupedGemmArgs::hs_src): H's K blocks of 128 must fit the
+// activation slots of the Swap-AB instance with the fewest stages (4), N a multiple of 16 (of 128
+// with 1x128 groups). Plain C++: the CPU-only build's resolve_options() takes the same rule.
+constexpr int kFp8HsMaxKTiles = 4;
+constexpr bool fp8_gemm2_hs_fits(int n, bool groups128) {
+  return n > 0 && n % 16 == 0 && (n + 127) / 128 <= kFp8HsMaxKTiles && (!groups128 || n % 128 == 0);
+}
+
 // The start of CTA b's range of `items` over g CTAs, floor(items * b / g), for b <= g <=
 // kMaxBalancedGrid, in 32-bit arithmetic: b * (items % g) < g * g < 2^32 (balanced_segments; the
 // CPU tests compare it with the 64-bit quotient).

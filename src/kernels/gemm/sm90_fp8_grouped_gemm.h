@@ -154,8 +154,7 @@ cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& args, bool gem
 // family (token tile <= 64) for static, per-token and 1x128 (n % 128 == 0) activation scales.
 bool fp8_gemm1_quantises_h(ActQuant act, int tokens_tile, int n);
 // Whether the FP8 Swap-AB GEMM2 can quantise H itself (Fp8GroupedGemmArgs::hs_src): per-token or
-// 1x128 scales (n % 128 == 0), n % 16 == 0, at most 4 K blocks of 128 (kFp8HsMaxKTiles).
-constexpr int kFp8HsMaxKTiles = 4;
+// 1x128 scales, and grouped_schedule::fp8_gemm2_hs_fits (at most 4 K blocks of 128).
 bool fp8_gemm2_quantises_h(ActQuant act, int n);
 // Sizes of its scratch for max_rows rows of H: partial absmax floats, and counter words (at the
 // smallest Swap-AB token tile, 8).

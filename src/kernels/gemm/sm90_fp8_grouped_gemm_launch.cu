@@ -3,6 +3,7 @@
 // STATUS: the normal family is validated on the H200 and used by forward(); the Swap-AB family
 // (sm90_fp8_grouped_gemm_swapab.cu) is compiled but not yet run on a GPU.
 #include "kernels/gemm/sm90_fp8_grouped_gemm.h"
+#include "kernels/gemm/grouped_schedule_rules.h"
 
 #include "kernels/gemm/sm90_fp8_grouped_gemm.cuh"
 
@@ -186,8 +187,8 @@ bool fp8_gemm1_quantises_h(ActQuant act, int tokens_tile, int n) {
 }
 
 bool fp8_gemm2_quantises_h(ActQuant act, int n) {
-  if (n <= 0 || n % 16 != 0 || (n + 127) / 128 > kFp8HsMaxKTiles) return false;
-  return act == ActQuant::kPerToken || (act == ActQuant::kGroup128 && n % 128 == 0);
+  return (act == ActQuant::kPerToken || act == ActQuant::kGroup128) &&
+         grouped_schedule::fp8_gemm2_hs_fits(n, act == ActQuant::kGroup128);
 }
 
 int64_t fp8_hq_partials_floats(int64_t max_rows, int n, bool gated) {
