@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 40, call 4 (carry ["build_pack"]): the final code's build (H quantised by GEMM2 auto on up
+# Session 40, call 4 (carry ["build_pack"]; NOT RUN: no machine was lent): the final code's build (H quantised by GEMM2 auto on up
 # to 256 tokens; the kernels byte-identical to call 3's build, host changes only). Full GPU suite in
 # 12 shards; memcheck on the reduced test of the new instances; the six FP8 cases at 1-256 tokens
 # (the decode table, packed weights); the four cases it applies to at 1-512 tokens with the
