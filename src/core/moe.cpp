@@ -278,8 +278,8 @@ enum class HQuantStep { kPass, kGemm1Epilogue, kGemm2 };
 HQuantStep h_quant_step(const MoeProblem& p, const ResolvedOptions& ro, TileFamily family, int tokens_tile) {
   const int n = static_cast<int>(p.intermediate);
   if (ro.fused_h_quant && kernels::fp8_gemm1_quantises_h(p.quant.act, tokens_tile, n)) return HQuantStep::kGemm1Epilogue;
-  if (ro.gemm2_quantises_h && family == TileFamily::kSwapAB && kernels::fp8_gemm2_quantises_h(p.quant.act, n))
-    return HQuantStep::kGemm2;
+  // (resolve() has checked the scheme and N: fp8_gemm2_hs_fits)
+  if (ro.gemm2_quantises_h && family == TileFamily::kSwapAB) return HQuantStep::kGemm2;
   return HQuantStep::kPass;
 }
 

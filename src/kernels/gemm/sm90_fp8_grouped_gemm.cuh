@@ -415,6 +415,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   constexpr int kStages = Cfg::kStages;
   static_assert(!kDefer || Cfg::kWTiles == 1, "the deferred promotion has no weight-tile pairs");
   static_assert(!kHs || (Cfg::kSwapAB && !kGated && !kDefer), "H quantised by the plain Swap-AB GEMM2 only");
+  static_assert(!kHs || (Cfg::kStages >= grouped_schedule::kFp8HsMaxKTiles &&
+                         2 * Cfg::kStages * Cfg::kTokTile <= 8 * Cfg::kThreads + 1),
+                "kHs: an activation slot per K block of H, and its scales in first_tile");
 
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_base = cute::cast_smem_ptr_to_uint(smem_raw);
@@ -1393,8 +1396,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   }
   const bool hs = a.hs_src != nullptr;  // GEMM2 quantising H itself (checked: Swap-AB GEMM2, per token / 1x128)
   if (hs) {  // (the kHs instances read these GEMM1-only fields so: see Params)
-    if (!Cfg::kSwapAB || !gemm2 || p.k_tiles > Cfg::kStages || 2 * Cfg::kStages * Cfg::kTokTile > 8 * Cfg::kThreads + 1)
-      return cudaErrorInvalidValue;
+    if (!Cfg::kSwapAB || !gemm2 || p.k_tiles > Cfg::kStages) return cudaErrorInvalidValue;
     p.hq_out = static_cast<uint8_t*>(const_cast<void*>(a.hs_src));
     p.hq_scheme = a.hs_act == ActQuant::kPerToken ? kHqToken : kHqGroup;
     p.hq_ue8m0 = a.hs_ue8m0 ? 1 : 0;
