@@ -202,16 +202,22 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
     // the GEMMs). H200, session 40 (call 3, two runs, the four FP8 cases it applies to at 1 / 16 / 64
     // / 256 tokens, forced on vs the separate pass): 0.5-11.8 % faster at 14 of 16 points, level at
     // the other two (qwen235-tp8-fp8c at 16 tokens 73.1 vs 73.1 µs; dsv4f-tp4-fp8b at 1 token 38.4 ->
-    // 33.9, qwen235-tp4-fp8b at 256 233.6 -> 221.9). Auto: on up to 256 tokens (measured there).
+    // 33.9, qwen235-tp4-fp8b at 256 233.6 -> 221.9). Auto: on up to 256 tokens (measured there),
+    // and with 1x128 scales up to 512: session 40 call 5 (two runs, forced on vs off at 512
+    // tokens) dsv3-tp8-fp8b 494.8 -> 473.0 us, dsv4f-tp4-fp8b 548.1 -> 522.2, qwen235-tp4-fp8b
+    // level; per token (qwen235-tp8-fp8c) 0.5-0.7 % slower there, so not above 256.
+    const bool hs_auto = decode || (p.quant.act == ActQuant::kGroup128 && p.num_tokens <= 512);
     const bool hs_ok = kernels::grouped_schedule::fp8_gemm2_hs_fits(static_cast<int>(p.intermediate),
                                                                      p.quant.act == ActQuant::kGroup128);
     if (p.quant.act == ActQuant::kPerToken || p.quant.act == ActQuant::kGroup128) {
-      r.gemm2_quantises_h = pick("gemm2_quantises_h", o.gemm2_quantises_h, decode,
-                                 decode ? "auto: on up to 256 tokens where GEMM2 runs Swap-AB tiles (each CTA quantises "
-                                          "its token tile's rows of H; measured faster than the separate pass)"
-                                        : "auto: off above 256 tokens (not measured there)") &&
+      r.gemm2_quantises_h = pick("gemm2_quantises_h", o.gemm2_quantises_h, hs_auto,
+                                 hs_auto ? "auto: on up to 256 tokens (512 with 1x128 scales) where GEMM2 runs Swap-AB "
+                                           "tiles (each CTA quantises its token tile's rows of H; measured faster than "
+                                           "the separate pass)"
+                                         : "auto: off above 256 tokens (512 with 1x128 scales; measured level or "
+                                           "slower per token at 512)") &&
                             hs_ok && !r.fused_h_quant;
-      const bool wanted = o.gemm2_quantises_h == Toggle::kOn || (o.gemm2_quantises_h == Toggle::kAuto && decode);
+      const bool wanted = o.gemm2_quantises_h == Toggle::kOn || (o.gemm2_quantises_h == Toggle::kAuto && hs_auto);
       if (why && wanted && !hs_ok)
         *why << "    (not applicable: H has more than " << kernels::grouped_schedule::kFp8HsMaxKTiles
              << " K blocks of 128, or 1x128 groups with N % 128 != 0)\n";

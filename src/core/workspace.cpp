@@ -41,6 +41,10 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
 
   Builder b;
   WorkspaceLayout w;
+#if defined(FUSEDMOE_WITH_CUDA)
+  // First, so that its counter sits at the same place whatever the problem (front_exchange.h).
+  w.front_exchange = b.take(kernels::front_exchange_bytes(p.max_tokens, static_cast<int>(groups)));
+#endif
   w.topk_ids = b.take(t * k * 4);
   w.topk_weights = b.take(t * k * 4);
   w.counts = b.take(groups * 4);

@@ -441,8 +441,8 @@ TEST(Oracle, GatherRowsAutoRule) {
     h.quant = fm::QuantScheme::fp8_per_tensor(true);
     EXPECT_FALSE(fm::resolve_options(h, hq_on).fused_h_quant);
   }
-  // H quantised by GEMM2 (session 40): auto on up to 256 tokens with per token / 1x128 scales and
-  // N <= 512, not with H quantised in GEMM1, not BF16 or per-tensor scales
+  // H quantised by GEMM2 (session 40): auto on up to 256 tokens with per token / 1x128 scales (512
+  // with 1x128, session 41) and N <= 512, not with H quantised in GEMM1, not BF16 or per-tensor scales
   {
     fm::ForwardOptions hs_on, both;
     hs_on.gemm2_quantises_h = fm::Toggle::kOn;
@@ -455,8 +455,16 @@ TEST(Oracle, GatherRowsAutoRule) {
     EXPECT_TRUE(fm::resolve_options(h, o).gemm2_quantises_h);  // auto: on at 16 tokens
     fm::MoeProblem big = h;
     big.num_tokens = big.max_tokens = 512;
-    EXPECT_FALSE(fm::resolve_options(big, o).gemm2_quantises_h);  // auto: not measured above 256
+    EXPECT_FALSE(fm::resolve_options(big, o).gemm2_quantises_h);  // auto: per token, not above 256
     EXPECT_TRUE(fm::resolve_options(big, hs_on).gemm2_quantises_h);
+    {
+      fm::MoeProblem b128 = big;  // 1x128 scales: auto up to 512 tokens
+      b128.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+      b128.intermediate = 256;
+      EXPECT_TRUE(fm::resolve_options(b128, o).gemm2_quantises_h);
+      b128.num_tokens = b128.max_tokens = 513;
+      EXPECT_FALSE(fm::resolve_options(b128, o).gemm2_quantises_h);
+    }
     EXPECT_FALSE(fm::resolve_options(h, both).gemm2_quantises_h);  // (GEMM1 quantises it)
     h.quant = fm::QuantScheme::fp8_per_tensor(false);
     EXPECT_FALSE(fm::resolve_options(h, hs_on).gemm2_quantises_h);

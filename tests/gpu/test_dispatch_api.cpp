@@ -594,6 +594,77 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
   check_dispatch({"dsv3-tp8", 40, fm::testing::Skew::kUniform, false, 5000}, true, 128);
 }
 
+// The cooperative front's tagged exchange (kernels/front/front_exchange.h) over many calls on one
+// workspace that is never cleared between them: any first content (memset patterns), token counts
+// that leave earlier launches' words of more blocks behind (256 -> 80 -> 200 ...), plain calls and
+// graph replays with a device-side count; every call exact against the reference, and the epoch
+// counter at the workspace's start advanced by one per launch.
+TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
+  for (const char* preset : {"qwen235-tp8", "dsv3-tp8"}) {
+    fm::MoeProblem p = fm::find_preset(preset)->problem;
+    p.num_tokens = p.max_tokens = 256;
+    const uint64_t seed = fm::gputest::test_seed();
+    SCOPED_TRACE(std::string(preset) + " seed=" + std::to_string(seed));
+    fm::testing::LayerData d;
+    ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, nullptr, false));
+    DeviceLayer g = upload(d);
+    size_t bytes = 0;
+    ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+    DeviceBuffer ws(bytes);
+    fm::DispatchOptions o;
+    o.permute = false;
+    o.tile_m = 8;
+    const auto counter = [&] { return to_host<uint32_t>(ws.get(), 1)[0]; };
+    for (int fill : {0x00, 0xFF, 0xA5}) {
+      SCOPED_TRACE("workspace filled with " + std::to_string(fill));
+      ws.poison(static_cast<uint8_t>(fill));
+      for (int64_t c : {256, 80, 200, 256, 73, 129, 256, 100}) {
+        SCOPED_TRACE("tokens " + std::to_string(c));
+        fm::MoeProblem pc = p;
+        pc.num_tokens = c;
+        const uint32_t before = counter();
+        fm::DispatchResult r;
+        ASSERT_TRUE(fm::dispatch(pc, g.t, ws.get(), bytes, nullptr, o, &r).ok());
+        FM_CUDA_CHECK(cudaDeviceSynchronize());
+        ASSERT_TRUE(r.fused_front);
+        ASSERT_TRUE(fm::check_device_errors(pc, ws.get(), nullptr).ok());
+        verify_dispatch(pc, d, r, false, o.tile_m);
+        if (::testing::Test::HasFatalFailure()) return;
+        EXPECT_EQ(counter(), before + 1u);
+      }
+    }
+    // One graph at the bound, replayed with device counts (the exchange's words of a replay with
+    // more blocks stay behind for the next).
+    DeviceBuffer count(4);
+    fm::MoeTensors t = g.t;
+    t.num_tokens_device = count.as<int32_t>();
+    cudaStream_t s;
+    FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    fm::DispatchResult r;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    FM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    const fm::Status st = fm::dispatch(p, t, ws.get(), bytes, s, o, &r);
+    FM_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    FM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int32_t c : {256, 90, 255, 74, 256, 160, 1, 256}) {
+      SCOPED_TRACE("graph replay, device count " + std::to_string(c));
+      FM_CUDA_CHECK(cudaMemcpyAsync(count.get(), &c, 4, cudaMemcpyHostToDevice, s));
+      FM_CUDA_CHECK(cudaGraphLaunch(exec, s));
+      FM_CUDA_CHECK(cudaStreamSynchronize(s));
+      ASSERT_TRUE(fm::check_device_errors(p, ws.get(), s).ok());
+      fm::MoeProblem pc = p;
+      pc.num_tokens = c;
+      verify_dispatch(pc, d, r, false, o.tile_m);
+      if (::testing::Test::HasFatalFailure()) break;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
+  }
+}
+
 // Fused and separate kernels give the same bytes for the other token-order quantisers
 // (per-token, static per-tensor, f16 input) and bf16 / f32 logits.
 TEST(DispatchApi, FusedFrontMatchesSeparateKernelsBitwise) {

@@ -46,6 +46,7 @@
 #include "kernels/common/timer.cuh"
 #include "kernels/common/token_count.cuh"
 #include "kernels/dispatch/plan.cuh"
+#include "kernels/front/front_exchange.h"
 #include "kernels/quant/permute_quant.cuh"
 #include "kernels/router/router.cuh"
 
@@ -110,6 +111,10 @@ struct FrontParams {
   int quant_warps;
   bool routing_blocks_quantise;
   uint32_t* block_masks;        // a cooperative launch: block_masks_bytes(G) of scratch
+  // A cooperative launch with the tagged exchange (front_exchange.h; nullptr: the grid barrier
+  // over block_masks): the epoch counter and the words after it.
+  unsigned int* exchange_counter;
+  uint64_t* exchange_words;
   int cluster_blocks;           // > 1: the routing blocks form one thread-block cluster (no scratch)
   bool precomputed;             // RouterKind::kPrecomputed (one routing block): r.ids_in / r.weights_in
   // The dependent launches only once every block has exited, each after a fence over its plan
@@ -128,6 +133,7 @@ struct FrontParams {
 // [11] k rounds, [12] slots stored.
 inline constexpr int kTraceSlots = 16;
 inline constexpr int kMaxRouteBlocks = 32;  // 256 tokens / 8 (128 / 4)
+static_assert(front_exchange::kMaxBlocks == kMaxRouteBlocks, "the exchange's rows hold every routing block");
 inline constexpr int kTraceBlocks = kMaxRouteBlocks;  // the routing blocks
 inline constexpr int kRouteTraceSlot = 8;
 // Fine stamps (a diagnosis build with -DFUSEDMOE_FRONT_FINE_TRACE=1 only): block 0's thread 0
@@ -180,6 +186,17 @@ __device__ __forceinline__ unsigned int ld_acquire_gpu(const unsigned int* a) {
 }
 __device__ __forceinline__ void red_release_gpu_add(unsigned int* a, unsigned int v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t ld_relaxed_gpu_u64(const uint64_t* a) {
+  uint64_t v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_relaxed_gpu_u64(uint64_t* a, uint64_t v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(a), "l"(v) : "memory");
+}
+__device__ __forceinline__ void st_relaxed_gpu_u32(unsigned int* a, unsigned int v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
 }
 
 // ---- the plan of the fused front (see the header comment) ----------------------------------
@@ -255,6 +272,29 @@ __device__ __forceinline__ int blocks_with_tokens(int64_t num_tokens, int tpb) {
   return (tpb & (tpb - 1)) == 0 ? n >> (__ffs(tpb) - 1) : n / tpb;
 }
 
+// Mask word j of the blocks (lane l: block l's, zero past the blocks with tokens): each of its four
+// groups' total and tokens in the blocks before this one (`me`), into s_cb and s_ws (see above).
+__device__ __forceinline__ void count_mask_word(uint32_t x, int j, int lane, int me, uint32_t* s_cb, uint32_t* s_ws) {
+  constexpr unsigned kAll = 0xffffffffu;
+  // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256
+  // (the tokens). Totals and the sums over the blocks before this one by warp reductions
+  // (REDUX: one instruction each, no shuffle chain).
+  const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
+  const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
+  const bool before = lane < me;
+  const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
+  const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
+  if (lane == 0) {  // groups past G have no bits: zero counts
+    const int g = 4 * j;
+    const uint32_t c0 = ta & 0xffffu, c1 = tb & 0xffffu, c2 = ta >> 16, c3 = tb >> 16;
+    s_cb[g] = ((ea & 0xffffu) << 16) | c0;
+    s_cb[g + 1] = (((eb & 0xffffu) + c0) << 16) | c1;
+    s_cb[g + 2] = (((ea >> 16) + c0 + c1) << 16) | c2;
+    s_cb[g + 3] = (((eb >> 16) + c0 + c1 + c2) << 16) | c3;
+    s_ws[j] = c0 + c1 + c2 + c3;
+  }
+}
+
 template <class Masks>
 __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws,
                                                     unsigned long long* trace = nullptr) {
@@ -276,28 +316,63 @@ __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, i
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
     if (j >= W) break;  // warp-uniform
-    const uint32_t x = v[i];
-    // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256
-    // (the tokens). Totals and the sums over the blocks before this one by warp reductions
-    // (REDUX: one instruction each, no shuffle chain).
-    const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
-    const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
-    const bool before = lane < me;
-    const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
-    const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
-    if (lane == 0) {  // groups past G have no bits: zero counts
-      const int g = 4 * j;
-      const uint32_t c0 = ta & 0xffffu, c1 = tb & 0xffffu, c2 = ta >> 16, c3 = tb >> 16;
-      s_cb[g] = ((ea & 0xffffu) << 16) | c0;
-      s_cb[g + 1] = (((eb & 0xffffu) + c0) << 16) | c1;
-      s_cb[g + 2] = (((ea >> 16) + c0 + c1) << 16) | c2;
-      s_cb[g + 3] = (((eb >> 16) + c0 + c1 + c2) << 16) | c3;
-      s_ws[j] = c0 + c1 + c2 + c3;
-    }
+    count_mask_word(v[i], j, lane, me, s_cb, s_ws);
   }
   fine_stamp(trace, 8, 0u);
   __syncthreads();
   fine_stamp(trace, 9, 0u);
+  return dup;
+}
+
+// gather_block_counts over the tagged exchange (front_exchange.h): lane l < nb polls block l's
+// words of this warp's mask words (kPollWords at a time, both 16-bit halves; the first round also
+// the duplicate flag) until all carry `tag48`, re-reading only those that do not yet; then the same
+// reductions. Ends with a block barrier.
+inline constexpr int kPollWords = 4;
+__device__ __forceinline__ bool gather_block_counts_tagged(const uint64_t* words, uint64_t tag48, int G, int nb,
+                                                           uint32_t* s_cb, uint32_t* s_ws) {
+  constexpr unsigned kAll = 0xffffffffu;
+  constexpr int kV = 2 * kPollWords + 1;  // both halves of kPollWords words, the duplicate flag last
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int W = mask_words(G);
+  const int me = blockIdx.x;
+  const bool reads = lane < nb;
+  const uint64_t* col = words + lane;  // block `lane`'s row r at col[r * kMaxBlocks]
+  const uint64_t done = front_exchange::word(tag48, 0u);  // (what a word nobody reads holds)
+  bool dup = false;
+#pragma unroll 1
+  for (int i0 = 0; i0 < kMaskWordsPerWarp; i0 += kPollWords) {
+    if (i0 > 0 && warp + i0 * nwarps >= W) break;  // warp-uniform; round 0 also polls the flag
+    int row[kV];
+#pragma unroll
+    for (int u = 0; u < kPollWords; ++u) {
+      const int j = warp + (i0 + u) * nwarps;
+      row[2 * u] = reads && j < W ? front_exchange::half_row(j, 0) : -1;
+      row[2 * u + 1] = reads && j < W ? front_exchange::half_row(j, 1) : -1;
+    }
+    row[kV - 1] = reads && i0 == 0 ? front_exchange::dup_row() : -1;
+    uint64_t h[kV];
+#pragma unroll
+    for (int q = 0; q < kV; ++q) h[q] = row[q] >= 0 ? ld_relaxed_gpu_u64(col + row[q] * front_exchange::kMaxBlocks) : done;
+    while (true) {
+      bool ok = true;
+#pragma unroll
+      for (int q = 0; q < kV; ++q) ok = ok && front_exchange::tagged(h[q], tag48);
+      if (__all_sync(kAll, ok)) break;
+#pragma unroll
+      for (int q = 0; q < kV; ++q)
+        if (!front_exchange::tagged(h[q], tag48)) h[q] = ld_relaxed_gpu_u64(col + row[q] * front_exchange::kMaxBlocks);
+    }
+    if (i0 == 0) dup = __any_sync(kAll, (h[kV - 1] & 0xffffu) != 0u);
+#pragma unroll
+    for (int u = 0; u < kPollWords; ++u) {
+      const int j = warp + (i0 + u) * nwarps;
+      if (j >= W) break;  // warp-uniform
+      const uint32_t x = static_cast<uint32_t>(h[2 * u] & 0xffffu) | static_cast<uint32_t>(h[2 * u + 1] & 0xffffu) << 16;
+      count_mask_word(x, j, lane, me, s_cb, s_ws);
+    }
+  }
+  __syncthreads();
   return dup;
 }
 
@@ -548,8 +623,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   // grid_barrier_word), read by a thread that does not route (warp 8) for thread 0.
   const bool cooperative = !wide && f.cluster_blocks <= 1;
   const bool clustered = !wide && f.cluster_blocks > 1;
+  // With the tagged exchange (f.exchange_counter), this launch's epoch instead (front_exchange.h).
   __shared__ unsigned int s_bar_sense;
-  if (cooperative && routes && threadIdx.x == kRouteWarps * 32) s_bar_sense = ld_relaxed_gpu(grid_barrier_word());
+  const bool tagged = cooperative && f.exchange_counter != nullptr;
+  if (cooperative && routes && threadIdx.x == kRouteWarps * 32)
+    s_bar_sense = ld_relaxed_gpu(tagged ? f.exchange_counter : grid_barrier_word());
   if (routes) {
     if (wide) {  // zeroed by everyone; the block barrier after the routing orders it before the bits
       for (int q = threadIdx.x; q < W; q += blockDim.x) s_mask[q] = s_mask2[q] = 0u;
@@ -713,6 +791,51 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       if (ranks)
         warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
       if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
+    }
+  } else if (tagged) {
+    // The tagged exchange (front_exchange.h): each block with tokens stores its masks as tagged
+    // words and polls the others' until all carry this launch's tag; no barrier, no fence.
+    if (!routes) return;
+    const int nb = blocks_with_tokens(num_tokens, tpb);
+    if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
+    __syncthreads();  // the block's masks, duplicate flag and epoch
+    trace_stamp(f.trace, 1);
+    const unsigned int epoch = s_bar_sense;
+    const uint64_t tag48 = front_exchange::tag(epoch);
+    for (int r = threadIdx.x; r < front_exchange::ready_row(G); r += blockDim.x) {
+      const uint32_t d = r == front_exchange::dup_row() ? static_cast<uint32_t>(s_dup != 0)
+                                                        : s_mask[(r - 1) >> 1] >> (16 * ((r - 1) & 1));
+      st_relaxed_gpu_u64(f.exchange_words + r * kMaxRouteBlocks + blockIdx.x, front_exchange::word(tag48, d));
+    }
+    trace_stamp(f.trace, 2);
+    dup = gather_block_counts_tagged(f.exchange_words, tag48, G, nb, s_cb, s_ws);
+    // Block 0 has seen every block with tokens publish (each after reading the epoch): the next
+    // launch's epoch, from a warp with nothing else to do.
+    if (blockIdx.x == 0 && threadIdx.x == kMaxThreads - 32) {
+      __threadfence();
+      st_relaxed_gpu_u32(f.exchange_counter, epoch + 1u);
+    }
+    trace_stamp(f.trace, 3);
+    if (!dup) {
+      const GridCounts c{s_cb, s_ws, s_mask};
+      if (ranks)
+        warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
+      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
+    } else {
+      // Block 0 plans from the ids in global memory (below): each block publishes "ids written"
+      // after a fence over them (the routing warps stored them before the block barrier in the
+      // gather), and block 0 waits for all of them (rare: an expert map folding experts).
+      if (threadIdx.x == 0) {
+        __threadfence();
+        st_relaxed_gpu_u64(f.exchange_words + front_exchange::ready_row(G) * kMaxRouteBlocks + blockIdx.x,
+                           front_exchange::word(tag48, 1u));
+      }
+      if (blockIdx.x == 0 && warp == 0) {
+        const uint64_t* ready = f.exchange_words + front_exchange::ready_row(G) * kMaxRouteBlocks;
+        while (!__all_sync(0xffffffffu, lane >= nb || front_exchange::tagged(ld_relaxed_gpu_u64(ready + lane), tag48))) {
+        }
+        __threadfence();
+      }
     }
   } else {
     // Every block with tokens exports its masks; the barrier (release / acquire) makes them

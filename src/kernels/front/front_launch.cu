@@ -62,12 +62,24 @@ bool front_precomputed_on() {
   static const bool v = env_int("FUSEDMOE_FRONT_PRECOMPUTED").value_or(1) != 0;
   return v;
 }
+
+// The tagged exchange between the routing blocks of a cooperative launch (default on, where
+// FrontArgs::exchange is given); FUSEDMOE_FRONT_TAGGED=0 (read once) takes the grid barrier, for
+// measurement.
+bool front_tagged_on() {
+  static const bool v = env_int("FUSEDMOE_FRONT_TAGGED").value_or(1) != 0;
+  return v;
+}
 }  // namespace
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
   // Any bound above one routing block: a call may run fewer tokens than the workspace's bound.
   if (max_tokens <= front_detail::kWideTokens) return 0;
   return front_detail::block_masks_bytes(std::max(groups, 0));
+}
+
+size_t front_exchange_bytes(int64_t max_tokens, int groups) {
+  return max_tokens <= front_detail::kWideTokens ? 0 : front_exchange::bytes(groups);
 }
 
 void set_front_trace(unsigned long long* buffer) { g_front_trace.store(buffer, std::memory_order_relaxed); }
@@ -196,6 +208,11 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     if (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_detail::block_masks_bytes(G))
       return cudaErrorInvalidValue;
     f.block_masks = static_cast<uint32_t*>(a.plan.scratch);
+    if (a.exchange != nullptr && front_tagged_on()) {
+      if (a.exchange_bytes < front_exchange::bytes(G)) return cudaErrorInvalidValue;
+      f.exchange_counter = static_cast<unsigned int*>(a.exchange);
+      f.exchange_words = reinterpret_cast<uint64_t*>(static_cast<char*>(a.exchange) + front_exchange::kCounterBytes);
+    }
   }
 
   f.quant_scheme = pq_detail::kNone;
