@@ -615,6 +615,8 @@ TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
     o.permute = false;
     o.tile_m = 8;
     const auto counter = [&] { return to_host<uint32_t>(ws.get(), 1)[0]; };
+    const char* env = std::getenv("FUSEDMOE_FRONT_TAGGED");  // "0": the grid barrier (no counter)
+    const bool tagged_on = env == nullptr || std::string(env) != "0";
     for (int fill : {0x00, 0xFF, 0xA5}) {
       SCOPED_TRACE("workspace filled with " + std::to_string(fill));
       ws.poison(static_cast<uint8_t>(fill));
@@ -630,7 +632,7 @@ TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
         ASSERT_TRUE(fm::check_device_errors(pc, ws.get(), nullptr).ok());
         verify_dispatch(pc, d, r, false, o.tile_m);
         if (::testing::Test::HasFatalFailure()) return;
-        EXPECT_EQ(counter(), before + 1u);
+        if (tagged_on) EXPECT_EQ(counter(), before + 1u);
       }
     }
     // One graph at the bound, replayed with device counts (the exchange's words of a replay with

@@ -324,25 +324,38 @@ __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, i
   return dup;
 }
 
-// gather_block_counts over the tagged exchange (front_exchange.h): lane l < nb polls block l's
-// words of this warp's mask words (kPollWords at a time, both 16-bit halves; the first round also
-// the duplicate flag) until all carry `tag48`, re-reading only those that do not yet; then the same
-// reductions. Ends with a block barrier.
+// gather_block_counts over the tagged exchange (front_exchange.h). Warp 0 polls the blocks'
+// duplicate flags (row 0, which each block stores after its mask rows: one 256-byte line per
+// poll) until every block with tokens has published; after a block barrier each warp reads its
+// mask words (kPollWords at a time, both 16-bit halves) and re-reads any not yet tagged (the
+// stores are not ordered: rare). Polling every row at once (session 41, call 1) kept the L2 busy
+// with the waiting blocks' re-reads: 0.2-0.5 us slower than the grid barrier. Then the same
+// reductions as gather_block_counts. s_flag: shared scratch for the duplicate flag. Ends with a
+// block barrier.
 inline constexpr int kPollWords = 4;
 __device__ __forceinline__ bool gather_block_counts_tagged(const uint64_t* words, uint64_t tag48, int G, int nb,
-                                                           uint32_t* s_cb, uint32_t* s_ws) {
+                                                           uint32_t* s_cb, uint32_t* s_ws, int* s_flag) {
   constexpr unsigned kAll = 0xffffffffu;
-  constexpr int kV = 2 * kPollWords + 1;  // both halves of kPollWords words, the duplicate flag last
+  constexpr int kV = 2 * kPollWords;  // both halves of kPollWords words
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int W = mask_words(G);
   const int me = blockIdx.x;
   const bool reads = lane < nb;
   const uint64_t* col = words + lane;  // block `lane`'s row r at col[r * kMaxBlocks]
-  const uint64_t done = front_exchange::word(tag48, 0u);  // (what a word nobody reads holds)
-  bool dup = false;
+  if (warp == 0) {
+    uint64_t d = reads ? ld_relaxed_gpu_u64(col + front_exchange::dup_row() * front_exchange::kMaxBlocks)
+                       : front_exchange::word(tag48, 0u);
+    while (!__all_sync(kAll, front_exchange::tagged(d, tag48))) {
+      if (!front_exchange::tagged(d, tag48)) d = ld_relaxed_gpu_u64(col + front_exchange::dup_row() * front_exchange::kMaxBlocks);
+    }
+    const bool any = __any_sync(kAll, (d & 0xffffu) != 0u);
+    if (lane == 0) *s_flag = any ? 1 : 0;
+  }
+  __syncthreads();
+  const bool dup = *s_flag != 0;
 #pragma unroll 1
   for (int i0 = 0; i0 < kMaskWordsPerWarp; i0 += kPollWords) {
-    if (i0 > 0 && warp + i0 * nwarps >= W) break;  // warp-uniform; round 0 also polls the flag
+    if (warp + i0 * nwarps >= W) break;  // warp-uniform
     int row[kV];
 #pragma unroll
     for (int u = 0; u < kPollWords; ++u) {
@@ -350,10 +363,10 @@ __device__ __forceinline__ bool gather_block_counts_tagged(const uint64_t* words
       row[2 * u] = reads && j < W ? front_exchange::half_row(j, 0) : -1;
       row[2 * u + 1] = reads && j < W ? front_exchange::half_row(j, 1) : -1;
     }
-    row[kV - 1] = reads && i0 == 0 ? front_exchange::dup_row() : -1;
     uint64_t h[kV];
 #pragma unroll
-    for (int q = 0; q < kV; ++q) h[q] = row[q] >= 0 ? ld_relaxed_gpu_u64(col + row[q] * front_exchange::kMaxBlocks) : done;
+    for (int q = 0; q < kV; ++q)
+      h[q] = row[q] >= 0 ? ld_relaxed_gpu_u64(col + row[q] * front_exchange::kMaxBlocks) : front_exchange::word(tag48, 0u);
     while (true) {
       bool ok = true;
 #pragma unroll
@@ -363,7 +376,6 @@ __device__ __forceinline__ bool gather_block_counts_tagged(const uint64_t* words
       for (int q = 0; q < kV; ++q)
         if (!front_exchange::tagged(h[q], tag48)) h[q] = ld_relaxed_gpu_u64(col + row[q] * front_exchange::kMaxBlocks);
     }
-    if (i0 == 0) dup = __any_sync(kAll, (h[kV - 1] & 0xffffu) != 0u);
 #pragma unroll
     for (int u = 0; u < kPollWords; ++u) {
       const int j = warp + (i0 + u) * nwarps;
@@ -802,13 +814,16 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     trace_stamp(f.trace, 1);
     const unsigned int epoch = s_bar_sense;
     const uint64_t tag48 = front_exchange::tag(epoch);
-    for (int r = threadIdx.x; r < front_exchange::ready_row(G); r += blockDim.x) {
-      const uint32_t d = r == front_exchange::dup_row() ? static_cast<uint32_t>(s_dup != 0)
-                                                        : s_mask[(r - 1) >> 1] >> (16 * ((r - 1) & 1));
-      st_relaxed_gpu_u64(f.exchange_words + r * kMaxRouteBlocks + blockIdx.x, front_exchange::word(tag48, d));
-    }
+    // The mask rows, then (after a block barrier) row 0, which the readers poll.
+    for (int r = 1 + static_cast<int>(threadIdx.x); r < front_exchange::ready_row(G); r += blockDim.x)
+      st_relaxed_gpu_u64(f.exchange_words + r * kMaxRouteBlocks + blockIdx.x,
+                         front_exchange::word(tag48, s_mask[(r - 1) >> 1] >> (16 * ((r - 1) & 1))));
+    __syncthreads();
+    if (threadIdx.x == 0)
+      st_relaxed_gpu_u64(f.exchange_words + front_exchange::dup_row() * kMaxRouteBlocks + blockIdx.x,
+                         front_exchange::word(tag48, static_cast<uint32_t>(s_dup != 0)));
     trace_stamp(f.trace, 2);
-    dup = gather_block_counts_tagged(f.exchange_words, tag48, G, nb, s_cb, s_ws);
+    dup = gather_block_counts_tagged(f.exchange_words, tag48, G, nb, s_cb, s_ws, &s_dup_any);
     // Block 0 has seen every block with tokens publish (each after reading the epoch): the next
     // launch's epoch, from a warp with nothing else to do.
     if (blockIdx.x == 0 && threadIdx.x == kMaxThreads - 32) {
