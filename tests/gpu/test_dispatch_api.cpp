@@ -594,11 +594,11 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
   check_dispatch({"dsv3-tp8", 40, fm::testing::Skew::kUniform, false, 5000}, true, 128);
 }
 
-// The cooperative front's tagged exchange (kernels/front/front_exchange.h) over many calls on one
-// workspace that is never cleared between them: any first content (memset patterns), token counts
+// The cooperative front (the grid barrier, or with FUSEDMOE_FRONT_TAGGED=1 the tagged exchange of
+// kernels/front/front_exchange.h) over many calls on one workspace that is never cleared between them: any first content (memset patterns), token counts
 // that leave earlier launches' words of more blocks behind (256 -> 80 -> 200 ...), plain calls and
-// graph replays with a device-side count; every call exact against the reference, and the epoch
-// counter at the workspace's start advanced by one per launch.
+// graph replays with a device-side count; every call exact against the reference, and (tagged) the
+// epoch counter at the workspace's start advanced by one per launch.
 TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
   for (const char* preset : {"qwen235-tp8", "dsv3-tp8"}) {
     fm::MoeProblem p = fm::find_preset(preset)->problem;
@@ -615,8 +615,8 @@ TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
     o.permute = false;
     o.tile_m = 8;
     const auto counter = [&] { return to_host<uint32_t>(ws.get(), 1)[0]; };
-    const char* env = std::getenv("FUSEDMOE_FRONT_TAGGED");  // "0": the grid barrier (no counter)
-    const bool tagged_on = env == nullptr || std::string(env) != "0";
+    const char* env = std::getenv("FUSEDMOE_FRONT_TAGGED");  // opt-in "1"; else the grid barrier (no counter)
+    const bool tagged_on = env != nullptr && std::string(env) == "1";
     for (int fill : {0x00, 0xFF, 0xA5}) {
       SCOPED_TRACE("workspace filled with " + std::to_string(fill));
       ws.poison(static_cast<uint8_t>(fill));

@@ -805,8 +805,9 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
     }
   } else if (tagged) {
-    // The tagged exchange (front_exchange.h): each block with tokens stores its masks as tagged
-    // words and polls the others' until all carry this launch's tag; no barrier, no fence.
+    // The tagged exchange (front_exchange.h; opt-in, FUSEDMOE_FRONT_TAGGED=1): each block with
+    // tokens stores its masks as tagged words, then its tagged row 0; warp 0 polls the blocks' row 0
+    // until all carry this launch's tag, then the mask rows are read. No grid barrier, no fence.
     if (!routes) return;
     const int nb = blocks_with_tokens(num_tokens, tpb);
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)

@@ -2,12 +2,16 @@
 // cooperative launch of 73-256 tokens), plain C++ so that the workspace layout and the CPU tests
 // share it.
 //
+// Opt-in (FUSEDMOE_FRONT_TAGGED=1): the grid barrier stays the default until this measures faster.
 // Instead of a grid barrier (a release fence, an arrival, a wait, then a load round trip of the
 // blocks' masks), each routing block with tokens stores its group masks as 64-bit words that carry
 // a launch tag with the data: word = tag(epoch) << 16 | 16 bits of data, stored relaxed at GPU
-// scope (a 64-bit store is single-copy atomic: a reader sees the whole word or an older one). A
-// reader polls the words until every one of them carries this launch's tag; nothing orders them,
-// so no fence sits on the path.
+// scope (a 64-bit store is single-copy atomic: a reader sees the whole word or an older one), then
+// its row 0 (the duplicate flag). A reader's warp 0 polls the blocks' row 0 until each carries this
+// launch's tag, then every warp reads its mask rows (re-reading any not yet tagged: the stores are
+// not ordered). No fence sits on the path. (Session 41, call 1: a first form, every warp polling all
+// of its rows at once, ran 0.1-0.5 us slower than the barrier at 73-256 tokens: the waiting blocks'
+// re-reads of ~1 KB per block kept the L2 busy.)
 //
 // The epoch: a 32-bit counter in the first kCounterBytes of the workspace (the same offset in every
 // problem's layout). Every routing block with tokens reads it at entry; block 0 adds one at its

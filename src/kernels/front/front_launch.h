@@ -44,7 +44,8 @@ struct FrontArgs {
   // late_trigger; without, at its start)
   // The tagged exchange of a cooperative launch (front_exchange.h: the epoch counter, then the
   // words; front_exchange_bytes): the same bytes at every call on a workspace, needing no
-  // initialisation. nullptr (or FUSEDMOE_FRONT_TAGGED=0): a grid barrier over plan.scratch instead.
+  // initialisation. Taken with FUSEDMOE_FRONT_TAGGED=1 (opt-in: not measured faster yet); else,
+  // or with nullptr, a grid barrier over plan.scratch.
   void* exchange = nullptr;
   size_t exchange_bytes = 0;
 };
