@@ -12,29 +12,30 @@ namespace fx = fusedmoe::kernels::front_exchange;
 // Consecutive epochs get distinct tags (a stale word of an earlier launch never passes), none of
 // them zero.
 TEST(FrontExchange, TagsOfConsecutiveEpochsAreDistinctAndNonZero) {
-  for (uint32_t start : {0u, 1000u, 0x6A09E000u, 0xFFFFF000u}) {
+  for (uint64_t start : {uint64_t{0}, uint64_t{1000}, fx::kTagPattern - 4096, ~uint64_t{0} - 4096}) {
     std::unordered_set<uint64_t> seen;
-    for (uint32_t i = 0; i < 8192; ++i) {
-      const uint32_t c = start + i;  // wraps past 2^32 - 1
+    for (uint64_t i = 0; i < 8192; ++i) {
+      const uint64_t c = start + i;  // wraps past 2^64 - 1
       const uint64_t t = fx::tag(c);
       EXPECT_LE(t, fx::kTagMask);
-      if (c != 0x6A09E667u) {
+      if ((c & fx::kTagMask) != fx::kTagPattern) {
         EXPECT_NE(t, 0u) << c;
       }
       EXPECT_TRUE(seen.insert(t).second) << "epoch " << c;
     }
   }
-  EXPECT_EQ(fx::tag(0x6A09E667u), 0u);  // the one epoch with a zero tag
+  EXPECT_EQ(fx::tag(fx::kTagPattern), 0u);  // the one epoch (mod 2^48) with a zero tag
 }
 
-// A workspace left by a memset of byte b (any b) holds the counter b b b b and words b...b: their
-// tag bits never equal the counter's tag, so the first call waits for real words.
+// A workspace left by a memset of byte b (any b) holds the counter b...b and words b...b: their
+// tag bits never equal the counter's tag, nor are zeroed words tagged for any such counter, so the
+// first call waits for real words.
 TEST(FrontExchange, MemsetPatternsNeverPassAsTagged) {
-  for (uint32_t b = 0; b < 256; ++b) {
-    const uint32_t counter = b * 0x01010101u;
-    const uint64_t w = static_cast<uint64_t>(b) * 0x0101010101010101ull;
-    EXPECT_FALSE(fx::tagged(w, fx::tag(counter))) << "byte " << b;
-    EXPECT_FALSE(fx::tagged(0, fx::tag(counter))) << "byte " << b;  // zeroed words, any counter byte
+  for (uint64_t b = 0; b < 256; ++b) {
+    const uint64_t pattern = b * 0x0101010101010101ull;
+    EXPECT_FALSE(fx::tagged(pattern, fx::tag(pattern))) << "byte " << b;
+    EXPECT_FALSE(fx::tagged(0, fx::tag(pattern))) << "byte " << b;
+    EXPECT_FALSE(fx::tagged(~uint64_t{0}, fx::tag(pattern))) << "byte " << b;
   }
 }
 
@@ -60,5 +61,10 @@ TEST(FrontExchange, LayoutHoldsEveryRow) {
     EXPECT_EQ(fx::ready_row(g), 2 * w + 1);
     EXPECT_EQ(fx::rows(g), fx::ready_row(g) + 1);
     EXPECT_EQ(fx::bytes(g), fx::kCounterBytes + static_cast<size_t>(fx::rows(g)) * fx::kMaxBlocks * 8);
+    EXPECT_GE(fx::workspace_bytes(17), fx::bytes(g));  // every group count's rows above one block
   }
+  // The counter's line in every layout, also where the fused front runs one routing block.
+  EXPECT_EQ(fx::workspace_bytes(1), fx::kCounterBytes);
+  EXPECT_EQ(fx::workspace_bytes(16), fx::kCounterBytes);
+  EXPECT_EQ(fx::workspace_bytes(256), fx::bytes(fx::kMaxGroups));
 }

@@ -614,9 +614,9 @@ TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
     fm::DispatchOptions o;
     o.permute = false;
     o.tile_m = 8;
-    const auto counter = [&] { return to_host<uint32_t>(ws.get(), 1)[0]; };
-    const char* env = std::getenv("FUSEDMOE_FRONT_TAGGED");  // opt-in "1"; else the grid barrier (no counter)
-    const bool tagged_on = env != nullptr && std::string(env) == "1";
+    const auto counter = [&] { return to_host<uint64_t>(ws.get(), 1)[0]; };
+    const char* env = std::getenv("FUSEDMOE_FRONT_TAGGED");  // opt-in (nonzero); else the grid barrier (no counter)
+    const bool tagged_on = env != nullptr && std::atoi(env) != 0;
     for (int fill : {0x00, 0xFF, 0xA5}) {
       SCOPED_TRACE("workspace filled with " + std::to_string(fill));
       ws.poison(static_cast<uint8_t>(fill));
@@ -624,7 +624,7 @@ TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
         SCOPED_TRACE("tokens " + std::to_string(c));
         fm::MoeProblem pc = p;
         pc.num_tokens = c;
-        const uint32_t before = counter();
+        const uint64_t before = counter();
         fm::DispatchResult r;
         ASSERT_TRUE(fm::dispatch(pc, g.t, ws.get(), bytes, nullptr, o, &r).ok());
         FM_CUDA_CHECK(cudaDeviceSynchronize());
@@ -650,6 +650,7 @@ TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
     FM_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
     ASSERT_TRUE(st.ok()) << st.to_string();
     FM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    EXPECT_TRUE(r.fused_front);
     for (int32_t c : {256, 90, 255, 74, 256, 160, 1, 256}) {
       SCOPED_TRACE("graph replay, device count " + std::to_string(c));
       FM_CUDA_CHECK(cudaMemcpyAsync(count.get(), &c, 4, cudaMemcpyHostToDevice, s));

@@ -113,8 +113,9 @@ struct FrontParams {
   uint32_t* block_masks;        // a cooperative launch: block_masks_bytes(G) of scratch
   // A cooperative launch with the tagged exchange (front_exchange.h; nullptr: the grid barrier
   // over block_masks): the epoch counter and the words after it.
-  unsigned int* exchange_counter;
+  unsigned long long* exchange_counter;
   uint64_t* exchange_words;
+  int exchange_rows;            // rows of the region (each launch clears what it does not publish)
   int cluster_blocks;           // > 1: the routing blocks form one thread-block cluster (no scratch)
   bool precomputed;             // RouterKind::kPrecomputed (one routing block): r.ids_in / r.weights_in
   // The dependent launches only once every block has exited, each after a fence over its plan
@@ -195,8 +196,17 @@ __device__ __forceinline__ uint64_t ld_relaxed_gpu_u64(const uint64_t* a) {
 __device__ __forceinline__ void st_relaxed_gpu_u64(uint64_t* a, uint64_t v) {
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(a), "l"(v) : "memory");
 }
-__device__ __forceinline__ void st_relaxed_gpu_u32(unsigned int* a, unsigned int v) {
-  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
+__device__ __forceinline__ unsigned long long ld_relaxed_gpu_u64(const unsigned long long* a) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_relaxed_gpu_u64(unsigned long long* a, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(a), "l"(v) : "memory");
+}
+// Rows [r0, r1) of column c of the tagged exchange to untagged zeros, by threads t of nt.
+__device__ __forceinline__ void clear_exchange_rows(uint64_t* words, int c, int r0, int r1, int t, int nt) {
+  for (int r = r0 + t; r < r1; r += nt) words[r * front_exchange::kMaxBlocks + c] = 0u;
 }
 
 // ---- the plan of the fused front (see the header comment) ----------------------------------
@@ -206,6 +216,7 @@ __device__ __forceinline__ void st_relaxed_gpu_u32(unsigned int* a, unsigned int
 // one word of all blocks as one 128-byte line; with blocks as rows, 32 blocks reading the same
 // 8 KB line by line cost 2-5 us), then each block's duplicate flag at [W * 32 + b].
 inline constexpr int kMaxGroups = 1088;  // G bound of the fused path (E <= 1024 + a shared expert)
+static_assert(front_exchange::kMaxGroups == kMaxGroups, "the exchange's region holds every group count");
 inline constexpr int kMaxMaskWords = kMaxGroups / 4;
 __host__ __device__ inline int mask_words(int groups) { return (groups + 3) / 4; }
 __host__ __device__ inline size_t block_masks_bytes(int groups) {
@@ -637,9 +648,12 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   const bool clustered = !wide && f.cluster_blocks > 1;
   // With the tagged exchange (f.exchange_counter), this launch's epoch instead (front_exchange.h).
   __shared__ unsigned int s_bar_sense;
+  __shared__ unsigned long long s_epoch;
   const bool tagged = cooperative && f.exchange_counter != nullptr;
-  if (cooperative && routes && threadIdx.x == kRouteWarps * 32)
-    s_bar_sense = ld_relaxed_gpu(tagged ? f.exchange_counter : grid_barrier_word());
+  if (cooperative && routes && threadIdx.x == kRouteWarps * 32) {
+    if (tagged) s_epoch = ld_relaxed_gpu_u64(f.exchange_counter);
+    else s_bar_sense = ld_relaxed_gpu(grid_barrier_word());
+  }
   if (routes) {
     if (wide) {  // zeroed by everyone; the block barrier after the routing orders it before the bits
       for (int q = threadIdx.x; q < W; q += blockDim.x) s_mask[q] = s_mask2[q] = 0u;
@@ -663,6 +677,18 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     }
   }
 
+  if (tagged && routes && warp > kRouteWarps) {
+    // Warps 9-15 (idle: at most 8 route; after their arrival above) clear what this launch does
+    // not publish (front_exchange.h): this block's column past its rows, or all of it without
+    // tokens; the columns past the routing blocks, shared out over them. Nothing of this launch
+    // reads these words.
+    const int t = static_cast<int>(threadIdx.x) - (kRouteWarps + 1) * 32, nt = kMaxThreads - (kRouteWarps + 1) * 32;
+    const int b = static_cast<int>(blockIdx.x);
+    const bool publishes = b < blocks_with_tokens(num_tokens, tpb);
+    clear_exchange_rows(f.exchange_words, b, publishes ? front_exchange::rows(G) : 0, f.exchange_rows, t, nt);
+    for (int c = f.route_blocks + b; c < kMaxRouteBlocks; c += f.route_blocks)
+      clear_exchange_rows(f.exchange_words, c, 0, f.exchange_rows, t, nt);
+  }
   // The entry of a routing warp's lane: slot `lane` of the warp's token (lane < slots).
   bool has_entry = false;
   int g = G, slot = 0;
@@ -813,12 +839,15 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
     __syncthreads();  // the block's masks, duplicate flag and epoch
     trace_stamp(f.trace, 1);
-    const unsigned int epoch = s_bar_sense;
+    const unsigned long long epoch = s_epoch;
     const uint64_t tag48 = front_exchange::tag(epoch);
-    // The mask rows, then (after a block barrier) row 0, which the readers poll.
-    for (int r = 1 + static_cast<int>(threadIdx.x); r < front_exchange::ready_row(G); r += blockDim.x)
+    // The mask rows (and an untagged "ids written" row), then (after a block barrier) row 0, which
+    // the readers poll.
+    for (int r = 1 + static_cast<int>(threadIdx.x); r <= front_exchange::ready_row(G); r += blockDim.x)
       st_relaxed_gpu_u64(f.exchange_words + r * kMaxRouteBlocks + blockIdx.x,
-                         front_exchange::word(tag48, s_mask[(r - 1) >> 1] >> (16 * ((r - 1) & 1))));
+                         r == front_exchange::ready_row(G)
+                             ? uint64_t{0}
+                             : front_exchange::word(tag48, s_mask[(r - 1) >> 1] >> (16 * ((r - 1) & 1))));
     __syncthreads();
     if (threadIdx.x == 0)
       st_relaxed_gpu_u64(f.exchange_words + front_exchange::dup_row() * kMaxRouteBlocks + blockIdx.x,
@@ -829,7 +858,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     // launch's epoch, from a warp with nothing else to do.
     if (blockIdx.x == 0 && threadIdx.x == kMaxThreads - 32) {
       __threadfence();
-      st_relaxed_gpu_u32(f.exchange_counter, epoch + 1u);
+      st_relaxed_gpu_u64(f.exchange_counter, epoch + 1u);
     }
     trace_stamp(f.trace, 3);
     if (!dup) {

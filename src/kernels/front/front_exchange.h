@@ -9,20 +9,23 @@
 // scope (a 64-bit store is single-copy atomic: a reader sees the whole word or an older one), then
 // its row 0 (the duplicate flag). A reader's warp 0 polls the blocks' row 0 until each carries this
 // launch's tag, then every warp reads its mask rows (re-reading any not yet tagged: the stores are
-// not ordered). No fence sits on the path. (Session 41, call 1: a first form, every warp polling all
+// not ordered). No fence sits on the critical path. (Session 41, call 1: a first form, every warp polling all
 // of its rows at once, ran 0.1-0.5 us slower than the barrier at 73-256 tokens: the waiting blocks'
 // re-reads of ~1 KB per block kept the L2 busy.)
 //
-// The epoch: a 32-bit counter in the first kCounterBytes of the workspace (the same offset in every
-// problem's layout). Every routing block with tokens reads it at entry; block 0 adds one at its
-// end, after it has seen every such block's words (each wrote them after its read), so all blocks
-// of a launch read the same value and the next launch (after this grid: stream order, or its PDL
-// wait) the next one. Words of earlier launches carry earlier epochs' tags (tag() is injective:
-// distinct for 2^32 launches); the workspace needs no initialisation: a word left by anything else
-// passes only if its top 48 bits equal the tag (tag(C) is never 0, and differs from a repeated
-// byte b for the counter b b b b: the patterns a memset leaves; CPU test FrontExchange.*).
-// Keep the workspace's first 128 bytes for the library between calls (writing an older epoch's
-// value back there would let stale words pass).
+// The epoch: a 64-bit counter in the first kCounterBytes of the workspace (reserved first in every
+// problem's layout, whatever its bounds). Every routing block with tokens reads it at entry; block 0
+// adds one at its end, after it has seen every such block's words (each wrote them after its read),
+// so all blocks of a launch read the same value and the next launch (after this grid: stream order,
+// or its PDL wait) the next one. Each launch also overwrites every column it does not publish in
+// (routing blocks without tokens, the columns past its routing blocks, the rows past its groups' and
+// the "ids written" row unless used) with untagged zeros, so
+// apart from this launch's words the exchange holds only the previous launch's: a word passes only
+// with this launch's tag even if something outside the library rewrites the counter (unless it
+// writes back exactly the previous launch's epoch). The tag (the epoch's low 48 bits with a fixed
+// pattern xor-ed in) is injective over 2^48 consecutive epochs, is zero only for one epoch value
+// (~2^47 launches away from a zeroed counter) and never equals a memset pattern (CPU test
+// FrontExchange.*), so the workspace needs no initialisation.
 #pragma once
 
 #include <cstddef>
@@ -51,12 +54,21 @@ FM_HD constexpr int ready_row(int groups) { return 2 * mask_words(groups) + 1; }
 constexpr size_t bytes(int groups) {
   return kCounterBytes + static_cast<size_t>(rows(groups > 0 ? groups : 0)) * kMaxBlocks * sizeof(uint64_t);
 }
-
-// The launch tag of epoch c: injective on 32-bit c (an odd multiplier is invertible modulo 2^48),
-// zero only for c = 0x6A09E667.
-FM_HD constexpr uint64_t tag(uint32_t epoch) {
-  return (static_cast<uint64_t>(epoch ^ 0x6A09E667u) * 0x9E3779B97F4A7C15ull) & kTagMask;
+// The workspace's region for these bounds: the words only above one routing block (16 tokens, the
+// fused front's single-block bound), the counter's line always (the same offset in every layout).
+// Above it, rows for the most groups the fused front takes (kMaxGroups), whatever this problem's:
+// each launch clears what it does not publish, so the region holds one launch's words at most.
+inline constexpr int64_t kOneBlockTokens = 16;
+inline constexpr int kMaxGroups = 1088;  // front.cuh: kMaxGroups
+constexpr size_t workspace_bytes(int64_t max_tokens) {
+  return max_tokens <= kOneBlockTokens ? kCounterBytes : bytes(kMaxGroups);
 }
+
+// The launch tag of epoch c: injective over 2^48 consecutive c, zero only for c = kTagPattern
+// (mod 2^48); bytes 5-4 of the tag (A5 C3 from a zero counter) differ from each other and from a
+// memset byte's pair.
+inline constexpr uint64_t kTagPattern = 0x0000A5C300000000ull;
+FM_HD constexpr uint64_t tag(uint64_t epoch) { return (epoch ^ kTagPattern) & kTagMask; }
 FM_HD constexpr uint64_t word(uint64_t tag48, uint32_t data16) { return tag48 << 16 | (data16 & 0xffffu); }
 FM_HD constexpr bool tagged(uint64_t w, uint64_t tag48) { return (w >> 16) == tag48; }
 

@@ -79,9 +79,7 @@ size_t front_scratch_bytes(int64_t max_tokens, int groups) {
   return front_detail::block_masks_bytes(std::max(groups, 0));
 }
 
-size_t front_exchange_bytes(int64_t max_tokens, int groups) {
-  return max_tokens <= front_detail::kWideTokens ? 0 : front_exchange::bytes(groups);
-}
+size_t front_exchange_bytes(int64_t max_tokens) { return front_exchange::workspace_bytes(max_tokens); }
 
 void set_front_trace(unsigned long long* buffer) { g_front_trace.store(buffer, std::memory_order_relaxed); }
 
@@ -209,10 +207,14 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     if (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_detail::block_masks_bytes(G))
       return cudaErrorInvalidValue;
     f.block_masks = static_cast<uint32_t*>(a.plan.scratch);
-    if (a.exchange != nullptr && front_tagged_on()) {
-      if (a.exchange_bytes < front_exchange::bytes(G)) return cudaErrorInvalidValue;
-      f.exchange_counter = static_cast<unsigned int*>(a.exchange);
+    // The tagged exchange where its region holds this problem's rows (else the barrier).
+    const size_t rows_held = a.exchange_bytes > front_exchange::kCounterBytes
+                                 ? (a.exchange_bytes - front_exchange::kCounterBytes) / (front_exchange::kMaxBlocks * 8)
+                                 : 0;
+    if (a.exchange != nullptr && front_tagged_on() && rows_held >= static_cast<size_t>(front_exchange::rows(G))) {
+      f.exchange_counter = static_cast<unsigned long long*>(a.exchange);
       f.exchange_words = reinterpret_cast<uint64_t*>(static_cast<char*>(a.exchange) + front_exchange::kCounterBytes);
+      f.exchange_rows = static_cast<int>(std::min<size_t>(rows_held, front_exchange::rows(front_exchange::kMaxGroups)));
     }
   }
 

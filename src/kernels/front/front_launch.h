@@ -67,9 +67,9 @@ const char* front_small_kernel_name();
 // Scratch the fused kernel needs in args.plan.scratch (each routing block's group masks, for
 // bounds above 16 tokens; 0 otherwise). The workspace reserves it in the plan's scratch.
 size_t front_scratch_bytes(int64_t max_tokens, int groups);
-// Bytes of FrontArgs::exchange for these bounds (front_exchange::bytes above one routing block;
-// the workspace reserves it at its start).
-size_t front_exchange_bytes(int64_t max_tokens, int groups);
+// Bytes of FrontArgs::exchange for this bound (front_exchange::workspace_bytes; the workspace
+// reserves it at its start).
+size_t front_exchange_bytes(int64_t max_tokens);
 
 // One tiny cooperative launch on a private stream, synchronised: the process's first cooperative
 // launch carries a one-time driver cost, paid here (by preload_kernels) instead of by a call.
