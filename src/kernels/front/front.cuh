@@ -780,6 +780,14 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
 
   const int64_t entry = token * f.plan.slots + slot;
   const bool ranks = route_warp && token < num_tokens;  // warp-uniform
+  // Several routing blocks, once s_cb / s_ws hold every group's counts: the routing warps compute
+  // their rows while block 0's warp 8 writes counts and offsets.
+  const auto blocks_plan = [&]() {
+    const GridCounts c{s_cb, s_ws, s_mask};
+    if (ranks)
+      warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
+    if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
+  };
   bool dup;
   if (wide) {
     // One routing block: no grid barrier (blocks after it only quantise, and are done).
@@ -825,10 +833,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     __syncthreads();
     trace_stamp(f.trace, 3);
     if (!dup) {
-      const GridCounts c{s_cb, s_ws, s_mask};
-      if (ranks)
-        warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
-      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
+      blocks_plan();
     }
   } else if (tagged) {
     // The tagged exchange (front_exchange.h; opt-in, FUSEDMOE_FRONT_TAGGED=1): each block with
@@ -862,10 +867,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     }
     trace_stamp(f.trace, 3);
     if (!dup) {
-      const GridCounts c{s_cb, s_ws, s_mask};
-      if (ranks)
-        warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
-      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
+      blocks_plan();
     } else {
       // Block 0 plans from the ids in global memory (below): each block publishes "ids written"
       // after a fence over them (the routing warps stored them before the block barrier in the
@@ -912,11 +914,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws, f.trace);
     trace_stamp(f.trace, 3);
     if (!dup) {
-      // Block 0's warp 8 writes counts and offsets while the routing warps compute their rows.
-      const GridCounts c{s_cb, s_ws, s_mask};
-      if (ranks)
-        warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
-      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
+      blocks_plan();
     }
   }
   trace_stamp(f.trace, 4);
