@@ -46,15 +46,6 @@ if [ "${GPU_TEST_FILTER:-*}" != "-" ]; then
   say "gpu tests ($shards shards): rc=$rc in $(( $(date +%s) - t0 )) s; passed ${passed:-0}; $(grep -E '^\[  FAILED  \] [0-9]+ test|SKIPPED' "$out/gpu_tests.log" | sort -u | tr '\n' ' ')"
   fails=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$out/gpu_tests.log" | sort -u | head -10 | tr '\n' ' ')
   [ -n "$fails" ] && say "failed: $fails"
-  if [ "${GPU_TEST_FILTER:-*}" = "*" ]; then
-    # Opt-in paths behind environment switches (read once per process): the fused front's tagged
-    # exchange (FUSEDMOE_FRONT_TAGGED=1) on the dispatch tests, appended to the suite's log.
-    FUSEDMOE_FRONT_TAGGED=1 $g/bin/fusedmoe_gpu_tests --gtest_filter='DispatchApi.*' > "$out/gpu_tests.optin.log" 2>&1
-    orc=$?
-    say "opt-in (FUSEDMOE_FRONT_TAGGED=1, DispatchApi.*): rc=$orc; $(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$out/gpu_tests.optin.log" | tr '\n' ' ')"
-    { echo "==== opt-in: FUSEDMOE_FRONT_TAGGED=1"; cat "$out/gpu_tests.optin.log"; } >> "$out/gpu_tests.log"
-    rm -f "$out/gpu_tests.optin.log"
-  fi
 fi
 
 if command -v cuobjdump >/dev/null 2>&1; then

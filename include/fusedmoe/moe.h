@@ -226,9 +226,7 @@ Status validate(const MoeProblem& p);
 // Checks the descriptor and the tensors: required pointers present, 16-byte alignment, strides.
 Status validate(const MoeProblem& p, const MoeTensors& t);
 
-// Workspace needed for any call with num_tokens <= p.max_tokens. It needs no initialisation and
-// may hold anything before the first call; between calls leave it to the library (its first 128
-// bytes may hold a launch counter of the fused front: FUSEDMOE_FRONT_TAGGED in the README).
+// Workspace needed for any call with num_tokens <= p.max_tokens.
 Status workspace_size(const MoeProblem& p, size_t* bytes);
 
 // Runs route -> dispatch -> GEMM1+activation -> GEMM2 -> combine on `stream`.

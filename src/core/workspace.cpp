@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "fusedmoe/types.h"
-#include "kernels/front/front_exchange.h"
 #if defined(FUSEDMOE_WITH_CUDA)
 #include "kernels/dispatch/plan_launch.h"
 #include "kernels/front/front_launch.h"
@@ -42,8 +41,6 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
 
   Builder b;
   WorkspaceLayout w;
-  // First, so that its counter sits at the same place whatever the problem (front_exchange.h).
-  w.front_exchange = b.take(kernels::front_exchange::workspace_bytes(p.max_tokens));
   w.topk_ids = b.take(t * k * 4);
   w.topk_weights = b.take(t * k * 4);
   w.counts = b.take(groups * 4);

@@ -26,8 +26,6 @@ struct Region {
 };
 
 struct WorkspaceLayout {
-  Region front_exchange; // the fused front's tagged exchange (kernels/front/front_exchange.h): its epoch
-                         // counter at offset 0 of every problem's layout, then the blocks' words
   Region topk_ids;       // i32 [T, k]
   Region topk_weights;   // f32 [T, k]
   Region counts;         // i32 [G]       rows per local expert (G = local + shared)

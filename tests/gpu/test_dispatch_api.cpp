@@ -594,12 +594,13 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
   check_dispatch({"dsv3-tp8", 40, fm::testing::Skew::kUniform, false, 5000}, true, 128);
 }
 
-// The cooperative front (the grid barrier, or with FUSEDMOE_FRONT_TAGGED=1 the tagged exchange of
-// kernels/front/front_exchange.h) over many calls on one workspace that is never cleared between them: any first content (memset patterns), token counts
-// that leave earlier launches' words of more blocks behind (256 -> 80 -> 200 ...), plain calls and
-// graph replays with a device-side count; every call exact against the reference, and (tagged) the
-// epoch counter at the workspace's start advanced by one per launch.
-TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
+// The cooperative front over many calls on one workspace that is never cleared between them: any
+// first content (memset patterns), token counts that leave earlier launches' masks of more blocks
+// behind in the scratch (256 -> 80 -> 200 ...), plain calls and graph replays with a device-side
+// count; every call exact against the reference. (Written for session 41's tagged exchange,
+// bench/results/2026-12-04_h200_session41/tagged_exchange_untested.patch; it holds for the grid
+// barrier as well.)
+TEST(DispatchApi, FusedFrontAcrossCallsOnOneWorkspace) {
   for (const char* preset : {"qwen235-tp8", "dsv3-tp8"}) {
     fm::MoeProblem p = fm::find_preset(preset)->problem;
     p.num_tokens = p.max_tokens = 256;
@@ -614,9 +615,6 @@ TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
     fm::DispatchOptions o;
     o.permute = false;
     o.tile_m = 8;
-    const auto counter = [&] { return to_host<uint64_t>(ws.get(), 1)[0]; };
-    const char* env = std::getenv("FUSEDMOE_FRONT_TAGGED");  // opt-in (nonzero); else the grid barrier (no counter)
-    const bool tagged_on = env != nullptr && std::atoi(env) != 0;
     for (int fill : {0x00, 0xFF, 0xA5}) {
       SCOPED_TRACE("workspace filled with " + std::to_string(fill));
       ws.poison(static_cast<uint8_t>(fill));
@@ -624,7 +622,6 @@ TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
         SCOPED_TRACE("tokens " + std::to_string(c));
         fm::MoeProblem pc = p;
         pc.num_tokens = c;
-        const uint64_t before = counter();
         fm::DispatchResult r;
         ASSERT_TRUE(fm::dispatch(pc, g.t, ws.get(), bytes, nullptr, o, &r).ok());
         FM_CUDA_CHECK(cudaDeviceSynchronize());
@@ -632,11 +629,10 @@ TEST(DispatchApi, FusedFrontTaggedExchangeAcrossCalls) {
         ASSERT_TRUE(fm::check_device_errors(pc, ws.get(), nullptr).ok());
         verify_dispatch(pc, d, r, false, o.tile_m);
         if (::testing::Test::HasFatalFailure()) return;
-        if (tagged_on) EXPECT_EQ(counter(), before + 1u);
       }
     }
-    // One graph at the bound, replayed with device counts (the exchange's words of a replay with
-    // more blocks stay behind for the next).
+    // One graph at the bound, replayed with device counts (the masks of a replay with more blocks
+    // stay behind for the next).
     DeviceBuffer count(4);
     fm::MoeTensors t = g.t;
     t.num_tokens_device = count.as<int32_t>();

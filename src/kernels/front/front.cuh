@@ -46,7 +46,6 @@
 #include "kernels/common/timer.cuh"
 #include "kernels/common/token_count.cuh"
 #include "kernels/dispatch/plan.cuh"
-#include "kernels/front/front_exchange.h"
 #include "kernels/quant/permute_quant.cuh"
 #include "kernels/router/router.cuh"
 
@@ -111,11 +110,6 @@ struct FrontParams {
   int quant_warps;
   bool routing_blocks_quantise;
   uint32_t* block_masks;        // a cooperative launch: block_masks_bytes(G) of scratch
-  // A cooperative launch with the tagged exchange (front_exchange.h; nullptr: the grid barrier
-  // over block_masks): the epoch counter and the words after it.
-  unsigned long long* exchange_counter;
-  uint64_t* exchange_words;
-  int exchange_rows;            // rows of the region (each launch clears what it does not publish)
   int cluster_blocks;           // > 1: the routing blocks form one thread-block cluster (no scratch)
   bool precomputed;             // RouterKind::kPrecomputed (one routing block): r.ids_in / r.weights_in
   // The dependent launches only once every block has exited, each after a fence over its plan
@@ -134,7 +128,6 @@ struct FrontParams {
 // [11] k rounds, [12] slots stored.
 inline constexpr int kTraceSlots = 16;
 inline constexpr int kMaxRouteBlocks = 32;  // 256 tokens / 8 (128 / 4)
-static_assert(front_exchange::kMaxBlocks == kMaxRouteBlocks, "the exchange's rows hold every routing block");
 inline constexpr int kTraceBlocks = kMaxRouteBlocks;  // the routing blocks
 inline constexpr int kRouteTraceSlot = 8;
 // Fine stamps (a diagnosis build with -DFUSEDMOE_FRONT_FINE_TRACE=1 only): block 0's thread 0
@@ -188,26 +181,6 @@ __device__ __forceinline__ unsigned int ld_acquire_gpu(const unsigned int* a) {
 __device__ __forceinline__ void red_release_gpu_add(unsigned int* a, unsigned int v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
 }
-__device__ __forceinline__ uint64_t ld_relaxed_gpu_u64(const uint64_t* a) {
-  uint64_t v;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(a) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_relaxed_gpu_u64(uint64_t* a, uint64_t v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(a), "l"(v) : "memory");
-}
-__device__ __forceinline__ unsigned long long ld_relaxed_gpu_u64(const unsigned long long* a) {
-  unsigned long long v;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(a) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_relaxed_gpu_u64(unsigned long long* a, unsigned long long v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(a), "l"(v) : "memory");
-}
-// Rows [r0, r1) of column c of the tagged exchange to untagged zeros, by threads t of nt.
-__device__ __forceinline__ void clear_exchange_rows(uint64_t* words, int c, int r0, int r1, int t, int nt) {
-  for (int r = r0 + t; r < r1; r += nt) words[r * front_exchange::kMaxBlocks + c] = 0u;
-}
 
 // ---- the plan of the fused front (see the header comment) ----------------------------------
 // Group g's byte of a block: bit w set when the block's token 8b + w reaches g. Four groups per
@@ -216,7 +189,6 @@ __device__ __forceinline__ void clear_exchange_rows(uint64_t* words, int c, int 
 // one word of all blocks as one 128-byte line; with blocks as rows, 32 blocks reading the same
 // 8 KB line by line cost 2-5 us), then each block's duplicate flag at [W * 32 + b].
 inline constexpr int kMaxGroups = 1088;  // G bound of the fused path (E <= 1024 + a shared expert)
-static_assert(front_exchange::kMaxGroups == kMaxGroups, "the exchange's region holds every group count");
 inline constexpr int kMaxMaskWords = kMaxGroups / 4;
 __host__ __device__ inline int mask_words(int groups) { return (groups + 3) / 4; }
 __host__ __device__ inline size_t block_masks_bytes(int groups) {
@@ -283,29 +255,6 @@ __device__ __forceinline__ int blocks_with_tokens(int64_t num_tokens, int tpb) {
   return (tpb & (tpb - 1)) == 0 ? n >> (__ffs(tpb) - 1) : n / tpb;
 }
 
-// Mask word j of the blocks (lane l: block l's, zero past the blocks with tokens): each of its four
-// groups' total and tokens in the blocks before this one (`me`), into s_cb and s_ws (see above).
-__device__ __forceinline__ void count_mask_word(uint32_t x, int j, int lane, int me, uint32_t* s_cb, uint32_t* s_ws) {
-  constexpr unsigned kAll = 0xffffffffu;
-  // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256
-  // (the tokens). Totals and the sums over the blocks before this one by warp reductions
-  // (REDUX: one instruction each, no shuffle chain).
-  const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
-  const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
-  const bool before = lane < me;
-  const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
-  const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
-  if (lane == 0) {  // groups past G have no bits: zero counts
-    const int g = 4 * j;
-    const uint32_t c0 = ta & 0xffffu, c1 = tb & 0xffffu, c2 = ta >> 16, c3 = tb >> 16;
-    s_cb[g] = ((ea & 0xffffu) << 16) | c0;
-    s_cb[g + 1] = (((eb & 0xffffu) + c0) << 16) | c1;
-    s_cb[g + 2] = (((ea >> 16) + c0 + c1) << 16) | c2;
-    s_cb[g + 3] = (((eb >> 16) + c0 + c1 + c2) << 16) | c3;
-    s_ws[j] = c0 + c1 + c2 + c3;
-  }
-}
-
 template <class Masks>
 __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, int nb, uint32_t* s_cb, uint32_t* s_ws,
                                                     unsigned long long* trace = nullptr) {
@@ -327,75 +276,28 @@ __device__ __forceinline__ bool gather_block_counts(const Masks& masks, int G, i
   for (int i = 0; i < kMaskWordsPerWarp; ++i) {
     const int j = warp + i * nwarps;
     if (j >= W) break;  // warp-uniform
-    count_mask_word(v[i], j, lane, me, s_cb, s_ws);
+    const uint32_t x = v[i];
+    // (group 4j, 4j + 2) and (4j + 1, 4j + 3) as 16-bit pairs: sums over 32 blocks stay <= 256
+    // (the tokens). Totals and the sums over the blocks before this one by warp reductions
+    // (REDUX: one instruction each, no shuffle chain).
+    const uint32_t own02 = __popc(x & 0xffu) | (__popc(x & 0xff0000u) << 16);
+    const uint32_t own13 = __popc(x & 0xff00u) | (__popc(x & 0xff000000u) << 16);
+    const bool before = lane < me;
+    const uint32_t ta = __reduce_add_sync(kAll, own02), tb = __reduce_add_sync(kAll, own13);
+    const uint32_t ea = __reduce_add_sync(kAll, before ? own02 : 0u), eb = __reduce_add_sync(kAll, before ? own13 : 0u);
+    if (lane == 0) {  // groups past G have no bits: zero counts
+      const int g = 4 * j;
+      const uint32_t c0 = ta & 0xffffu, c1 = tb & 0xffffu, c2 = ta >> 16, c3 = tb >> 16;
+      s_cb[g] = ((ea & 0xffffu) << 16) | c0;
+      s_cb[g + 1] = (((eb & 0xffffu) + c0) << 16) | c1;
+      s_cb[g + 2] = (((ea >> 16) + c0 + c1) << 16) | c2;
+      s_cb[g + 3] = (((eb >> 16) + c0 + c1 + c2) << 16) | c3;
+      s_ws[j] = c0 + c1 + c2 + c3;
+    }
   }
   fine_stamp(trace, 8, 0u);
   __syncthreads();
   fine_stamp(trace, 9, 0u);
-  return dup;
-}
-
-// gather_block_counts over the tagged exchange (front_exchange.h). Warp 0 polls the blocks'
-// duplicate flags (row 0, which each block stores after its mask rows: one 256-byte line per
-// poll) until every block with tokens has published; after a block barrier each warp reads its
-// mask words (kPollWords at a time, both 16-bit halves) and re-reads any not yet tagged (the
-// stores are not ordered: rare). Polling every row at once (session 41, call 1) kept the L2 busy
-// with the waiting blocks' re-reads: 0.2-0.5 us slower than the grid barrier. Then the same
-// reductions as gather_block_counts. s_flag: shared scratch for the duplicate flag. Ends with a
-// block barrier.
-inline constexpr int kPollWords = 4;
-__device__ __forceinline__ bool gather_block_counts_tagged(const uint64_t* words, uint64_t tag48, int G, int nb,
-                                                           uint32_t* s_cb, uint32_t* s_ws, int* s_flag) {
-  constexpr unsigned kAll = 0xffffffffu;
-  constexpr int kV = 2 * kPollWords;  // both halves of kPollWords words
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-  const int W = mask_words(G);
-  const int me = blockIdx.x;
-  const bool reads = lane < nb;
-  const uint64_t* col = words + lane;  // block `lane`'s row r at col[r * kMaxBlocks]
-  if (warp == 0) {
-    uint64_t d = reads ? ld_relaxed_gpu_u64(col + front_exchange::dup_row() * front_exchange::kMaxBlocks)
-                       : front_exchange::word(tag48, 0u);
-    while (!__all_sync(kAll, front_exchange::tagged(d, tag48))) {
-      if (!front_exchange::tagged(d, tag48)) d = ld_relaxed_gpu_u64(col + front_exchange::dup_row() * front_exchange::kMaxBlocks);
-    }
-    const bool any = __any_sync(kAll, (d & 0xffffu) != 0u);
-    if (lane == 0) *s_flag = any ? 1 : 0;
-  }
-  __syncthreads();
-  const bool dup = *s_flag != 0;
-#pragma unroll 1
-  for (int i0 = 0; i0 < kMaskWordsPerWarp; i0 += kPollWords) {
-    if (warp + i0 * nwarps >= W) break;  // warp-uniform
-    int row[kV];
-#pragma unroll
-    for (int u = 0; u < kPollWords; ++u) {
-      const int j = warp + (i0 + u) * nwarps;
-      row[2 * u] = reads && j < W ? front_exchange::half_row(j, 0) : -1;
-      row[2 * u + 1] = reads && j < W ? front_exchange::half_row(j, 1) : -1;
-    }
-    uint64_t h[kV];
-#pragma unroll
-    for (int q = 0; q < kV; ++q)
-      h[q] = row[q] >= 0 ? ld_relaxed_gpu_u64(col + row[q] * front_exchange::kMaxBlocks) : front_exchange::word(tag48, 0u);
-    while (true) {
-      bool ok = true;
-#pragma unroll
-      for (int q = 0; q < kV; ++q) ok = ok && front_exchange::tagged(h[q], tag48);
-      if (__all_sync(kAll, ok)) break;
-#pragma unroll
-      for (int q = 0; q < kV; ++q)
-        if (!front_exchange::tagged(h[q], tag48)) h[q] = ld_relaxed_gpu_u64(col + row[q] * front_exchange::kMaxBlocks);
-    }
-#pragma unroll
-    for (int u = 0; u < kPollWords; ++u) {
-      const int j = warp + (i0 + u) * nwarps;
-      if (j >= W) break;  // warp-uniform
-      const uint32_t x = static_cast<uint32_t>(h[2 * u] & 0xffffu) | static_cast<uint32_t>(h[2 * u + 1] & 0xffffu) << 16;
-      count_mask_word(x, j, lane, me, s_cb, s_ws);
-    }
-  }
-  __syncthreads();
   return dup;
 }
 
@@ -646,14 +548,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   // grid_barrier_word), read by a thread that does not route (warp 8) for thread 0.
   const bool cooperative = !wide && f.cluster_blocks <= 1;
   const bool clustered = !wide && f.cluster_blocks > 1;
-  // With the tagged exchange (f.exchange_counter), this launch's epoch instead (front_exchange.h).
   __shared__ unsigned int s_bar_sense;
-  __shared__ unsigned long long s_epoch;
-  const bool tagged = cooperative && f.exchange_counter != nullptr;
-  if (cooperative && routes && threadIdx.x == kRouteWarps * 32) {
-    if (tagged) s_epoch = ld_relaxed_gpu_u64(f.exchange_counter);
-    else s_bar_sense = ld_relaxed_gpu(grid_barrier_word());
-  }
+  if (cooperative && routes && threadIdx.x == kRouteWarps * 32) s_bar_sense = ld_relaxed_gpu(grid_barrier_word());
   if (routes) {
     if (wide) {  // zeroed by everyone; the block barrier after the routing orders it before the bits
       for (int q = threadIdx.x; q < W; q += blockDim.x) s_mask[q] = s_mask2[q] = 0u;
@@ -677,18 +573,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     }
   }
 
-  if (tagged && routes && warp > kRouteWarps) {
-    // Warps 9-15 (idle: at most 8 route; after their arrival above) clear what this launch does
-    // not publish (front_exchange.h): this block's column past its rows, or all of it without
-    // tokens; the columns past the routing blocks, shared out over them. Nothing of this launch
-    // reads these words.
-    const int t = static_cast<int>(threadIdx.x) - (kRouteWarps + 1) * 32, nt = kMaxThreads - (kRouteWarps + 1) * 32;
-    const int b = static_cast<int>(blockIdx.x);
-    const bool publishes = b < blocks_with_tokens(num_tokens, tpb);
-    clear_exchange_rows(f.exchange_words, b, publishes ? front_exchange::rows(G) : 0, f.exchange_rows, t, nt);
-    for (int c = f.route_blocks + b; c < kMaxRouteBlocks; c += f.route_blocks)
-      clear_exchange_rows(f.exchange_words, c, 0, f.exchange_rows, t, nt);
-  }
   // The entry of a routing warp's lane: slot `lane` of the warp's token (lane < slots).
   bool has_entry = false;
   int g = G, slot = 0;
@@ -780,14 +664,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
 
   const int64_t entry = token * f.plan.slots + slot;
   const bool ranks = route_warp && token < num_tokens;  // warp-uniform
-  // Several routing blocks, once s_cb / s_ws hold every group's counts: the routing warps compute
-  // their rows while block 0's warp 8 writes counts and offsets.
-  const auto blocks_plan = [&]() {
-    const GridCounts c{s_cb, s_ws, s_mask};
-    if (ranks)
-      warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
-    if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
-  };
   bool dup;
   if (wide) {
     // One routing block: no grid barrier (blocks after it only quantise, and are done).
@@ -833,56 +709,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     __syncthreads();
     trace_stamp(f.trace, 3);
     if (!dup) {
-      blocks_plan();
-    }
-  } else if (tagged) {
-    // The tagged exchange (front_exchange.h; opt-in, FUSEDMOE_FRONT_TAGGED=1): each block with
-    // tokens stores its masks as tagged words, then its tagged row 0; warp 0 polls the blocks' row 0
-    // until all carry this launch's tag, then the mask rows are read. No grid barrier, no fence.
-    if (!routes) return;
-    const int nb = blocks_with_tokens(num_tokens, tpb);
-    if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
-    __syncthreads();  // the block's masks, duplicate flag and epoch
-    trace_stamp(f.trace, 1);
-    const unsigned long long epoch = s_epoch;
-    const uint64_t tag48 = front_exchange::tag(epoch);
-    // The mask rows (and an untagged "ids written" row), then (after a block barrier) row 0, which
-    // the readers poll.
-    for (int r = 1 + static_cast<int>(threadIdx.x); r <= front_exchange::ready_row(G); r += blockDim.x)
-      st_relaxed_gpu_u64(f.exchange_words + r * kMaxRouteBlocks + blockIdx.x,
-                         r == front_exchange::ready_row(G)
-                             ? uint64_t{0}
-                             : front_exchange::word(tag48, s_mask[(r - 1) >> 1] >> (16 * ((r - 1) & 1))));
-    __syncthreads();
-    if (threadIdx.x == 0)
-      st_relaxed_gpu_u64(f.exchange_words + front_exchange::dup_row() * kMaxRouteBlocks + blockIdx.x,
-                         front_exchange::word(tag48, static_cast<uint32_t>(s_dup != 0)));
-    trace_stamp(f.trace, 2);
-    dup = gather_block_counts_tagged(f.exchange_words, tag48, G, nb, s_cb, s_ws, &s_dup_any);
-    // Block 0 has seen every block with tokens publish (each after reading the epoch): the next
-    // launch's epoch, from a warp with nothing else to do.
-    if (blockIdx.x == 0 && threadIdx.x == kMaxThreads - 32) {
-      __threadfence();
-      st_relaxed_gpu_u64(f.exchange_counter, epoch + 1u);
-    }
-    trace_stamp(f.trace, 3);
-    if (!dup) {
-      blocks_plan();
-    } else {
-      // Block 0 plans from the ids in global memory (below): each block publishes "ids written"
-      // after a fence over them (the routing warps stored them before the block barrier in the
-      // gather), and block 0 waits for all of them (rare: an expert map folding experts).
-      if (threadIdx.x == 0) {
-        __threadfence();
-        st_relaxed_gpu_u64(f.exchange_words + front_exchange::ready_row(G) * kMaxRouteBlocks + blockIdx.x,
-                           front_exchange::word(tag48, 1u));
-      }
-      if (blockIdx.x == 0 && warp == 0) {
-        const uint64_t* ready = f.exchange_words + front_exchange::ready_row(G) * kMaxRouteBlocks;
-        while (!__all_sync(0xffffffffu, lane >= nb || front_exchange::tagged(ld_relaxed_gpu_u64(ready + lane), tag48))) {
-        }
-        __threadfence();
-      }
+      const GridCounts c{s_cb, s_ws, s_mask};
+      if (ranks)
+        warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
+      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
     }
   } else {
     // Every block with tokens exports its masks; the barrier (release / acquire) makes them
@@ -914,7 +744,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws, f.trace);
     trace_stamp(f.trace, 3);
     if (!dup) {
-      blocks_plan();
+      // Block 0's warp 8 writes counts and offsets while the routing warps compute their rows.
+      const GridCounts c{s_cb, s_ws, s_mask};
+      if (ranks)
+        warp_plan_rows(f.plan, c, has_entry, g, warp & 7, static_cast<int32_t>(entry), static_cast<int32_t>(token), slot, f.trace);
+      if (blockIdx.x == 0 && warp == kRouteWarps) warp_plan_offsets(f.plan, c);
     }
   }
   trace_stamp(f.trace, 4);

@@ -62,15 +62,6 @@ bool front_precomputed_on() {
   static const bool v = env_int("FUSEDMOE_FRONT_PRECOMPUTED").value_or(1) != 0;
   return v;
 }
-
-// The tagged exchange between the routing blocks of a cooperative launch instead of the grid
-// barrier, where FrontArgs::exchange is given: opt-in, FUSEDMOE_FRONT_TAGGED=1 (read once). Its
-// first form (every warp polling all its rows) measured 0.1-0.5 us slower than the barrier at
-// 73-256 tokens (session 41, call 1); the second (warp 0 polls row 0) is not measured yet.
-bool front_tagged_on() {
-  static const bool v = env_int("FUSEDMOE_FRONT_TAGGED").value_or(0) != 0;
-  return v;
-}
 }  // namespace
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
@@ -78,8 +69,6 @@ size_t front_scratch_bytes(int64_t max_tokens, int groups) {
   if (max_tokens <= front_detail::kWideTokens) return 0;
   return front_detail::block_masks_bytes(std::max(groups, 0));
 }
-
-size_t front_exchange_bytes(int64_t max_tokens) { return front_exchange::workspace_bytes(max_tokens); }
 
 void set_front_trace(unsigned long long* buffer) { g_front_trace.store(buffer, std::memory_order_relaxed); }
 
@@ -207,15 +196,6 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     if (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_detail::block_masks_bytes(G))
       return cudaErrorInvalidValue;
     f.block_masks = static_cast<uint32_t*>(a.plan.scratch);
-    // The tagged exchange where its region holds this problem's rows (else the barrier).
-    const size_t rows_held = a.exchange_bytes > front_exchange::kCounterBytes
-                                 ? (a.exchange_bytes - front_exchange::kCounterBytes) / (front_exchange::kMaxBlocks * 8)
-                                 : 0;
-    if (a.exchange != nullptr && front_tagged_on() && rows_held >= static_cast<size_t>(front_exchange::rows(G))) {
-      f.exchange_counter = static_cast<unsigned long long*>(a.exchange);
-      f.exchange_words = reinterpret_cast<uint64_t*>(static_cast<char*>(a.exchange) + front_exchange::kCounterBytes);
-      f.exchange_rows = static_cast<int>(std::min<size_t>(rows_held, front_exchange::rows(front_exchange::kMaxGroups)));
-    }
   }
 
   f.quant_scheme = pq_detail::kNone;

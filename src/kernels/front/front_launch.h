@@ -42,12 +42,6 @@ struct FrontArgs {
   float* q_scales = nullptr;  // kPerTensorStatic: [1]; kPerToken: [pad4(bound)]; kGroup128: [K/128, pad4(bound)]
   // (with quant: the kernel's dependents launch only after every block's plan writes, FrontParams::
   // late_trigger; without, at its start)
-  // The tagged exchange of a cooperative launch (front_exchange.h: the epoch counter, then the
-  // words; front_exchange_bytes): the same bytes at every call on a workspace, needing no
-  // initialisation. Taken with FUSEDMOE_FRONT_TAGGED=1 (opt-in: not measured faster yet); else,
-  // or with nullptr, a grid barrier over plan.scratch.
-  void* exchange = nullptr;
-  size_t exchange_bytes = 0;
 };
 
 // True when the fused path can run these arguments: a router that reads rows of logits
@@ -67,9 +61,6 @@ const char* front_small_kernel_name();
 // Scratch the fused kernel needs in args.plan.scratch (each routing block's group masks, for
 // bounds above 16 tokens; 0 otherwise). The workspace reserves it in the plan's scratch.
 size_t front_scratch_bytes(int64_t max_tokens, int groups);
-// Bytes of FrontArgs::exchange for this bound (front_exchange::workspace_bytes; the workspace
-// reserves it at its start).
-size_t front_exchange_bytes(int64_t max_tokens);
 
 // One tiny cooperative launch on a private stream, synchronised: the process's first cooperative
 // launch carries a one-time driver cost, paid here (by preload_kernels) instead of by a call.
