@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 41, call 2 (carry ["build_pack"]; NOT RUN: no machine was lent after call 1; kept as the
-# plan for a later session): the tagged exchange's second form (warp 0 polls the blocks' row 0,
+# plan for a later session, on a build with tagged_exchange_untested.patch applied): the tagged
+# exchange's second form (warp 0 polls the blocks' row 0,
 # stored after their mask rows; then one read of the mask rows), opt-in with FUSEDMOE_FRONT_TAGGED=1
 # (the grid barrier is the default).
 # (a) DispatchApi / RouterGpu / Plan tests tagged and DispatchApi by default (barrier), in parallel;
