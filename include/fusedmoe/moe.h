@@ -139,9 +139,10 @@ struct ForwardOptions {
   // FP8 layers on Swap-AB tiles with per-token or 1x128 activation scales (and H re-quantised
   // apart, fused_h_quant off): GEMM2 quantises H itself, each CTA its token tile's bf16 rows, with
   // the quantiser's math (the same bits), instead of a separate pass and launch between the GEMMs.
-  // Applies where H has at most 4 K blocks of 128 (N <= 512). Auto: on up to 256 tokens (H200,
-  // session 40: 0.5-11.8 % faster at 14 of 16 decode points of the four FP8 cases it applies to,
-  // level at the other two). bench --hs adds the variants with it forced on and off.
+  // Applies where H has at most 4 K blocks of 128 (N <= 512). Auto: on up to 256 tokens, 512 with
+  // 1x128 scales (H200, session 40: 0.5-11.8 % faster at 14 of 16 decode points of the four FP8
+  // cases it applies to, level at the other two; at 512 tokens 4-5 % faster with 1x128 scales, per
+  // token 0.5-0.7 % slower). bench --hs adds the variants with it forced on and off.
   Toggle gemm2_quantises_h = Toggle::kAuto;
   // Tuning overrides of the Swap-AB expert GEMMs (BF16 and FP8 grouped backend; 0 = the
   // heuristic, the same results either way up to the split-K rounding above): k_splits n >= 1

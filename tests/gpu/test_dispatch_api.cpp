@@ -596,8 +596,8 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
 
 // The cooperative front over many calls on one workspace that is never cleared between them: any
 // first content (memset patterns), token counts that leave earlier launches' masks of more blocks
-// behind in the scratch (256 -> 80 -> 200 ...), plain calls and graph replays with a device-side
-// count; every call exact against the reference. (Written for session 41's tagged exchange,
+// behind in the scratch (256 -> 80 -> 200 ...); every call exact against the reference (graph
+// replays of such counts: DeviceTokenCountOneGraphServesEveryCount). (Written for session 41's tagged exchange,
 // bench/results/2026-12-04_h200_session41/tagged_exchange_untested.patch; it holds for the grid
 // barrier as well.)
 TEST(DispatchApi, FusedFrontAcrossCallsOnOneWorkspace) {
@@ -631,36 +631,6 @@ TEST(DispatchApi, FusedFrontAcrossCallsOnOneWorkspace) {
         if (::testing::Test::HasFatalFailure()) return;
       }
     }
-    // One graph at the bound, replayed with device counts (the masks of a replay with more blocks
-    // stay behind for the next).
-    DeviceBuffer count(4);
-    fm::MoeTensors t = g.t;
-    t.num_tokens_device = count.as<int32_t>();
-    cudaStream_t s;
-    FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    fm::DispatchResult r;
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    FM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    const fm::Status st = fm::dispatch(p, t, ws.get(), bytes, s, o, &r);
-    FM_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
-    ASSERT_TRUE(st.ok()) << st.to_string();
-    FM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    EXPECT_TRUE(r.fused_front);
-    for (int32_t c : {256, 90, 255, 74, 256, 160, 1, 256}) {
-      SCOPED_TRACE("graph replay, device count " + std::to_string(c));
-      FM_CUDA_CHECK(cudaMemcpyAsync(count.get(), &c, 4, cudaMemcpyHostToDevice, s));
-      FM_CUDA_CHECK(cudaGraphLaunch(exec, s));
-      FM_CUDA_CHECK(cudaStreamSynchronize(s));
-      ASSERT_TRUE(fm::check_device_errors(p, ws.get(), s).ok());
-      fm::MoeProblem pc = p;
-      pc.num_tokens = c;
-      verify_dispatch(pc, d, r, false, o.tile_m);
-      if (::testing::Test::HasFatalFailure()) break;
-    }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(s);
   }
 }
 
@@ -709,7 +679,8 @@ TEST(DispatchApi, FusedFrontMatchesSeparateKernelsBitwise) {
 // One captured graph per bound: the token count is read on the device. Every count from 0 to
 // the bound replays the same graph; results equal the reference for that count. Covers the
 // fused front (bound 256: a cooperative launch; 40: a cluster of 5 blocks), the single-block plan (bound 900 x 9)
-// and the chunked plan (4096).
+// and the chunked plan (4096); first on a workspace poisoned before each replay, then on one left as
+// the previous replay wrote it.
 TEST(DispatchApi, DeviceTokenCountOneGraphServesEveryCount) {
   struct B {
     const char* preset;
@@ -767,6 +738,20 @@ TEST(DispatchApi, DeviceTokenCountOneGraphServesEveryCount) {
     EXPECT_EQ(err.code(), fm::StatusCode::kOutOfRange) << err.to_string();
     EXPECT_NE(err.message().find("device token count"), std::string::npos) << err.message();
     verify_dispatch(p, d, r, b.permute, o.tile_m);
+    // Replays on a workspace not cleared in between: what a replay with more tokens (routing
+    // blocks) left behind must not reach the next.
+    for (int64_t c : {b.bound, b.bound / 3 + 1, b.bound - 1, int64_t{1}, b.bound / 2 + 7, b.bound}) {
+      SCOPED_TRACE("uncleared workspace, device count " + std::to_string(c));
+      const int32_t c32 = static_cast<int32_t>(c);
+      FM_CUDA_CHECK(cudaMemcpyAsync(count.get(), &c32, 4, cudaMemcpyHostToDevice, s));
+      FM_CUDA_CHECK(cudaGraphLaunch(exec, s));
+      FM_CUDA_CHECK(cudaStreamSynchronize(s));
+      ASSERT_TRUE(fm::check_device_errors(p, ws.get(), s).ok());
+      fm::MoeProblem pc = p;
+      pc.num_tokens = c;
+      verify_dispatch(pc, d, r, b.permute, o.tile_m);
+      if (::testing::Test::HasFatalFailure()) break;
+    }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     cudaStreamDestroy(s);
