@@ -699,9 +699,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     f.a_scale_row_token = nullptr;
     // (early weights are safe: the quantise of H above waits for GEMM1 before it triggers, so the
     // plan is complete when GEMM2 starts. With H quantised in GEMM1, GEMM2 follows GEMM1, which was
-    // launched only after the plan was complete: after the permute's wait, or after the fused
-    // front's last block (FrontParams::late_trigger, with x quantised in the front); so too with H
-    // quantised by GEMM2, whose CTAs read H after their PDL wait on GEMM1.)
+    // launched only after the plan was complete: after the permute's wait (FP8 x is always
+    // quantised on the permute here, never in the fused front); so too with H quantised by GEMM2,
+    // whose CTAs read H after their PDL wait on GEMM1.)
     // (H's quantise: as the permute for GEMM1)
     f.early_weight_stages =
         options.gemm2_early_weight_stages >= 0 ? options.gemm2_early_weight_stages : options.early_weight_stages;

@@ -112,10 +112,6 @@ struct FrontParams {
   uint32_t* block_masks;        // a cooperative launch: block_masks_bytes(G) of scratch
   int cluster_blocks;           // > 1: the routing blocks form one thread-block cluster (no scratch)
   bool precomputed;             // RouterKind::kPrecomputed (one routing block): r.ids_in / r.weights_in
-  // The dependent launches only once every block has exited, each after a fence over its plan
-  // writes (no early trigger): for a dependent that reads the plan before its own PDL wait (the
-  // FP8 GEMM1 right after a front that quantises x, with early weights).
-  bool late_trigger;
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
@@ -514,8 +510,11 @@ __device__ __forceinline__ void quantize_part(const FrontParams& f, int64_t num_
 // instructions cold at every call (the grouped GEMMs' raster-only instances, session 20).
 template <typename T, int VEC, int NV, router_detail::RowMode M, bool kOneBlock>
 __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const FrontParams f) {
-  pdl_wait();  // kernels/common/pdl.cuh: first, before any global access
-  if (!f.late_trigger) pdl_launch_dependents();
+  // kernels/common/pdl.cuh: first, before any global access. Dependents launch now: every reader
+  // of this kernel's outputs waits (griddepcontrol.wait) before reading them, as in forward(),
+  // where a permute sits between this kernel and GEMM1 (whose early weights read the plan before
+  // their wait: complete two launches back).
+  pdl_enter();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ int32_t s_ids[kSharedIds];
   __shared__ uint32_t s_mask[kMaxMaskWords];
@@ -752,10 +751,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     }
   }
   trace_stamp(f.trace, 4);
-  if (blockIdx.x != 0) {
-    if (f.late_trigger) __threadfence();  // (this block's rows, before it exits: FrontParams::late_trigger)
-    return;
-  }
+  if (blockIdx.x != 0) return;
   // A token reached a group twice (an expert map folding experts): block 0 runs the general plan
   // (the ids are in global memory; every routing warp wrote them before the barrier).
   if (dup) {
@@ -779,7 +775,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     }
     write_token_count_flag(f.r.num_tokens, f.r.num_tokens_dev, f.r.error_flag, bad);
   }
-  if (f.late_trigger) __threadfence();  // (counts, offsets, rows: FrontParams::late_trigger)
   trace_clock(f.trace, 14);
   fine_stamp(f.trace, 15, 0u);
   trace_stamp(f.trace, 6);

@@ -151,9 +151,6 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   if (!rp.row_kernel && !precomputed) return cudaErrorInvalidValue;
   FrontParams f{};
   f.precomputed = precomputed;
-  // With x quantised here, the layer's FP8 GEMM1 follows this kernel directly and reads the plan
-  // before its PDL wait (early weights): it must launch after every block's plan writes.
-  f.late_trigger = a.quant != ActQuant::kNone;
   e = plan_detail::prepare_plan(a.plan, &f.plan);
   if (e != cudaSuccess) return e;
   f.r = rp.p;

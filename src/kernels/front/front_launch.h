@@ -40,8 +40,8 @@ struct FrontArgs {
   const float* static_scale = nullptr;
   void* q_out = nullptr;      // [bound, K] e4m3
   float* q_scales = nullptr;  // kPerTensorStatic: [1]; kPerToken: [pad4(bound)]; kGroup128: [K/128, pad4(bound)]
-  // (with quant: the kernel's dependents launch only after every block's plan writes, FrontParams::
-  // late_trigger; without, at its start)
+  // (the kernel triggers its dependents at its start, quantising or not: a PDL-launched reader of
+  // its outputs must wait (griddepcontrol.wait) before reading them)
 };
 
 // True when the fused path can run these arguments: a router that reads rows of logits
