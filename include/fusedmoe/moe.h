@@ -76,9 +76,10 @@ struct ForwardOptions {
   // tile, so an expert's weights are read again by its next token tile and should stay in L2),
   // where auto leaves it off (1.8 % faster on dsv3-ep8 there, also left off). bench --evict.
   Toggle weights_evict_first = Toggle::kAuto;
-  // Route + plan (+ FP8 of x in token order) in one fused kernel at small token counts (logits
-  // routers up to 256 tokens, precomputed ids up to 16; DispatchOptions::fuse_front). Same
-  // results. Auto: on, except with quantised activations up to 16 tokens: the separate kernels
+  // Route + plan in one fused kernel at small token counts (logits routers up to 256 tokens,
+  // precomputed ids up to 16; DispatchOptions::fuse_front; forward() quantises FP8 x on the
+  // permute after it, the token-order quantisation in the front serves dispatch() without
+  // permute). Same results. Auto: on, except with quantised activations up to 16 tokens: the separate kernels
   // put the quantiser between the plan and GEMM1, which lets GEMM1 stream its first weight stages
   // early (H200, session 15: dsv3-tp8-fp8b with the router 41.7 vs 50.7 us at 1 token; bench
   // --front). At 17-64 tokens the fused front measured faster (session 36: up to 4.4 %).
@@ -258,7 +259,9 @@ struct DispatchOptions {
   // Small token counts: route + plan (+ token-order quantisation) in one fused kernel when the
   // router reads logits rows (bound <= 256) or takes precomputed ids (bound <= 16). Same ids,
   // weights and plan; false forces the separate kernels. (forward() sets it per problem:
-  // ForwardOptions::fuse_front.) Error reports: with several bad precomputed ids the fused kernel
+  // ForwardOptions::fuse_front.) Like every kernel of the library it lets a dependent launch
+  // (programmatic dependent launch) start early: such a kernel must wait (griddepcontrol.wait /
+  // cudaGridDependencySynchronize) before it reads these outputs. Error reports: with several bad precomputed ids the fused kernel
   // reports the first in (token, slot) order, the separate kernels any one of them.
   bool fuse_front = true;
   // Programmatic dependent launch between the dispatch kernels (as ForwardOptions::overlap_launches:
