@@ -9,7 +9,8 @@
 # (c) bench --suite dispatch twice: the front's kernel time now that it triggers its dependents at
 #     its start when it quantises x (session 42: late_trigger removed; session 41 call 1 with it:
 #     dsv3 + FP8 7.71 us at 256 tokens, 4.38 at 1; session 29 without it: 7.10 / 4.00);
-# (d) the FP8 and BF16 decode tables (packed weights), for the README.
+# (d) the FP8 and BF16 decode tables (packed weights), for the README;
+# (e) the fused front forced on / off for FP8 at 1-16 tokens.
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
@@ -41,5 +42,12 @@ timeout 150 $B/fusedmoe bench --suite layer --tokens 1,16,64,256 --packed \
 stamp "decode fp8 rc=$?"
 timeout 200 $B/fusedmoe bench --suite layer --tokens 1,16,64,256 --packed > "$out/decode_bf16.txt" 2>&1
 stamp "decode bf16 rc=$?"
+# (e) the fused front forced on / off for the FP8 cases at 1-16 tokens (auto: separate kernels
+#     there since session 36; its stated reason predates the permute that now always follows the
+#     front for FP8, so the rule is worth a fresh look)
+timeout 150 $B/fusedmoe bench --suite layer --tokens 1,4,16 --packed --front \
+  --cases qwen235-tp8-fp8c,qwen235-tp8-fp8t,dsv3-tp8-fp8b,dsv4f-tp4-fp8b,qwen235-tp4-fp8b > "$out/front_fp8.txt" 2>&1
+stamp "front fp8 rc=$?"
+grep -E "over .* points" "$out/front_fp8.txt" >> "$out/summary.txt"
 stamp end
 cat "$out/summary.txt"; cat "$out/front_end.txt" | head -60
