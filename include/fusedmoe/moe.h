@@ -79,10 +79,10 @@ struct ForwardOptions {
   // Route + plan in one fused kernel at small token counts (logits routers up to 256 tokens,
   // precomputed ids up to 16; DispatchOptions::fuse_front; forward() quantises FP8 x on the
   // permute after it, the token-order quantisation in the front serves dispatch() without
-  // permute). Same results. Auto: on, except with quantised activations up to 16 tokens: the separate kernels
-  // put the quantiser between the plan and GEMM1, which lets GEMM1 stream its first weight stages
-  // early (H200, session 15: dsv3-tp8-fp8b with the router 41.7 vs 50.7 us at 1 token; bench
-  // --front). At 17-64 tokens the fused front measured faster (session 36: up to 4.4 %).
+  // permute). Same results. Auto: on, except with quantised activations up to 16 tokens: the
+  // separate kernels put the quantiser between the plan and GEMM1, which lets GEMM1 stream its
+  // first weight stages early (H200, session 15: dsv3-tp8-fp8b with the router 41.7 vs 50.7 us at
+  // 1 token; bench --front). At 17-64 tokens the fused front measured faster (session 36: up to 4.4 %).
   Toggle fuse_front = Toggle::kAuto;
   // Swap-AB GEMMs split each weight tile's reduction over a thread-block cluster (up to 8 CTAs)
   // when their tiles would fill under half of the GPU's CTA slots (decode on few experts). The
@@ -261,8 +261,9 @@ struct DispatchOptions {
   // weights and plan; false forces the separate kernels. (forward() sets it per problem:
   // ForwardOptions::fuse_front.) Like every kernel of the library it lets a dependent launch
   // (programmatic dependent launch) start early: such a kernel must wait (griddepcontrol.wait /
-  // cudaGridDependencySynchronize) before it reads these outputs. Error reports: with several bad precomputed ids the fused kernel
-  // reports the first in (token, slot) order, the separate kernels any one of them.
+  // cudaGridDependencySynchronize) before it reads these outputs. Error reports: with several bad
+  // precomputed ids the fused kernel reports the first in (token, slot) order, the separate
+  // kernels any one of them.
   bool fuse_front = true;
   // Programmatic dependent launch between the dispatch kernels (as ForwardOptions::overlap_launches:
   // each launch starts while its predecessor finishes and waits on the device for its results).
