@@ -82,7 +82,8 @@ struct ForwardOptions {
   // permute). Same results. Auto: on, except with quantised activations up to 16 tokens: the
   // separate kernels put the quantiser between the plan and GEMM1, which lets GEMM1 stream its
   // first weight stages early (H200, session 15: dsv3-tp8-fp8b with the router 41.7 vs 50.7 us at
-  // 1 token; bench --front). At 17-64 tokens the fused front measured faster (session 36: up to 4.4 %).
+  // 1 token; bench --front). At 17-64 tokens the fused front measured faster (session 36: up to
+  // 4.4 %).
   Toggle fuse_front = Toggle::kAuto;
   // Swap-AB GEMMs split each weight tile's reduction over a thread-block cluster (up to 8 CTAs)
   // when their tiles would fill under half of the GPU's CTA slots (decode on few experts). The

@@ -580,14 +580,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // GEMM1's chained weight tiles sized to one wave of the expected active token tiles (BF16, decode;
   // sm90_bf16_grouped_gemm.cuh, one_wave_tiles_per_cta; bench --tpc1 1 measures without it)
   g.one_wave = p.num_tokens <= 256;
-  // the plan was written two launches before GEMM1 (a permute in between) and before GEMM2
-  g.early_weights = !gather;
-  // GEMM1's early weights read the plan before their PDL wait: a permute (which waits before it
-  // triggers) must sit between the front and GEMM1. The fused front triggers its dependents at its
-  // start, also when it quantises x (token order, no permute), so that case must never meet early
-  // weights (today gathering is BF16-only, so the front never quantises in forward()).
-  FM_REQUIRE(!(g.early_weights && !o.permute), kInternal,
-             "GEMM1 with early weights needs the permute between the plan and GEMM1");
+  // Early weights read the plan before GEMM1's PDL wait: only with the permute between the plan
+  // and GEMM1 (it waits before it triggers), so the plan was written two launches back. (The fused
+  // front triggers its dependents at its start, also where it quantises x in token order.)
+  g.early_weights = o.permute;
   // The whole ring of weight stages before the wait unless overridden: they stream while the
   // permute runs and slow it (~2 -> ~11 us at 1 token on the H200), yet the layer came out 1-2 us
   // faster at 1 token than with none (session 12, calls 2-3: the weights are on the way sooner).

@@ -597,9 +597,8 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
 // The cooperative front over many calls on one workspace that is never cleared between them: any
 // first content (memset patterns), token counts that leave earlier launches' masks of more blocks
 // behind in the scratch (256 -> 80 -> 200 ...); every call exact against the reference (graph
-// replays of such counts: DeviceTokenCountOneGraphServesEveryCount). (Written for session 41's tagged exchange,
-// bench/results/2026-12-04_h200_session41/tagged_exchange_untested.patch; it holds for the grid
-// barrier as well.)
+// replays of such counts: DeviceTokenCountOneGraphServesEveryCount). (Written for the tagged
+// exchange, branch wip/tagged-exchange; it holds for the grid barrier as well.)
 TEST(DispatchApi, FusedFrontAcrossCallsOnOneWorkspace) {
   for (const char* preset : {"qwen235-tp8", "dsv3-tp8"}) {
     fm::MoeProblem p = fm::find_preset(preset)->problem;
