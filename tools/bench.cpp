@@ -451,6 +451,10 @@ static bool g_zero_bias = false;
 // (MoeTensors::w1_packed / w2_packed, pack_weights), which the default then uses; the variant
 // "packed off" times the 2D weight boxes of the same call.
 static bool g_packed = false;
+// --fused-act (layer suite): BF16 cases with gate and up as W1's halves also get
+// MoeTensors::w1_gate_up_blocks (pack_gate_up_blocks); the variants force
+// ForwardOptions::fused_activation on and off (the CUTLASS GEMM1 with the activation in its epilogue).
+static bool g_fused_act = false;
 
 // peak: the dense BF16 GEMM rate; fp8_peak: the dense FP8 rate (the FP8 cases' compute floor).
 bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const std::vector<int64_t>& tokens,
@@ -520,6 +524,13 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
       std::fprintf(stderr, "bench: pack_weights failed for %s\n", c.name.c_str());
       return false;
     }
+    const bool gate_up_blocks = g_fused_act && !fp8 && p.quant.weight.format == fm::WeightFormat::kBF16 &&
+                                p.activation.gated() && !p.activation.interleaved;
+    Buf w1b(gate_up_blocks ? w1_bytes : 16);
+    if (gate_up_blocks && !fm::pack_gate_up_blocks(p, w1.p, w1b.p, s).ok()) {
+      std::fprintf(stderr, "bench: pack_gate_up_blocks failed for %s\n", c.name.c_str());
+      return false;
+    }
     for (int64_t t : tokens) {
       p.num_tokens = p.max_tokens = t;
       fm::testing::LayerData d;
@@ -562,6 +573,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
         io.w1_packed = w1p.p;
         io.w2_packed = w2p.p;
       }
+      if (gate_up_blocks) io.w1_gate_up_blocks = w1b.p;
       if (fp8) {
         io.w1_scale = w1s.p;
         io.w2_scale = w2s.p;
@@ -842,6 +854,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--pair") pair = true;
     else if (a == "--pingpong") pingpong = true;
     else if (a == "--packed") g_packed = true;
+    else if (a == "--fused-act") g_fused_act = true;
     else if (a == "--hq") hq = true;
     else if (a == "--hs") hs = true;
     else if (a == "--cutlass") cutlass = true;
@@ -869,7 +882,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--packed] [--hq] [--hs] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--fused-act] [--packed] [--hq] [--hs] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -951,6 +964,10 @@ int cmd_bench(int argc, char** argv) {
       add("pair off", &fusedmoe::ForwardOptions::fp8_pair_swapab, Toggle::kOff);
     }
     if (g_packed) add("packed off", &fusedmoe::ForwardOptions::packed_weights, Toggle::kOff);
+    if (g_fused_act) {  // prefill, CUTLASS backend: GEMM1 with the activation in its epilogue, forced on / off
+      add("fused act on", &fusedmoe::ForwardOptions::fused_activation, Toggle::kOn);
+      add("fused act off", &fusedmoe::ForwardOptions::fused_activation, Toggle::kOff);
+    }
     if (hq) add("fused h quant off", &fusedmoe::ForwardOptions::fused_h_quant, Toggle::kOff);  // (FP8 Swap-AB)
     if (hs) {  // FP8 Swap-AB GEMM2 quantising H itself forced on / off (off: the separate pass)
       add("gemm2 quantises h on", &fusedmoe::ForwardOptions::gemm2_quantises_h, Toggle::kOn);

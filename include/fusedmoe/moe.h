@@ -198,6 +198,16 @@ struct ForwardOptions {
   // there). Auto: off, measured slower (session 38: 7 BF16 cases at 2048 / 16384 tokens, layers
   // 1.004-1.19x the time with CUTLASS's GEMM2; bench --pingpong compares).
   Toggle pingpong_gemm2 = Toggle::kAuto;
+  // Prefill on the CUTLASS backend with BF16 x and weights: GEMM1's epilogue adds b1 and applies the
+  // activation to its fp32 accumulators and writes H (kernels/gemm/cutlass_gated_epilogue.cuh),
+  // instead of pre-activation rows in bf16 and a separate activation pass over them (8 * rows * N
+  // bytes less traffic). H differs from the two-pass result only by the pre-activation's bf16
+  // rounding, which it skips. Gated activations with gate and up as W1's two halves read
+  // MoeTensors::w1_gate_up_blocks (pack_gate_up_blocks(); forward() fails with kInvalidArgument when
+  // it is forced on without them); interleaved gate / up and activations without a gate read w1 as
+  // it is. Not with cutlass_gemm2 (GEMM1 is not CUTLASS's there). Auto: off (not yet measured on
+  // the H200; bench --fused-act compares).
+  Toggle fused_activation = Toggle::kAuto;
   // Benchmarking aid: stop after this stage (kDispatch: route + plan + permute; kGemm1; kGemm2;
   // kAll: the whole layer). The output is left unwritten when it stops early; timing prefixes
   // gives per-stage times (fusedmoe bench --suite layer --stages).
@@ -212,7 +222,8 @@ struct ResolvedOptions {
        pingpong_gemm2 = false,  // BF16 weights and activations; not with cutlass_gemm2
        weights_evict_first = false,
        fused_h_quant = false,  // where GEMM1 runs Swap-AB tiles (kernels::fp8_gemm1_quantises_h)
-       gemm2_quantises_h = false;  // where GEMM2 runs Swap-AB tiles and H is not quantised in GEMM1
+       gemm2_quantises_h = false,  // where GEMM2 runs Swap-AB tiles and H is not quantised in GEMM1
+       fused_activation = false;   // BF16 x and weights, not with cutlass_gemm2; where CUTLASS runs GEMM1
   int dense_swapab = 0;  // the Swap-AB GEMMs' GroupedGemmArgs::dense: 0 the launchers' rule, 1 on, -1 off
   int gemm1_dense_swapab = 0;  // GEMM1's (ForwardOptions::gemm1_dense_swapab; auto: dense_swapab's)
   int fp8_pair_swapab = 0;     // the FP8 Swap-AB GEMMs' GroupedGemmArgs::pair: 0 the launchers' rule, 1 on, -1 off
@@ -245,6 +256,14 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
 // null or misaligned pointers.
 Status packed_weights_size(const MoeProblem& p, int gemm, size_t* bytes);
 Status pack_weights(const MoeProblem& p, int gemm, const void* w, void* packed, Stream stream);
+
+// MoeTensors::w1_gate_up_blocks: for BF16 weights with a gated activation that is not interleaved,
+// W1's rows of each expert reordered into alternating blocks of 8 gate and 8 up rows (out row
+// 16b + q = gate row 8b + q for q < 8, up row 8b + q - 8 otherwise), written to `out` on `stream`:
+// a one-off at load time (one kernel; no allocation). `out` holds w1's bytes (weight_experts() x 2N
+// x K bf16), 16-byte aligned, and must not overlap w1. Errors: other weight formats or activations,
+// null, misaligned or overlapping pointers.
+Status pack_gate_up_blocks(const MoeProblem& p, const void* w1, void* out, Stream stream);
 
 // The plan forward() would run for p, and why (backend, kernels, tiles), as text.
 std::string explain(const MoeProblem& p, const ForwardOptions& options = {});

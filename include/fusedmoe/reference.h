@@ -47,6 +47,11 @@ void quantize_fp8_groups(const float* x, int64_t rows, int64_t cols, int group, 
 // g, u: gate and up values (u ignored when not gated). Spelled out in fusedmoe/activation.h.
 double activate(const Activation& a, double g, double u);
 
+// MoeTensors::w1_gate_up_blocks (pack_gate_up_blocks()): W1 [experts, 2N, K] of 16-bit elements
+// (gate rows, then up rows) with the rows of each expert alternating in blocks of 8: out row
+// 16b + q = gate row 8b + q (q < 8), up row 8b + q - 8 (q >= 8). N a multiple of 8.
+void gate_up_blocks8(const uint16_t* w1, int64_t experts, int64_t n, int64_t k, uint16_t* out);
+
 // ---- routing ----
 struct Routing {
   int64_t num_tokens = 0;

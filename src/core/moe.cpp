@@ -242,6 +242,16 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   r.pingpong_gemm2 = pick("pingpong_gemm2", o.pingpong_gemm2, false, "auto: off (measured slower: prefill layers 1.004-1.19x CUTLASS's GEMM2, session 38)") && ping_ok;
   if (why && o.pingpong_gemm2 == Toggle::kOn && !ping_ok)
     *why << "    (not applicable: BF16 x and weights, and not with cutlass_gemm2)\n";
+  // The activation in the CUTLASS GEMM1's epilogue (split gate / up halves: MoeTensors::
+  // w1_gate_up_blocks, checked by forward(), which has the tensors)
+  const bool fused_act_ok = bf16_weights && p.act_dtype == DType::kBFloat16 && !r.cutlass_gemm2;
+  r.fused_activation = pick("fused_activation", o.fused_activation, false,
+                            "auto: off (the CUTLASS GEMM1 applying the activation in its epilogue: not yet measured)") &&
+                       fused_act_ok;
+  if (why && o.fused_activation == Toggle::kOn && !fused_act_ok)
+    *why << "    (not applicable: BF16 x and weights, and not with cutlass_gemm2)\n";
+  if (why && r.fused_activation && p.activation.gated() && !p.activation.interleaved)
+    *why << "    (reads MoeTensors::w1_gate_up_blocks: pack_gate_up_blocks())\n";
   return r;
 }
 }  // namespace
@@ -385,7 +395,7 @@ Status run_cutlass_gemm2_and_combine(const MoeProblem& p, const MoeTensors& t, c
 // expert-output region) -> activation kernel (bias b1, the activation, into the intermediate) ->
 // GEMM2 (CUTLASS grouped, unpadded rows) -> the combine.
 Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const DispatchResult& r, void* workspace,
-                         Stream stream, const ForwardOptions& options, bool pingpong_gemm2) {
+                         Stream stream, const ForwardOptions& options, bool pingpong_gemm2, bool fused_activation) {
   const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
   char* base = static_cast<char*>(workspace);
   void* inter = base + w.intermediate.offset;
@@ -460,6 +470,29 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     f.w_scale_ue8m0 = p.quant.weight.scale_format == ScaleFormat::kUE8M0;
     return fp8_layer(f, kernels::launch_cutlass_fp8_block_gemm);
   }
+  if (fused_activation) {
+    // GEMM1 writes H itself: b1 and the activation in its epilogue (W1 with gate / up in blocks of 8
+    // where they are W1's halves; checked by forward())
+    const bool blocks = p.activation.gated() && !p.activation.interleaved;
+    kernels::CutlassGatedArgs c;
+    c.a = r.act;
+    c.w = blocks ? t.w1_gate_up_blocks : t.w1;
+    c.out = inter;  // H [R_pad, N], padded row order (what GEMM2 reads)
+    c.bias = p.has_expert_bias ? t.b1 : nullptr;
+    c.counts = r.counts;
+    c.a_offsets = r.padded_offsets;
+    c.out_offsets = r.padded_offsets;
+    c.num_groups = r.num_groups;
+    c.n = p.intermediate;
+    c.k = p.hidden;
+    c.activation = p.activation;
+    c.scratch = base + w.cutlass_scratch.offset;
+    c.scratch_bytes = half;
+    const cudaError_t e = kernels::launch_cutlass_gated_gemm1(c, stream);
+    FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS grouped GEMM1 with the activation: " << cudaGetErrorString(e));
+    if (options.stop_after == Stage::kGemm1) return Status::Ok();
+    return run_cutlass_gemm2_and_combine(p, t, r, w, workspace, stream, options, pingpong_gemm2);
+  }
   kernels::CutlassGroupedArgs c;
   c.a = r.act;
   c.w = t.w1;
@@ -526,10 +559,16 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     const bool ping = ro.pingpong_gemm2 && detail::WorkspaceLayout::plan(p).holds_cutlass_rows(p, 128);
     o.tile_m = ping ? 128 : detail::kCutlassTileRows;
     o.group_scales_by_token = false;  // FP8 blocks: row-order scales, re-laid for CUTLASS per group
+    // (BF16 only: resolve() turns fused_activation off for FP8)
+    const bool fused_act = ro.fused_activation;
+    FM_REQUIRE(!fused_act || !p.activation.gated() || p.activation.interleaved || t.w1_gate_up_blocks != nullptr,
+               kInvalidArgument,
+               "ForwardOptions::fused_activation: a gated activation with gate and up as W1's halves needs "
+               "MoeTensors::w1_gate_up_blocks (pack_gate_up_blocks())");
     DispatchResult r;
     FM_TRY(detail::run_dispatch(p, t, workspace, stream, o, &r));
     if (options.stop_after == Stage::kDispatch) return Status::Ok();
-    return run_cutlass_layer(p, t, r, workspace, stream, options, ping);
+    return run_cutlass_layer(p, t, r, workspace, stream, options, ping, fused_act);
   }
   const bool gather = ro.gather_rows || hybrid;
   const TileFamily family = hybrid ? TileFamily::kNormal : d.family;
@@ -784,24 +823,33 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         return os.str();
       }
       const bool ping_fits = detail::WorkspaceLayout::plan(p).holds_cutlass_rows(p, 128);
+      // GEMM1 (and where the activation runs) as forward() launches them
+      const std::string gemm1 =
+          ro.fused_activation
+              ? std::string(kernels::cutlass_gated_gemm1_name()) +
+                    (p.activation.gated() && !p.activation.interleaved
+                         ? " (GEMM1 over MoeTensors::w1_gate_up_blocks, b1 and the activation in its epilogue: "
+                           "ForwardOptions::fused_activation)"
+                         : " (GEMM1, b1 and the activation in its epilogue: ForwardOptions::fused_activation)")
+              : std::string(cfg(co.gemm1, r1, false)) + " (GEMM1), grouped_activation";
       if (ro.pingpong_gemm2 && !ping_fits)
         os << "pingpong_gemm2: not applied on this backend (the workspace's expert-output region holds "
               "GEMM1's rows padded to 8 per expert, not 128: CUTLASS's GEMM2 runs)\n";
       if (ro.pingpong_gemm2 && ping_fits) {
-        os << "tiles: cutlass " << brief(co.gemm1, r1, false)
+        os << "tiles: cutlass " << (ro.fused_activation ? "coop 128x256 + activation" : brief(co.gemm1, r1, false))
            << " + normal 128 ping-pong (GEMM1 on CUTLASS, GEMM2 on the grouped backend's ping-pong tiles: "
               "ForwardOptions::pingpong_gemm2)\n";
         os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
-           << ", permute (rows padded to 128 per expert), " << cfg(co.gemm1, r1, false)
-           << " (GEMM1), grouped_activation, " << kernels::grouped_gemm2_name(TileFamily::kNormal, 128, true)
+           << ", permute (rows padded to 128 per expert), " << gemm1 << ", "
+           << kernels::grouped_gemm2_name(TileFamily::kNormal, 128, true)
            << " (GEMM2), combine\n";
         return os.str();
       }
-      os << "tiles: cutlass " << brief(co.gemm1, r1, false) << " + " << brief(co.gemm2, p.hidden, true)
+      os << "tiles: cutlass " << (ro.fused_activation ? "coop 128x256 + activation" : brief(co.gemm1, r1, false))
+         << " + " << brief(co.gemm2, p.hidden, true)
          << " (GEMM1 + GEMM2 configurations)\n";
       os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
-         << ", permute, " << cfg(co.gemm1, r1, false) << " (GEMM1), grouped_activation, "
-         << cfg(co.gemm2, p.hidden, true)
+         << ", permute, " << gemm1 << ", " << cfg(co.gemm2, p.hidden, true)
          << " (GEMM2), combine (CUTLASS configuration: cooperative 128x256, or 256x128 for an N that is not a "
             "multiple of 256 below 2048 with >= 512 rows per expert, measured in session 10; GEMM2 on ping-pong "
             "64x256 at <= 128 rows per expert, measured in session 39"
@@ -889,6 +937,30 @@ Status pack_weights(const MoeProblem& p, int gemm, const void* w, void* packed, 
                             ? kernels::pack_fp8_grouped_gemm_weights(a, gemm == 2, packed, stream)
                             : kernels::pack_grouped_gemm_weights(a, gemm == 2, packed, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "pack_weights: " << cudaGetErrorString(e));
+  return Status::Ok();
+#endif
+}
+
+Status pack_gate_up_blocks(const MoeProblem& p, const void* w1, void* out, Stream stream) {
+  FM_TRY(validate(p));
+  FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16, kUnsupported,
+             "pack_gate_up_blocks: BF16 weights only (weight format " << to_string(p.quant.weight.format) << ")");
+  FM_REQUIRE(p.activation.gated() && !p.activation.interleaved, kUnsupported,
+             "pack_gate_up_blocks: for gated activations with gate and up as W1's two halves (activation "
+                 << to_string(p.activation.kind) << (p.activation.interleaved ? ", interleaved" : "") << ")");
+  FM_REQUIRE(w1 != nullptr && reinterpret_cast<uintptr_t>(w1) % 16 == 0, kMisaligned, "w1 must be non-null and 16-byte aligned");
+  FM_REQUIRE(out != nullptr && reinterpret_cast<uintptr_t>(out) % 16 == 0, kMisaligned, "out must be non-null and 16-byte aligned");
+  const uintptr_t bytes = static_cast<uintptr_t>(p.weight_experts()) * 2 * p.intermediate * p.hidden * 2;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(w1), b = reinterpret_cast<uintptr_t>(out);
+  FM_REQUIRE(a + bytes <= b || b + bytes <= a, kInvalidArgument, "pack_gate_up_blocks: out overlaps w1");
+#if !defined(FUSEDMOE_WITH_CUDA)
+  (void)stream;
+  return Status(StatusCode::kNoDevice, "built without CUDA kernels");
+#else
+  FM_TRY(detail::check_device());
+  const cudaError_t e = kernels::launch_gate_up_blocks8(w1, out, p.weight_experts(), static_cast<int>(p.intermediate),
+                                                        static_cast<int>(p.hidden), stream);
+  FM_REQUIRE(e == cudaSuccess, kCudaError, "pack_gate_up_blocks: " << cudaGetErrorString(e));
   return Status::Ok();
 #endif
 }

@@ -184,6 +184,13 @@ Status validate(const MoeProblem& p, const MoeTensors& t) {
   }
   FM_TRY(check_ptr(t.w1, "w1", 16));
   FM_TRY(check_ptr(t.w2, "w2", 16));
+  if (t.w1_gate_up_blocks != nullptr) {
+    FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16 && p.activation.gated() && !p.activation.interleaved,
+               kUnsupported,
+               "w1_gate_up_blocks: for BF16 weights with a gated activation whose gate and up are W1's halves "
+               "(pack_gate_up_blocks)");
+    FM_TRY(check_ptr(t.w1_gate_up_blocks, "w1_gate_up_blocks", 16));
+  }
   if (t.w1_packed != nullptr || t.w2_packed != nullptr) {
     FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16 || p.quant.weight.format == WeightFormat::kFP8E4M3,
                kUnsupported, "w1_packed / w2_packed: packed weights exist for BF16 and FP8 e4m3 weights (pack_weights)");

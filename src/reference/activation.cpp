@@ -40,4 +40,13 @@ double activate(const Activation& a, double g, double u) {
   return 0.0;
 }
 
+void gate_up_blocks8(const uint16_t* w1, int64_t experts, int64_t n, int64_t k, uint16_t* out) {
+  for (int64_t e = 0; e < experts; ++e)
+    for (int64_t r = 0; r < 2 * n; ++r) {
+      const int64_t b = r / 16, q = r % 16;
+      const int64_t src = q < 8 ? 8 * b + q : n + 8 * b + (q - 8);
+      std::copy_n(w1 + (e * 2 * n + src) * k, k, out + (e * 2 * n + r) * k);
+    }
+}
+
 }  // namespace fusedmoe::ref

@@ -73,9 +73,10 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   // The Swap-AB weight packing kernels, BF16 and FP8 (pack_weights, session 35).
   EXPECT_EQ(per_family["weight_pack"], 2);
   // CUTLASS grouped GEMMs: 5 BF16 configurations x (kernel, setup), the gated and plain activation,
-  // the FP8 blockwise GEMM with its setup and scale kernels, the FP8 row-scaled GEMM and its setup.
-  EXPECT_EQ(per_family["cutlass_grouped"], 17);
-  EXPECT_EQ(b.kernel_instances.size(), size_t(553)) << "total instances (350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the weight packing kernels, 532 before the ping-pong GEMM2, 533 before CUTLASS's ping-pong 64x256, 535 before the FP8 GEMM2 _hs ones): update docs too";
+  // the FP8 blockwise GEMM with its setup and scale kernels, the FP8 row-scaled GEMM and its setup;
+  // GEMM1 with the activation in its epilogue, its setup and the gate / up block copy (session 43).
+  EXPECT_EQ(per_family["cutlass_grouped"], 20);
+  EXPECT_EQ(b.kernel_instances.size(), size_t(556)) << "total instances (553 before CUTLASS's GEMM1 with the activation, 350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the weight packing kernels, 532 before the ping-pong GEMM2, 533 before CUTLASS's ping-pong 64x256, 535 before the FP8 GEMM2 _hs ones): update docs too";
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)

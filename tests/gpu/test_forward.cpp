@@ -17,6 +17,7 @@
 #include "fusedmoe/fusedmoe.h"
 #include "fusedmoe/reference.h"
 #include "gpu_test_util.h"
+#include "kernels/gemm/cutlass_grouped_gemm.h"  // cutlass_gated_gemm1_name
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 #include "testing/layer_data.h"
 
@@ -55,11 +56,15 @@ constexpr double kFp8PerGemmUnroundedTol = 5e-3;
 
 // While set, upload() also packs the weights (pack_weights) into MoeTensors::w1_packed / w2_packed.
 bool g_upload_packed = false;
+// While set, upload() also writes MoeTensors::w1_gate_up_blocks (pack_gate_up_blocks) for BF16
+// weights with a gated activation whose gate and up are W1's halves.
+bool g_upload_gate_up_blocks = false;
 
 struct Layer {
   fm::testing::LayerData data;
   DeviceBuffer x, logits, bias, token_ids, hash_table, topk_ids, topk_weights, expert_map, w1, w2, b1, b2, out, ws;
   DeviceBuffer w1_packed, w2_packed;  // (g_upload_packed)
+  DeviceBuffer w1_blocks;              // (g_upload_gate_up_blocks)
   DeviceBuffer w1_scale, w2_scale, act_scales;  // FP8: weight scales; static activation scales [2]
   fm::MoeTensors t;
   size_t ws_bytes = 0;
@@ -120,6 +125,14 @@ void upload(const fm::MoeProblem& p, uint64_t seed, fm::testing::Skew skew, Laye
     FM_CUDA_CHECK(cudaDeviceSynchronize());
     t.w1_packed = L->w1_packed.get();
     t.w2_packed = L->w2_packed.get();
+  }
+  if (g_upload_gate_up_blocks && p.quant.weight.format == fm::WeightFormat::kBF16 && p.activation.gated() &&
+      !p.activation.interleaved) {
+    L->w1_blocks.resize(static_cast<size_t>(p.weight_experts()) * 2 * p.intermediate * p.hidden * 2);
+    L->w1_blocks.poison();
+    ASSERT_TRUE(fm::pack_gate_up_blocks(p, t.w1, L->w1_blocks.get(), nullptr).ok());
+    FM_CUDA_CHECK(cudaDeviceSynchronize());
+    t.w1_gate_up_blocks = L->w1_blocks.get();
   }
 }
 
@@ -1229,6 +1242,72 @@ TEST(Forward, CutlassGemm2AfterGatheredGemm1) {
   check_forward(q, 1024, o, "hybrid qwen235-tp8");
 
   expect_replays_match_direct(o, 2);  // graph replay == direct call, bitwise
+}
+
+// ForwardOptions::fused_activation (session 43): the CUTLASS backend's GEMM1 applies b1 and the
+// activation in its epilogue and writes H (split gate / up halves read MoeTensors::w1_gate_up_blocks,
+// made by pack_gate_up_blocks(); interleaved and not-gated activations read w1). Every element against
+// the float64 reference (check_forward), outputs and workspace poisoned: ragged token counts, N and K
+// off the tiles, every activation (expert biases included), skewed routing, a shared expert, expert
+// parallelism, weights on the input, a suite shape, with GEMM2 on the ping-pong tiles, a graph replay
+// bitwise equal to the direct call; explain() names the kernel; forced on without the blocks it
+// fails with kInvalidArgument before launching anything.
+TEST(Forward, CutlassFusedActivation) {
+  fm::ForwardOptions o = cutlass_backend();
+  o.fused_activation = fm::Toggle::kOn;
+  {
+    fm::MoeProblem p = small_problem(16, 4, 192, 256);
+    p.num_tokens = p.max_tokens = 1000;
+    EXPECT_NE(fm::explain(p, o).find(fm::kernels::cutlass_gated_gemm1_name()), std::string::npos) << fm::explain(p, o);
+    // forced without MoeTensors::w1_gate_up_blocks: refused, the output untouched
+    Layer L;
+    upload(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &L);
+    if (::testing::Test::HasFatalFailure()) return;
+    L.out.poison();
+    const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, o);
+    EXPECT_EQ(st.code(), fm::StatusCode::kInvalidArgument) << st.to_string();
+    FM_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto out = to_host<uint16_t>(L.out.get(), static_cast<size_t>(p.num_tokens) * p.hidden);
+    EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](uint16_t v) { return v == 0xFFFF; }));
+  }
+  struct Blocks {  // (reset however the test ends)
+    Blocks() { g_upload_gate_up_blocks = true; }
+    ~Blocks() { g_upload_gate_up_blocks = false; }
+  } blocks_on;
+  for (int64_t t : {1, 3, 64, 65, 1000, 4096})
+    check_forward(small_problem(16, 4, 192, 256), t, o, "fused-act E16 k4 N192 K256");
+  for (int n : {64, 136, 360})
+    for (int kdim : {136, 2688})
+      check_forward(small_problem(8, 2, n, kdim), 129, o, "fused-act N" + std::to_string(n) + " K" + std::to_string(kdim));
+  for (fm::Activation a : {fm::Activation::silu(), fm::Activation::gelu(), fm::Activation{fm::ActivationKind::kGeluTanhGated},
+                           fm::Activation::clamped_swiglu(1.5f), fm::Activation::swiglu_oai(1.702f, 1.0f, true),
+                           fm::Activation::swiglu_oai(1.702f, 7.f, false), fm::Activation::squared_relu()}) {
+    fm::MoeProblem p = small_problem(8, 2, 136, 264, a);
+    check_forward(p, 300, o, std::string("fused-act ") + fm::to_string(a.kind) + (a.interleaved ? "-interleaved" : ""));
+    p.has_expert_bias = true;
+    check_forward(p, 300, o, std::string("fused-act b1 ") + fm::to_string(a.kind) + (a.interleaved ? "-interleaved" : ""));
+  }
+  fm::MoeProblem p = small_problem(16, 4, 128, 256);
+  check_forward(p, 1000, o, "fused-act one hot expert", fm::testing::Skew::kOneHot);
+  check_forward(p, 1000, o, "fused-act zipf", fm::testing::Skew::kZipf);
+  fm::MoeProblem s = fm::find_preset("qwen3next-tp1")->problem;  // shared expert, E512 k10
+  s.hidden = 256;
+  s.intermediate = 64;
+  check_forward(s, 300, o, "fused-act qwen3-next-like shared");
+  fm::MoeProblem ep = small_problem(64, 8, 128, 512);
+  ep.router = fm::RouterConfig::deepseek_v3(8, 8, 4, 2.5f);
+  ep.num_local_experts = 8;
+  check_forward(ep, 500, o, "fused-act dsv3-like EP 8 of 64 local");
+  fm::MoeProblem l4 = fm::find_preset("llama4-scout")->problem;  // weight on input + shared
+  l4.hidden = 512;
+  l4.intermediate = 256;
+  check_forward(l4, 100, o, "fused-act llama4-like weight on input");
+  fm::MoeProblem q = fm::find_preset("qwen235-tp8")->problem;  // a suite shape, E 128 k 8 N 192 K 4096
+  check_forward(q, 1024, o, "fused-act qwen235-tp8");
+  fm::ForwardOptions ping = o;
+  ping.pingpong_gemm2 = fm::Toggle::kOn;
+  check_forward(q, 1024, ping, "fused-act + ping-pong GEMM2 qwen235-tp8");
+  expect_replays_match_direct(o, 2);  // (E32 k8 N256 K1024, silu: the blocks)
 }
 
 // ForwardOptions::pingpong_gemm2: BF16 GEMM2 on the normal tiles' ping-pong instance (the two

@@ -42,6 +42,8 @@ constexpr const char* kPing64Setup = "cutlass_grouped_setup<pingpong_64x256x64>"
 constexpr const char* kFp8Name = "cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128";
 constexpr const char* kFp8RowName = "cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_coop_128x128x128";
 constexpr const char* kActName = "grouped_activation<bf16>";
+constexpr const char* kGatedName = "cutlass_sm90_bf16_grouped_gemm1_act_coop_128x256x64";
+constexpr const char* kGatedSetup = "cutlass_grouped_setup<gemm1_act_coop_128x256x64>";
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
@@ -133,7 +135,7 @@ size_t cutlass_grouped_scratch_bytes(int num_groups) {
   using namespace cutlass_grouped;
   return std::max({scratch_coop128x256(num_groups), scratch_pingpong128x128(num_groups),
                    scratch_coop128x256c2(num_groups), scratch_coop256x128(num_groups),
-                   scratch_pingpong64x256(num_groups)});
+                   scratch_pingpong64x256(num_groups), scratch_gated(num_groups)});
 }
 
 // Measured on the H200 (bench/results/2026-11-30_h200_session10, call 2: each configuration forced
@@ -185,6 +187,34 @@ cudaError_t launch_cutlass_grouped_gemm(const CutlassGroupedArgs& a, cudaStream_
     default: return cudaErrorInvalidValue;
   }
 }
+
+const char* cutlass_gated_gemm1_name() { return cutlass_grouped::kGatedName; }
+
+cudaError_t launch_cutlass_gated_gemm1(const CutlassGatedArgs& a, cudaStream_t stream) {
+  using namespace cutlass_grouped;
+  if (a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 8 != 0 || a.k % 8 != 0) return cudaErrorInvalidValue;
+  if (a.a == nullptr || a.w == nullptr || a.out == nullptr || a.counts == nullptr || a.a_offsets == nullptr ||
+      a.out_offsets == nullptr || a.scratch == nullptr)
+    return cudaErrorInvalidValue;
+  if (!aligned16(a.a) || !aligned16(a.w) || !aligned16(a.out) || (reinterpret_cast<uintptr_t>(a.scratch) & 255u) != 0 ||
+      (reinterpret_cast<uintptr_t>(a.bias) & 3u) != 0)
+    return cudaErrorInvalidValue;
+  if (a.scratch_bytes < cutlass_grouped_scratch_bytes(a.num_groups)) return cudaErrorInvalidValue;
+  return run_gated(a, stream);
+}
+
+cudaError_t launch_gate_up_blocks8(const void* w, void* out, int64_t experts, int n, int k, cudaStream_t stream) {
+  using namespace cutlass_grouped;
+  if (experts < 1 || n <= 0 || k <= 0 || n % 8 != 0 || k % 8 != 0 || w == nullptr || out == nullptr || !aligned16(w) ||
+      !aligned16(out))
+    return cudaErrorInvalidValue;
+  const uintptr_t wb = reinterpret_cast<uintptr_t>(w), ob = reinterpret_cast<uintptr_t>(out);
+  const uintptr_t bytes = static_cast<uintptr_t>(experts) * 2 * n * k * 2;
+  if (wb < ob + bytes && ob < wb + bytes) return cudaErrorInvalidValue;  // overlapping
+  return run_gate_up_blocks8(w, out, experts, n, k, stream);
+}
+
+std::string cutlass_gated_layout_check() { return cutlass_grouped::gated_layout_check(); }
 
 cudaError_t launch_grouped_activation(const ActivationArgs& a, cudaStream_t stream) {
   using namespace cutlass_grouped;
@@ -265,6 +295,7 @@ void append_cutlass_grouped_instances(KernelList* out) {
   append_coop128x256c2(out, kCoopC2Name, kCoopC2Setup);
   append_coop256x128(out, kCoop256Name, kCoop256Setup);
   append_pingpong64x256(out, kPing64Name, kPing64Setup);
+  append_gated(out, kGatedName, kGatedSetup);
   append_fp8_block(out, kFp8Name);
   append_fp8_row(out, kFp8RowName);
   out->push_back({"cutlass_grouped", std::string(kActName) + "<gated>",

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -86,6 +87,44 @@ struct ActivationArgs {
   int64_t max_rows = 0;      // host bound of padded_offsets[G]
 };
 cudaError_t launch_grouped_activation(const ActivationArgs& args, cudaStream_t stream);
+
+// GEMM1 with the activation in its epilogue (cutlass_gated_epilogue.cuh): CUTLASS's cooperative
+// 128x256x64 mainloop over W1 as given to it, and our epilogue, which adds b1, applies the
+// activation to the fp32 accumulators and writes H (one bf16 rounding), for valid rows only:
+//   out[out_offsets[g] + i, c] = act(gate(c) + b1[g, gate(c)], up(c) + b1[g, up(c)])   i < counts[g]
+// with W1 per expert [gemm1_rows(N), K] in one of three row orders:
+//   gated, activation.interleaved: g0, u0, g1, u1, ... (the checkpoint's own order);
+//   gated, not interleaved: gate and up rows alternating in blocks of 8 (launch_gate_up_blocks8);
+//   not gated: N rows.
+// b1 [G, gemm1_rows(N)] float (optional) stays in the checkpoint's order (gate rows, then up rows).
+struct CutlassGatedArgs {
+  const void* a = nullptr;            // [rows, K] bf16, 16-byte aligned
+  const void* w = nullptr;            // [G, gemm1_rows(N), K] bf16 in the order above, 16-byte aligned
+  void* out = nullptr;                // H [rows_out, N] bf16, 16-byte aligned
+  const float* bias = nullptr;        // [G, gemm1_rows(N)] or null
+  const int32_t* counts = nullptr;    // [G] device
+  const int32_t* a_offsets = nullptr; // [G] device: first row of group g in a
+  const int32_t* out_offsets = nullptr;  // [G] device: first row of group g in out
+  int num_groups = 0;
+  int n = 0;                          // N: H columns (multiple of 8)
+  int k = 0;                          // K (multiple of 8)
+  Activation activation;
+  void* scratch = nullptr;            // >= cutlass_grouped_scratch_bytes(G), 256-byte aligned
+  size_t scratch_bytes = 0;
+};
+// cudaErrorInvalidValue for N or K not a positive multiple of 8, G < 1, null or unaligned pointers,
+// scratch too small, more than kCutlassMaxSms SMs.
+cudaError_t launch_cutlass_gated_gemm1(const CutlassGatedArgs& args, cudaStream_t stream);
+const char* cutlass_gated_gemm1_name();
+
+// W1 [experts, 2N, K] bf16 (gate rows, then up rows) -> `out` (same size, not overlapping w): the rows
+// alternating in blocks of 8 (out row 16b + q = gate row 8b + q for q < 8, up row 8b + q - 8 else).
+// N and K positive multiples of 8, both pointers 16-byte aligned; else cudaErrorInvalidValue.
+cudaError_t launch_gate_up_blocks8(const void* w, void* out, int64_t experts, int n, int k, cudaStream_t stream);
+
+// Host check of the gated epilogue's assumption on CUTLASS's accumulator layout (every consumer
+// thread of the tile); empty when it holds, else what failed. No GPU needed.
+std::string cutlass_gated_layout_check();
 
 // Registry (kernels/registry.h): the CUTLASS GEMM instances, their setup kernels and the activation.
 void append_cutlass_grouped_instances(KernelList* out);

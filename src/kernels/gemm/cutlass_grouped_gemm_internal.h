@@ -1,9 +1,10 @@
 // cutlass_grouped_gemm_internal.h — entry points of the CUTLASS configuration files
-// (cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong,pingpong64}.cu, cutlass_fp8_{block,row}_gemm.cu), used by cutlass_grouped_gemm.cu.
+// (cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong,pingpong64,gated}.cu, cutlass_fp8_{block,row}_gemm.cu), used by cutlass_grouped_gemm.cu.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -31,6 +32,12 @@ void append_coop256x128(KernelList* out, const char* name, const char* setup_nam
 cudaError_t run_pingpong64x256(const CutlassGroupedArgs& a, cudaStream_t stream);  // cutlass_grouped_gemm_pingpong64.cu
 size_t scratch_pingpong64x256(int groups);
 void append_pingpong64x256(KernelList* out, const char* name, const char* setup_name);
+
+cudaError_t run_gated(const CutlassGatedArgs& a, cudaStream_t stream);  // cutlass_grouped_gemm_gated.cu
+size_t scratch_gated(int groups);
+void append_gated(KernelList* out, const char* name, const char* setup_name);
+cudaError_t run_gate_up_blocks8(const void* w, void* out, int64_t experts, int n, int k, cudaStream_t stream);
+std::string gated_layout_check();
 
 cudaError_t run_fp8_block(const CutlassFp8BlockArgs& a, cudaStream_t stream);  // cutlass_fp8_block_gemm.cu
 size_t scratch_fp8_block(int groups, int n, int k, int64_t max_rows);

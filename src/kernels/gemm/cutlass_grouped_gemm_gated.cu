@@ -1,0 +1,194 @@
+// The CUTLASS grouped GEMM1 with the activation in its epilogue (cutlass_grouped_gemm.h,
+// CutlassGatedArgs): CUTLASS's cooperative 128x256x64 pointer-array mainloop and our
+// GatedEpilogue (cutlass_gated_epilogue.cuh), its own translation unit; also the layout check of
+// the epilogue's gate / up pairing (host code, no GPU needed) and the gate / up block copy.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "kernels/gemm/cutlass_gated_epilogue.cuh"
+#include "kernels/gemm/cutlass_grouped_gemm.cuh"
+#include "kernels/gemm/cutlass_grouped_gemm_internal.h"
+
+namespace fusedmoe::kernels::cutlass_grouped {
+
+namespace {
+
+struct GatedGemm {
+  using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
+  using Element = cutlass::bfloat16_t;
+  using ElementAB = Element;
+  using ElementD = Element;
+  static constexpr int kScalePtrs = 0;
+  using LayoutA = cutlass::layout::RowMajor;
+  using LayoutB = cutlass::layout::ColumnMajor;
+  static constexpr int kAlign = 8;
+  using TileShape = cute::Shape<cute::_128, cute::_256, cute::_64>;
+  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+
+  using CollectiveEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<GatedEpilogue>;
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
+      Element, LayoutA*, kAlign,
+      Element, LayoutB*, kAlign,
+      float, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>::CollectiveOp;
+
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+
+  using StrideA = typename Gemm::GemmKernel::InternalStrideA;
+  using StrideB = typename Gemm::GemmKernel::InternalStrideB;
+  using StrideD = typename Gemm::GemmKernel::InternalStrideD;
+  using Shape = typename ProblemShape::UnderlyingProblemShape;
+  using TiledMma = typename CollectiveMainloop::TiledMma;
+};
+
+// Group g: shape {counts[g], N_w, K}, A and W pointers and strides, and H's first row (row stride N).
+__global__ void gated_setup_kernel(GroupArrays<GatedGemm> arr, const GatedGemm::Element* a, const GatedGemm::Element* w,
+                                   GatedGemm::Element* h, const int32_t* counts, const int32_t* a_offsets,
+                                   const int32_t* out_offsets, int groups, int n_w, int n_out, int k) {
+  const int g = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (g >= groups) return;
+  const int m = counts[g];
+  arr.shapes[g] = GatedGemm::Shape(m, n_w, k);
+  arr.ptr_a[g] = a + static_cast<int64_t>(a_offsets[g]) * k;
+  arr.ptr_b[g] = w + static_cast<int64_t>(g) * n_w * k;
+  arr.ptr_d[g] = h + static_cast<int64_t>(out_offsets[g]) * n_out;
+  arr.stride_a[g] = cutlass::make_cute_packed_stride(GatedGemm::StrideA{}, cute::make_shape(m, k, 1));
+  arr.stride_b[g] = cutlass::make_cute_packed_stride(GatedGemm::StrideB{}, cute::make_shape(n_w, k, 1));
+  arr.stride_d[g] = cutlass::make_cute_packed_stride(GatedGemm::StrideD{}, cute::make_shape(m, n_out, 1));
+}
+
+// W1 [G, 2N, K] (gate rows, then up rows) -> the same rows alternating in blocks of 8: row
+// 16b + q <- gate row 8b + q (q < 8), up row 8b + q - 8 (q >= 8). One thread: 16 bytes of a row.
+__global__ void __launch_bounds__(256) gate_up_blocks8_kernel(const uint4* w, uint4* out, int64_t rows, int n,
+                                                              int units) {
+  const int64_t total = rows * units;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+    const int64_t r = i / units;  // output row over all experts
+    const int u = static_cast<int>(i - r * units);
+    const int64_t e = r / (2 * n);
+    const int rr = static_cast<int>(r - e * 2 * n);
+    const int b = rr >> 4, q = rr & 15;
+    const int src = q < 8 ? 8 * b + q : n + 8 * b + (q - 8);
+    out[i] = w[(e * 2 * n + src) * units + u];
+  }
+}
+
+}  // namespace
+
+cudaError_t run_gated(const CutlassGatedArgs& a, cudaStream_t stream) {
+  const int sms = device_sm_count();
+  if (sms <= 0 || sms > kCutlassMaxSms) return cudaErrorInvalidValue;
+  using G = GatedGemm;
+  GroupArrays<G> arr = carve<G>(a.scratch, a.scratch_bytes, a.num_groups);
+  const int n_w = a.activation.gemm1_rows(a.n);
+  using E = G::Element;
+  gated_setup_kernel<<<(a.num_groups + 127) / 128, 128, 0, stream>>>(
+      arr, static_cast<const E*>(a.a), static_cast<const E*>(a.w), static_cast<E*>(a.out), a.counts, a.a_offsets,
+      a.out_offsets, a.num_groups, n_w, a.n, a.k);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+
+  GatedEpilogueArgs ep;
+  ep.ptr_out = reinterpret_cast<__nv_bfloat16**>(arr.ptr_d);
+  ep.bias = a.bias;
+  ep.n_out = a.n;
+  ep.n_bias = n_w;
+  ep.pairing = !a.activation.gated()     ? int(GatePairing::kPlain)
+               : a.activation.interleaved ? int(GatePairing::kPairAdjacent)
+                                          : int(GatePairing::kPairBlocks8);
+  ep.kind = static_cast<int>(a.activation.kind);
+  ep.alpha = a.activation.alpha;
+  ep.limit = a.activation.limit;
+
+  cutlass::KernelHardwareInfo hw;
+  cudaGetDevice(&hw.device_id);
+  hw.sm_count = sms;
+  typename G::Gemm::Arguments ga{cutlass::gemm::GemmUniversalMode::kGrouped,
+                                 {a.num_groups, arr.shapes, nullptr},
+                                 {arr.ptr_a, arr.stride_a, arr.ptr_b, arr.stride_b},
+                                 ep,
+                                 hw};
+  typename G::Gemm gemm;
+  if (G::Gemm::get_workspace_size(ga) > arr.cutlass_workspace_bytes) return cudaErrorInvalidValue;
+  if (gemm.can_implement(ga) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
+  if (gemm.initialize(ga, arr.cutlass_workspace, stream) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
+  if (gemm.run(stream) != cutlass::Status::kSuccess) {
+    e = cudaGetLastError();
+    return e != cudaSuccess ? e : cudaErrorLaunchFailure;
+  }
+  return cudaGetLastError();
+}
+
+size_t scratch_gated(int groups) { return scratch_bytes<GatedGemm>(groups); }
+
+void append_gated(KernelList* out, const char* name, const char* setup_name) {
+  out->push_back({"cutlass_grouped", name, reinterpret_cast<const void*>(&cutlass::device_kernel<GatedGemm::Kernel>)});
+  out->push_back({"cutlass_grouped", setup_name, reinterpret_cast<const void*>(&gated_setup_kernel)});
+  out->push_back({"cutlass_grouped", "gate_up_blocks8<bf16>", reinterpret_cast<const void*>(&gate_up_blocks8_kernel)});
+}
+
+cudaError_t run_gate_up_blocks8(const void* w, void* out, int64_t experts, int n, int k, cudaStream_t stream) {
+  const int units = k / 8;
+  const int64_t total = experts * 2 * n * units;
+  const int sms = std::max(device_sm_count(), 1);
+  const int grid = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((total + 255) / 256, int64_t(sms) * 16)));
+  gate_up_blocks8_kernel<<<grid, 256, 0, stream>>>(static_cast<const uint4*>(w), static_cast<uint4*>(out),
+                                                   experts * 2 * n, n, units);
+  return cudaGetLastError();
+}
+
+// The epilogue's value-index pairing against CuTe's own partition of the tile, for every consumer
+// thread (host only): every (m, n) of the 128 x 256 tile exactly once; i + 1 = (m, n + 1) for even
+// i, i + 2 = (m + 8, n), and for an even 8-column block j = i / 4: i + 4 = (m, n + 8) with n % 16 < 8.
+std::string gated_layout_check() {
+  using namespace cute;
+  using G = GatedGemm;
+  typename G::TiledMma mma;
+  constexpr int kM = 128, kN = 256;
+  std::string err;
+  static_assert(decltype(size(typename G::TiledMma{}))::value == 256, "two consumer warpgroups");
+  static int seen[kM][kN];
+  for (auto& row : seen)
+    for (int& v : row) v = 0;
+  auto c_mn = make_identity_tensor(make_shape(Int<kM>{}, Int<kN>{}));
+  for (int t = 0; t < 256 && err.empty(); ++t) {
+    auto tc = mma.get_thread_slice(t).partition_C(c_mn);
+    constexpr int kVals = decltype(size(tc))::value;
+    if (kVals != kM * kN / 256) return "values per thread: " + std::to_string(kVals);
+    if (size<1>(tc) != 1 || size<2>(tc) != 1) return "more than one WGMMA atom per warpgroup tile";
+    for (int i = 0; i < kVals; ++i) {
+      const int m = get<0>(tc(i)), n = get<1>(tc(i));
+      if (m < 0 || m >= kM || n < 0 || n >= kN) return "coordinate out of the tile";
+      ++seen[m][n];
+      char buf[160];
+      auto expect = [&](int idx, int em, int en, const char* what) {
+        if (get<0>(tc(idx)) != em || get<1>(tc(idx)) != en) {
+          std::snprintf(buf, sizeof buf, "thread %d value %d at (%d, %d): value %d is not %s", t, i, m, n, idx, what);
+          err = buf;
+        }
+      };
+      if (i % 2 == 0) {
+        if (n % 2 != 0) err = "an even value index on an odd column";
+        expect(i + 1, m, n + 1, "(m, n + 1)");
+      }
+      if ((i / 2) % 2 == 0) expect(i + 2, m + 8, n, "(m + 8, n)");
+      if ((i / 4) % 2 == 0) {
+        if (n % 16 >= 8) err = "an even 8-column block not at n % 16 < 8";
+        expect(i + 4, m, n + 8, "(m, n + 8)");
+      }
+      if (!err.empty()) return err;
+    }
+  }
+  for (int m = 0; m < kM; ++m)
+    for (int n = 0; n < kN; ++n)
+      if (seen[m][n] != 1) return "tile element (" + std::to_string(m) + ", " + std::to_string(n) + ") held " +
+                                  std::to_string(seen[m][n]) + " times";
+  return err;
+}
+
+}  // namespace fusedmoe::kernels::cutlass_grouped
