@@ -1248,7 +1248,7 @@ TEST(Forward, CutlassGemm2AfterGatheredGemm1) {
 // activation in its epilogue and writes H (split gate / up halves read MoeTensors::w1_gate_up_blocks,
 // made by pack_gate_up_blocks(); interleaved and not-gated activations read w1). Every element against
 // the float64 reference (check_forward), outputs and workspace poisoned: ragged token counts, N and K
-// off the tiles, every activation (expert biases included), skewed routing, a shared expert, expert
+// off the tiles, every activation, skewed routing, a shared expert, expert
 // parallelism, weights on the input, a suite shape, with GEMM2 on the ping-pong tiles, a graph replay
 // bitwise equal to the direct call; explain() names the kernel; forced on without the blocks it
 // fails with kInvalidArgument before launching anything.
@@ -1282,10 +1282,10 @@ TEST(Forward, CutlassFusedActivation) {
   for (fm::Activation a : {fm::Activation::silu(), fm::Activation::gelu(), fm::Activation{fm::ActivationKind::kGeluTanhGated},
                            fm::Activation::clamped_swiglu(1.5f), fm::Activation::swiglu_oai(1.702f, 1.0f, true),
                            fm::Activation::swiglu_oai(1.702f, 7.f, false), fm::Activation::squared_relu()}) {
-    fm::MoeProblem p = small_problem(8, 2, 136, 264, a);
+    // (no expert biases: the CUTLASS backend refuses them, GEMM2's b2; the GEMM1 kernel's b1 is
+    // tested in test_cutlass_grouped.cpp)
+    const fm::MoeProblem p = small_problem(8, 2, 136, 264, a);
     check_forward(p, 300, o, std::string("fused-act ") + fm::to_string(a.kind) + (a.interleaved ? "-interleaved" : ""));
-    p.has_expert_bias = true;
-    check_forward(p, 300, o, std::string("fused-act b1 ") + fm::to_string(a.kind) + (a.interleaved ? "-interleaved" : ""));
   }
   fm::MoeProblem p = small_problem(16, 4, 128, 256);
   check_forward(p, 1000, o, "fused-act one hot expert", fm::testing::Skew::kOneHot);
