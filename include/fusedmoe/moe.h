@@ -223,7 +223,8 @@ struct ResolvedOptions {
        weights_evict_first = false,
        fused_h_quant = false,  // where GEMM1 runs Swap-AB tiles (kernels::fp8_gemm1_quantises_h)
        gemm2_quantises_h = false,  // where GEMM2 runs Swap-AB tiles and H is not quantised in GEMM1
-       fused_activation = false;   // BF16 x and weights, not with cutlass_gemm2; where CUTLASS runs GEMM1
+       fused_activation = false;   // BF16 x and weights, not with cutlass_gemm2; forward() applies it
+                                   // where the CUTLASS backend runs the layer
   int dense_swapab = 0;  // the Swap-AB GEMMs' GroupedGemmArgs::dense: 0 the launchers' rule, 1 on, -1 off
   int gemm1_dense_swapab = 0;  // GEMM1's (ForwardOptions::gemm1_dense_swapab; auto: dense_swapab's)
   int fp8_pair_swapab = 0;     // the FP8 Swap-AB GEMMs' GroupedGemmArgs::pair: 0 the launchers' rule, 1 on, -1 off

@@ -246,7 +246,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // w1_gate_up_blocks, checked by forward(), which has the tensors)
   const bool fused_act_ok = bf16_weights && p.act_dtype == DType::kBFloat16 && !r.cutlass_gemm2;
   r.fused_activation = pick("fused_activation", o.fused_activation, false,
-                            "auto: off (the CUTLASS GEMM1 applying the activation in its epilogue: not yet measured)") &&
+                            "auto: off (the CUTLASS GEMM1 applying the activation in its epilogue: not yet measured; "
+                            "applies where the CUTLASS backend runs the layer)") &&
                        fused_act_ok;
   if (why && o.fused_activation == Toggle::kOn && !fused_act_ok)
     *why << "    (not applicable: BF16 x and weights, and not with cutlass_gemm2)\n";

@@ -119,20 +119,23 @@ GroupArrays<G> carve(void* scratch, size_t bytes, int groups) {
   return a;
 }
 
-// Group g's shape {counts[g], N, K}, pointers and packed strides (one thread per group).
+// Group g's shape {counts[g], N, K}, pointers and packed strides (one thread per group). The output
+// rows have out_n columns (default N; the GEMM1 with the activation in its epilogue writes H, N of
+// W1's 2N rows).
 template <class G>
 __device__ __forceinline__ void set_group(const GroupArrays<G>& arr, int g, const typename G::ElementAB* a,
                                           const typename G::ElementAB* w, typename G::ElementD* out,
                                           const int32_t* counts, const int32_t* a_offsets, const int32_t* out_offsets,
-                                          int n, int k) {
+                                          int n, int k, int out_n = 0) {
   const int m = counts[g];
+  if (out_n <= 0) out_n = n;
   arr.shapes[g] = typename G::Shape(m, n, k);
   arr.ptr_a[g] = a + static_cast<int64_t>(a_offsets[g]) * k;
   arr.ptr_b[g] = w + static_cast<int64_t>(g) * n * k;
-  arr.ptr_d[g] = out + static_cast<int64_t>(out_offsets[g]) * n;
+  arr.ptr_d[g] = out + static_cast<int64_t>(out_offsets[g]) * out_n;
   arr.stride_a[g] = cutlass::make_cute_packed_stride(typename G::StrideA{}, cute::make_shape(m, k, 1));
   arr.stride_b[g] = cutlass::make_cute_packed_stride(typename G::StrideB{}, cute::make_shape(n, k, 1));
-  arr.stride_d[g] = cutlass::make_cute_packed_stride(typename G::StrideD{}, cute::make_shape(m, n, 1));
+  arr.stride_d[g] = cutlass::make_cute_packed_stride(typename G::StrideD{}, cute::make_shape(m, out_n, 1));
 }
 
 template <class G>

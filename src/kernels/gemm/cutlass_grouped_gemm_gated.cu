@@ -50,15 +50,7 @@ __global__ void gated_setup_kernel(GroupArrays<GatedGemm> arr, const GatedGemm::
                                    GatedGemm::Element* h, const int32_t* counts, const int32_t* a_offsets,
                                    const int32_t* out_offsets, int groups, int n_w, int n_out, int k) {
   const int g = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (g >= groups) return;
-  const int m = counts[g];
-  arr.shapes[g] = GatedGemm::Shape(m, n_w, k);
-  arr.ptr_a[g] = a + static_cast<int64_t>(a_offsets[g]) * k;
-  arr.ptr_b[g] = w + static_cast<int64_t>(g) * n_w * k;
-  arr.ptr_d[g] = h + static_cast<int64_t>(out_offsets[g]) * n_out;
-  arr.stride_a[g] = cutlass::make_cute_packed_stride(GatedGemm::StrideA{}, cute::make_shape(m, k, 1));
-  arr.stride_b[g] = cutlass::make_cute_packed_stride(GatedGemm::StrideB{}, cute::make_shape(n_w, k, 1));
-  arr.stride_d[g] = cutlass::make_cute_packed_stride(GatedGemm::StrideD{}, cute::make_shape(m, n_out, 1));
+  if (g < groups) set_group(arr, g, a, w, h, counts, a_offsets, out_offsets, n_w, k, n_out);
 }
 
 // W1 [G, 2N, K] (gate rows, then up rows) -> the same rows alternating in blocks of 8: row
