@@ -36,6 +36,33 @@ namespace fusedmoe::kernels::cutlass_grouped {
 
 enum class GatePairing : int { kPlain = 0, kPairAdjacent = 1, kPairBlocks8 = 8 };
 
+// The activation with a fast quotient (__fdividef: MUFU.RCP and a multiply, ~2 ulp) where its form
+// allows, instead of activation_math.cuh's IEEE division (a correction sequence and a slow-path
+// branch per value): this epilogue runs after the main loop with the tensor cores idle, 64 values
+// per thread and tile, so its instruction count is the kernel's overhead (H200, session 43 call 4,
+// ncu: 1640 instructions per consumer thread and tile with the IEEE form, the kernel 10 % slower than
+// CUTLASS's own GEMM1). Denominators overflow to inf only where the quotient is 0 (or NaN for an
+// infinite input), as with the division. GELU (erf) and the non-gated kinds keep activate_ct.
+template <int kKind>
+__device__ __forceinline__ float activate_fast(float g, float u, float alpha, float limit) {
+  if constexpr (kKind == int(ActivationKind::kSiluGated)) {
+    return __fdividef(g, 1.f + __expf(-g)) * u;
+  } else if constexpr (kKind == int(ActivationKind::kGeluTanhGated)) {
+    const float z2 = 1.5957691216057308f * (g + 0.044715f * g * g * g);
+    return __fdividef(g, 1.f + __expf(-z2)) * u;
+  } else if constexpr (kKind == int(ActivationKind::kClampedSwiglu)) {
+    const float gc = fminf(g, limit);
+    const float uc = fminf(fmaxf(u, -limit), limit);
+    return __fdividef(gc, 1.f + __expf(-gc)) * uc;
+  } else if constexpr (kKind == int(ActivationKind::kSwigluOai)) {
+    const float gc = fminf(g, limit);
+    const float uc = fminf(fmaxf(u, -limit), limit);
+    return (uc + 1.f) * __fdividef(gc, 1.f + __expf(-alpha * gc));
+  } else {
+    return sm90_grouped::activate_ct<kKind>(g, u, alpha, limit);
+  }
+}
+
 // Arguments == Params (device side, by value in the kernel's parameters).
 struct GatedEpilogueArgs {
   __nv_bfloat16** ptr_out = nullptr;  // [G] device: H's first row of group g (row stride n_out)
@@ -124,8 +151,10 @@ class GatedEpilogue {
     const float alpha = params_.alpha, limit = params_.limit;
 
     if (params_.pairing == int(GatePairing::kPairBlocks8)) {
-      sm90_grouped::with_activation<true>(params_.kind, [&](auto kind) {
+      // (b1 resolved once per tile: the loop below is instantiated with and without it)
+      auto blocks8 = [&](auto kind, auto with_bias) {
         constexpr int kK = decltype(kind)::value;
+        constexpr bool kBias = decltype(with_bias)::value;
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < kVals; i += 8) {  // j even: values i .. i + 3 gate, i + 4 .. i + 7 up
           CUTLASS_PRAGMA_UNROLL
@@ -136,17 +165,21 @@ class GatedEpilogue {
             if (m >= m_rows || n >= n_w) continue;
             const int o = (n >> 4) * 8 + (n & 7);  // even: the pair (o, o + 1) is 4-byte aligned
             float g0 = acc(ig), g1 = acc(ig + 1), u0 = acc(ig + 4), u1 = acc(ig + 5);
-            if (bias != nullptr) {
+            if constexpr (kBias) {
               g0 += bias[o];
               g1 += bias[o + 1];
               u0 += bias[ld + o];
               u1 += bias[ld + o + 1];
             }
-            const __nv_bfloat162 v = __floats2bfloat162_rn(sm90_grouped::activate_ct<kK>(g0, u0, alpha, limit),
-                                                           sm90_grouped::activate_ct<kK>(g1, u1, alpha, limit));
+            const __nv_bfloat162 v =
+                __floats2bfloat162_rn(activate_fast<kK>(g0, u0, alpha, limit), activate_fast<kK>(g1, u1, alpha, limit));
             *reinterpret_cast<__nv_bfloat162*>(out + static_cast<int64_t>(m) * ld + o) = v;
           }
         }
+      };
+      sm90_grouped::with_activation<true>(params_.kind, [&](auto kind) {
+        if (bias != nullptr) blocks8(kind, cute::true_type{});
+        else blocks8(kind, cute::false_type{});
       });
     } else if (params_.pairing == int(GatePairing::kPairAdjacent)) {
       sm90_grouped::with_activation<true>(params_.kind, [&](auto kind) {
@@ -162,7 +195,7 @@ class GatedEpilogue {
             g += bias[n];
             u += bias[n + 1];
           }
-          out[static_cast<int64_t>(m) * ld + o] = __float2bfloat16_rn(sm90_grouped::activate_ct<kK>(g, u, alpha, limit));
+          out[static_cast<int64_t>(m) * ld + o] = __float2bfloat16_rn(activate_fast<kK>(g, u, alpha, limit));
         }
       });
     } else {
