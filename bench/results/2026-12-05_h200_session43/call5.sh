@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 43, call 5 (carry ["build_pack"]: the build of the commit in .gpu/COMMIT): the fused
+# activation's epilogue with the fast quotient and b1 resolved per tile. Its tests, ncu of the fused
+# GEMM1 at mixtral-tp2 4096 tokens (call 4: 1.42 ms, 172 M instructions; CUTLASS's GEMM1 1.29 ms,
+# 125 M, + grouped_activation 0.137 ms), then the prefill stages, fused on / off, on three cases.
+set -uo pipefail
+out=${OUT:-out}; mkdir -p "$out"
+export PATH=/usr/local/cuda/bin:$PATH
+rm -rf .gpu && tar -xJf build_pack/gpu_main.tar.xz
+B=.gpu/bin
+echo "build $(cat .gpu/COMMIT)" > "$out/summary.txt"
+t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" >> "$out/summary.txt"; }
+timeout 120 $B/fusedmoe_gpu_tests --gtest_filter='CutlassGatedGemm1.*:Forward.CutlassFusedActivation' > "$out/tests.log" 2>&1
+stamp "tests rc=$?: $(grep -c '^\[       OK \]' "$out/tests.log") OK, $(grep -c '^\[  FAILED  \]' "$out/tests.log") FAILED"
+grep -E "gemm1_act" "$out/tests.log" | awk '{print $NF}' | sort -g | tail -1 | sed 's/^/max kernel rel_err /' >> "$out/summary.txt"
+S="--section SpeedOfLight --section WarpStateStats --metrics smsp__inst_executed.sum"
+timeout 90 ncu --clock-control none --kernel-name-base mangled -k regex:GatedEpilogue --launch-count 1 $S $B/fusedmoe bench --suite layer --cases mixtral-tp2 --tokens 4096 --fused-act > "$out/ncu.txt" 2>&1
+stamp "ncu rc=$?"
+grep -E "Duration|inst_executed|Compute \(SM\)|Issued Warp|No Eligible" "$out/ncu.txt" >> "$out/summary.txt"
+timeout 200 $B/fusedmoe bench --suite layer --tokens 4096,16384 --stages --fused-act --cases mixtral-tp2,qwen30-tp1,dsv3-tp8 > "$out/prefill.txt" 2>&1
+stamp "prefill rc=$?"
+grep -E "layer|stage gemm1" "$out/prefill.txt" | cut -c1-130 >> "$out/summary.txt"
+gzip -f "$out/tests.log"
+cat "$out/summary.txt"
