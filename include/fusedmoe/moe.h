@@ -205,8 +205,11 @@ struct ForwardOptions {
   // rounding, which it skips. Gated activations with gate and up as W1's two halves read
   // MoeTensors::w1_gate_up_blocks (pack_gate_up_blocks(); forward() fails with kInvalidArgument when
   // it is forced on without them); interleaved gate / up and activations without a gate read w1 as
-  // it is. Not with cutlass_gemm2 (GEMM1 is not CUTLASS's there). Auto: off (not yet measured on
-  // the H200; bench --fused-act compares).
+  // it is. Not with cutlass_gemm2 (GEMM1 is not CUTLASS's there). Auto: on when
+  // MoeTensors::w1_gate_up_blocks is given and CUTLASS's GEMM1 would run its cooperative 128x256
+  // tile (the fused kernel's); off otherwise. H200, session 43: GEMM1 + activation 1-10 % faster at
+  // 13 of 14 such prefill points (mixtral-tp2 at 16384 tokens 6571 -> 6155 us), 9.5 % slower where
+  // the two-pass path runs a 256x128 tile (qwen235-tp8, 2N = 384); bench --fused-act compares.
   Toggle fused_activation = Toggle::kAuto;
   // Benchmarking aid: stop after this stage (kDispatch: route + plan + permute; kGemm1; kGemm2;
   // kAll: the whole layer). The output is left unwritten when it stops early; timing prefixes

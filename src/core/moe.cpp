@@ -246,8 +246,9 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // w1_gate_up_blocks, checked by forward(), which has the tensors)
   const bool fused_act_ok = bf16_weights && p.act_dtype == DType::kBFloat16 && !r.cutlass_gemm2;
   r.fused_activation = pick("fused_activation", o.fused_activation, false,
-                            "auto: off (the CUTLASS GEMM1 applying the activation in its epilogue: not yet measured; "
-                            "applies where the CUTLASS backend runs the layer)") &&
+                            "auto: forward() turns it on where the CUTLASS backend runs the layer, "
+                            "MoeTensors::w1_gate_up_blocks is given and CUTLASS's GEMM1 would run its 128x256 tile "
+                            "(measured faster there)") &&
                        fused_act_ok;
   if (why && o.fused_activation == Toggle::kOn && !fused_act_ok)
     *why << "    (not applicable: BF16 x and weights, and not with cutlass_gemm2)\n";
@@ -288,6 +289,22 @@ const CutlassOverride& cutlass_override() {
     return r;
   }();
   return o;
+}
+
+// ForwardOptions::fused_activation's auto rule where the CUTLASS backend runs a BF16 layer: on when the
+// caller gave MoeTensors::w1_gate_up_blocks (gate and up as W1's halves) and CUTLASS's GEMM1 would run
+// its cooperative 128x256 tile, the fused kernel's. H200, session 43 calls 5-6 (the fast-quotient
+// epilogue, 8a3f5db; bench --stages --fused-act, 4096 / 16384 tokens): the GEMM1 stage (GEMM1 +
+// activation) 1-10 % faster at 13 of 14 such points (mixtral-tp2 16384: 6571 -> 6155 us, qwen30-tp1
+// 1605 -> 1448, dsv4f-tp4 1577 -> 1475, qwen235-tp4 1425 -> 1331; mixtral-tp2 4096 level), but 9.5 %
+// slower where the two-pass path runs CUTLASS's 256x128 tile (qwen235-tp8 at 16384: 2N = 384).
+// `has_blocks`: whether the caller gave the blocks (explain() has no tensors: false there).
+bool fused_activation_auto(const MoeProblem& p, bool has_blocks) {
+  return has_blocks && p.quant.weight.format == WeightFormat::kBF16 && p.act_dtype == DType::kBFloat16 &&
+         p.activation.gated() && !p.activation.interleaved &&
+         cutlass_override().gemm1 == kernels::CutlassConfig::kAuto &&
+         kernels::cutlass_grouped_auto_config(p.gemm1_rows(), detail::expected_rows_per_group(p), false) ==
+             kernels::CutlassConfig::kCoop128x256;
 }
 
 // FP8 on the grouped backend: where H is quantised for GEMM2 (forward() and explain() agree on it).
@@ -561,7 +578,9 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     o.tile_m = ping ? 128 : detail::kCutlassTileRows;
     o.group_scales_by_token = false;  // FP8 blocks: row-order scales, re-laid for CUTLASS per group
     // (BF16 only: resolve() turns fused_activation off for FP8)
-    const bool fused_act = ro.fused_activation;
+    const bool fused_act =
+        ro.fused_activation || (options.fused_activation == Toggle::kAuto && !ro.cutlass_gemm2 &&
+                                fused_activation_auto(p, t.w1_gate_up_blocks != nullptr));
     FM_REQUIRE(!fused_act || !p.activation.gated() || p.activation.interleaved || t.w1_gate_up_blocks != nullptr,
                kInvalidArgument,
                "ForwardOptions::fused_activation: a gated activation with gate and up as W1's halves needs "
@@ -824,6 +843,11 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         return os.str();
       }
       const bool ping_fits = detail::WorkspaceLayout::plan(p).holds_cutlass_rows(p, 128);
+      if (!ro.fused_activation && options.fused_activation == Toggle::kAuto && !ro.cutlass_gemm2 &&
+          fused_activation_auto(p, true))
+        os << "fused_activation: auto, on when MoeTensors::w1_gate_up_blocks is given (pack_gate_up_blocks()): "
+           << kernels::cutlass_gated_gemm1_name() << " then runs GEMM1 with the activation in its epilogue, "
+              "no grouped_activation (measured faster, session 43)\n";
       // GEMM1 (and where the activation runs) as forward() launches them
       const std::string gemm1 =
           ro.fused_activation

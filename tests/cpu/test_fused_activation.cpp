@@ -57,8 +57,8 @@ fm::MoeProblem bf16_prefill(const char* name, int64_t t) {
 }
 }  // namespace
 
-// Auto: off (not measured yet). Forced on: BF16 x and weights, not with cutlass_gemm2; explain()
-// names the kernel and says where W1 comes from.
+// Forced on: BF16 x and weights, not with cutlass_gemm2; explain() names the kernel and says where
+// W1 comes from. Auto: resolve() leaves it to forward(), which has the tensors.
 TEST(FusedActivation, SwitchResolution) {
   fm::MoeProblem p = bf16_prefill("mixtral-tp2", 16384);
   EXPECT_FALSE(fm::resolve_options(p, {}).fused_activation);
@@ -80,6 +80,12 @@ TEST(FusedActivation, SwitchResolution) {
   EXPECT_NE(ex.find("over MoeTensors::w1_gate_up_blocks"), std::string::npos) << ex;
   EXPECT_EQ(ex.find("grouped_activation"), std::string::npos) << ex;
   EXPECT_NE(fm::explain(p).find("grouped_activation"), std::string::npos);
+  // auto: forward() turns it on when the blocks are given and CUTLASS's GEMM1 runs 128x256 tiles;
+  // explain() (no tensors) says so; not where the two-pass GEMM1 runs 256x128 (qwen235-tp8, 2N 384)
+  EXPECT_NE(fm::explain(p).find("fused_activation: auto, on when MoeTensors::w1_gate_up_blocks is given"),
+            std::string::npos) << fm::explain(p);
+  const fm::MoeProblem q = bf16_prefill("qwen235-tp8", 16384);
+  EXPECT_EQ(fm::explain(q).find("fused_activation: auto"), std::string::npos) << fm::explain(q);
   // interleaved gate / up (GPT-OSS's order) and activations without a gate read w1 as it is
   fm::MoeProblem s = p;
   s.activation = fm::Activation::squared_relu();
