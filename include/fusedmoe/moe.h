@@ -206,10 +206,11 @@ struct ForwardOptions {
   // MoeTensors::w1_gate_up_blocks (pack_gate_up_blocks(); forward() fails with kInvalidArgument when
   // it is forced on without them); interleaved gate / up and activations without a gate read w1 as
   // it is. Not with cutlass_gemm2 (GEMM1 is not CUTLASS's there). Auto: on when
-  // MoeTensors::w1_gate_up_blocks is given and CUTLASS's GEMM1 would run its cooperative 128x256
-  // tile (the fused kernel's); off otherwise. H200, session 43: GEMM1 + activation 1-10 % faster at
-  // 13 of 14 such prefill points (mixtral-tp2 at 16384 tokens 6571 -> 6155 us), 9.5 % slower where
-  // the two-pass path runs a 256x128 tile (qwen235-tp8, 2N = 384); bench --fused-act compares.
+  // MoeTensors::w1_gate_up_blocks is given, 2N is a multiple of 256 and CUTLASS's GEMM1 would run
+  // its cooperative 128x256 tile (the fused kernel's); off otherwise. H200, session 43: GEMM1 +
+  // activation 1-10 % faster at 12 of 12 such prefill points (mixtral-tp2 at 16384 tokens 6571 ->
+  // 6155 us, layer 75.0 -> 77.2 % of the floor); on qwen235-tp8 (2N = 384) the layer was slower at
+  // 4096 and 16384 tokens; bench --fused-act compares.
   Toggle fused_activation = Toggle::kAuto;
   // Benchmarking aid: stop after this stage (kDispatch: route + plan + permute; kGemm1; kGemm2;
   // kAll: the whole layer). The output is left unwritten when it stops early; timing prefixes

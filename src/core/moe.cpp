@@ -248,7 +248,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   r.fused_activation = pick("fused_activation", o.fused_activation, false,
                             "auto: forward() turns it on where the CUTLASS backend runs the layer, "
                             "MoeTensors::w1_gate_up_blocks is given and CUTLASS's GEMM1 would run its 128x256 tile "
-                            "(measured faster there)") &&
+                            "over whole 256-row tiles of W1 (measured faster there)") &&
                        fused_act_ok;
   if (why && o.fused_activation == Toggle::kOn && !fused_act_ok)
     *why << "    (not applicable: BF16 x and weights, and not with cutlass_gemm2)\n";
@@ -297,11 +297,13 @@ const CutlassOverride& cutlass_override() {
 // epilogue, 8a3f5db; bench --stages --fused-act, 4096 / 16384 tokens): the GEMM1 stage (GEMM1 +
 // activation) 1-10 % faster at 13 of 14 such points (mixtral-tp2 16384: 6571 -> 6155 us, qwen30-tp1
 // 1605 -> 1448, dsv4f-tp4 1577 -> 1475, qwen235-tp4 1425 -> 1331; mixtral-tp2 4096 level), but 9.5 %
-// slower where the two-pass path runs CUTLASS's 256x128 tile (qwen235-tp8 at 16384: 2N = 384).
-// `has_blocks`: whether the caller gave the blocks (explain() has no tensors: false there).
+// slower where the two-pass path runs CUTLASS's 256x128 tile (qwen235-tp8 at 16384: 2N = 384), and
+// qwen235-tp8 at 4096 (128x256 tiles both ways, its last one half empty) 3.4-8 % slower as a layer
+// in three runs though its GEMM1 stage was faster: so only where 2N fills whole 256-wide tiles.
+// `has_blocks`: whether the caller gave the blocks (explain() has no tensors: true there).
 bool fused_activation_auto(const MoeProblem& p, bool has_blocks) {
   return has_blocks && p.quant.weight.format == WeightFormat::kBF16 && p.act_dtype == DType::kBFloat16 &&
-         p.activation.gated() && !p.activation.interleaved &&
+         p.activation.gated() && !p.activation.interleaved && p.gemm1_rows() % 256 == 0 &&
          cutlass_override().gemm1 == kernels::CutlassConfig::kAuto &&
          kernels::cutlass_grouped_auto_config(p.gemm1_rows(), detail::expected_rows_per_group(p), false) ==
              kernels::CutlassConfig::kCoop128x256;
