@@ -589,24 +589,40 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
       if (!fm::workspace_size(p, &ws_bytes).ok()) return false;
       Buf ws(ws_bytes);
       const bool block_fp8 = fp8 && p.quant.weight.granularity == fm::ScaleGranularity::kBlock;
+      // Each variant's status first (one call), then the layer times of the runnable ones in
+      // interleaved rounds: a variant timed after the others on a GPU that has been busy for
+      // seconds ran 0.5-5 % slower than the same options timed first (session 43, prefill), so no
+      // variant may owe its time to its place in the list.
+      std::vector<const TileVariant*> runnable;
       for (const TileVariant& v : variants) {
-      // (the token-order scale switch exists for FP8 128x128 blocks only: no duplicate rows elsewhere)
-      if (v.options.scales_by_token != fm::Toggle::kAuto && !block_fp8) continue;
-      fm::Status st = fm::forward(p, io, ws.p, ws_bytes, s, v.options);
-      BENCH_CUDA(cudaStreamSynchronize(s));
-      if (st.code() == fm::StatusCode::kUnsupported) {  // a scheme the library does not run (yet): say so
-        std::printf("%-14s skipped T=%lld%s: %s\n", c.name.c_str(), static_cast<long long>(t),
-                    v.label.empty() ? "" : (" [" + v.label + "]").c_str(), st.message().c_str());
-        continue;
+        // (the token-order scale switch exists for FP8 128x128 blocks only: no duplicate rows elsewhere)
+        if (v.options.scales_by_token != fm::Toggle::kAuto && !block_fp8) continue;
+        fm::Status st = fm::forward(p, io, ws.p, ws_bytes, s, v.options);
+        BENCH_CUDA(cudaStreamSynchronize(s));
+        if (st.code() == fm::StatusCode::kUnsupported) {  // a scheme the library does not run (yet): say so
+          std::printf("%-14s skipped T=%lld%s: %s\n", c.name.c_str(), static_cast<long long>(t),
+                      v.label.empty() ? "" : (" [" + v.label + "]").c_str(), st.message().c_str());
+          continue;
+        }
+        if (!st.ok()) {
+          std::fprintf(stderr, "bench: %s T=%lld %s: %s\n", c.name.c_str(), static_cast<long long>(t), v.label.c_str(),
+                       st.to_string().c_str());
+          ok = false;
+          continue;
+        }
+        runnable.push_back(&v);
       }
-      if (!st.ok()) {
-        std::fprintf(stderr, "bench: %s T=%lld %s: %s\n", c.name.c_str(), static_cast<long long>(t), v.label.c_str(),
-                     st.to_string().c_str());
-        ok = false;
-        continue;
+      std::vector<double> layer_us;
+      {
+        std::vector<std::unique_ptr<GraphTimer>> timers;
+        for (const TileVariant* v : runnable)
+          timers.push_back(std::make_unique<GraphTimer>(
+              s, [&, v] { flush_l2(); (void)fm::forward(p, io, ws.p, ws_bytes, s, v->options); }));
+        for (double m : interleaved_medians(timers, 5, 3)) layer_us.push_back(std::max(m - flush_us, 0.01));  // 15 samples each
       }
-      const double both = time_graph(s, [&] { flush_l2(); (void)fm::forward(p, io, ws.p, ws_bytes, s, v.options); }, 15);
-      const double us = std::max(both - flush_us, 0.01);
+      for (size_t vi = 0; vi < runnable.size(); ++vi) {
+      const TileVariant& v = *runnable[vi];
+      const double us = layer_us[vi];
       // The tile choice, from the explanation ("tiles: swap-ab, token tile 8 (...)").
       const std::string ex = fm::explain(p, v.options);
       const size_t at = ex.find("\ntiles: ");

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -75,6 +76,63 @@ double time_graph(cudaStream_t s, Fn fn, int reps = 25) {
   cudaGraphDestroy(g);
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// `fn` captured kGraphCalls times into one graph (then launched 3 times to warm up); sample() launches
+// it once more and returns the per-call microseconds. For timing several variants in interleaved
+// rounds (interleaved_medians), so that drift over a run (clocks, temperature) spreads evenly.
+class GraphTimer {
+ public:
+  template <class Fn>
+  GraphTimer(cudaStream_t s, Fn fn) : s_(s) {
+    BENCH_CUDA(cudaStreamBeginCapture(s_, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < kGraphCalls; ++i) fn();
+    BENCH_CUDA(cudaStreamEndCapture(s_, &g_));
+    BENCH_CUDA(cudaGraphInstantiate(&ge_, g_, 0));
+    BENCH_CUDA(cudaEventCreate(&a_));
+    BENCH_CUDA(cudaEventCreate(&b_));
+    for (int w = 0; w < 3; ++w) BENCH_CUDA(cudaGraphLaunch(ge_, s_));
+    BENCH_CUDA(cudaStreamSynchronize(s_));
+  }
+  ~GraphTimer() {
+    cudaEventDestroy(a_);
+    cudaEventDestroy(b_);
+    cudaGraphExecDestroy(ge_);
+    cudaGraphDestroy(g_);
+  }
+  GraphTimer(const GraphTimer&) = delete;
+  GraphTimer& operator=(const GraphTimer&) = delete;
+  double sample() {
+    BENCH_CUDA(cudaEventRecord(a_, s_));
+    BENCH_CUDA(cudaGraphLaunch(ge_, s_));
+    BENCH_CUDA(cudaEventRecord(b_, s_));
+    BENCH_CUDA(cudaEventSynchronize(b_));
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, a_, b_));
+    return 1e3 * ms / kGraphCalls;
+  }
+
+ private:
+  cudaStream_t s_;
+  cudaGraph_t g_ = nullptr;
+  cudaGraphExec_t ge_ = nullptr;
+  cudaEvent_t a_ = nullptr, b_ = nullptr;
+};
+
+// Per timer, the median of rounds x per_round samples, taken round by round (each round samples
+// every timer per_round times in list order).
+inline std::vector<double> interleaved_medians(const std::vector<std::unique_ptr<GraphTimer>>& timers, int rounds,
+                                               int per_round) {
+  std::vector<std::vector<double>> t(timers.size());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < timers.size(); ++i)
+      for (int k = 0; k < per_round; ++k) t[i].push_back(timers[i]->sample());
+  std::vector<double> med;
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    med.push_back(v.empty() ? 0.0 : v[v.size() / 2]);
+  }
+  return med;
 }
 
 // Median seconds of `fn` on stream `s`, each repetition timed alone with events, after warm-up.
