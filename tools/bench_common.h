@@ -47,37 +47,6 @@ void upload(void* dst, const std::vector<T>& v) {
   if (!v.empty()) BENCH_CUDA(cudaMemcpy(dst, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
 }
 
-// Median per-call microseconds of `fn` captured `kGraphCalls` times into one graph.
-template <class Fn>
-double time_graph(cudaStream_t s, Fn fn, int reps = 25) {
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < kGraphCalls; ++i) fn();
-  BENCH_CUDA(cudaStreamEndCapture(s, &g));
-  BENCH_CUDA(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t a, b;
-  BENCH_CUDA(cudaEventCreate(&a));
-  BENCH_CUDA(cudaEventCreate(&b));
-  for (int w = 0; w < 3; ++w) BENCH_CUDA(cudaGraphLaunch(ge, s));
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    BENCH_CUDA(cudaEventRecord(a, s));
-    BENCH_CUDA(cudaGraphLaunch(ge, s));
-    BENCH_CUDA(cudaEventRecord(b, s));
-    BENCH_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(1e3 * ms / kGraphCalls);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  cudaGraphExecDestroy(ge);
-  cudaGraphDestroy(g);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 // `fn` captured kGraphCalls times into one graph (then launched 3 times to warm up); sample() launches
 // it once more and returns the per-call microseconds. For timing several variants in interleaved
 // rounds (interleaved_medians), so that drift over a run (clocks, temperature) spreads evenly.
@@ -133,6 +102,14 @@ inline std::vector<double> interleaved_medians(const std::vector<std::unique_ptr
     med.push_back(v.empty() ? 0.0 : v[v.size() / 2]);
   }
   return med;
+}
+
+// Median per-call microseconds of `fn` captured `kGraphCalls` times into one graph, `reps` launches.
+template <class Fn>
+double time_graph(cudaStream_t s, Fn fn, int reps = 25) {
+  std::vector<std::unique_ptr<GraphTimer>> one;
+  one.push_back(std::make_unique<GraphTimer>(s, fn));
+  return interleaved_medians(one, 1, reps)[0];
 }
 
 // Median seconds of `fn` on stream `s`, each repetition timed alone with events, after warm-up.

@@ -300,13 +300,20 @@ const CutlassOverride& cutlass_override() {
 // slower where the two-pass path runs CUTLASS's 256x128 tile (qwen235-tp8 at 16384: 2N = 384), and
 // qwen235-tp8 at 4096 (128x256 tiles both ways, its last one half empty) 3.4-8 % slower as a layer
 // in three runs though its GEMM1 stage was faster: so only where 2N fills whole 256-wide tiles.
-// `has_blocks`: whether the caller gave the blocks (explain() has no tensors: true there).
-bool fused_activation_auto(const MoeProblem& p, bool has_blocks) {
-  return has_blocks && p.quant.weight.format == WeightFormat::kBF16 && p.act_dtype == DType::kBFloat16 &&
-         p.activation.gated() && !p.activation.interleaved && p.gemm1_rows() % 256 == 0 &&
+bool fused_activation_auto(const MoeProblem& p) {
+  return p.quant.weight.format == WeightFormat::kBF16 && p.act_dtype == DType::kBFloat16 && p.activation.gated() &&
+         !p.activation.interleaved && p.gemm1_rows() % 256 == 0 &&
          cutlass_override().gemm1 == kernels::CutlassConfig::kAuto &&
          kernels::cutlass_grouped_auto_config(p.gemm1_rows(), detail::expected_rows_per_group(p), false) ==
              kernels::CutlassConfig::kCoop128x256;
+}
+
+// Whether the CUTLASS backend's GEMM1 runs with the activation in its epilogue: forced
+// (ResolvedOptions), or by the auto rule where the caller gave MoeTensors::w1_gate_up_blocks
+// (`has_blocks`; explain(), which has no tensors, asks with true and says so).
+bool fused_activation_runs(const MoeProblem& p, const ForwardOptions& o, const ResolvedOptions& ro, bool has_blocks) {
+  return ro.fused_activation ||
+         (o.fused_activation == Toggle::kAuto && !ro.cutlass_gemm2 && has_blocks && fused_activation_auto(p));
 }
 
 // FP8 on the grouped backend: where H is quantised for GEMM2 (forward() and explain() agree on it).
@@ -580,9 +587,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     o.tile_m = ping ? 128 : detail::kCutlassTileRows;
     o.group_scales_by_token = false;  // FP8 blocks: row-order scales, re-laid for CUTLASS per group
     // (BF16 only: resolve() turns fused_activation off for FP8)
-    const bool fused_act =
-        ro.fused_activation || (options.fused_activation == Toggle::kAuto && !ro.cutlass_gemm2 &&
-                                fused_activation_auto(p, t.w1_gate_up_blocks != nullptr));
+    const bool fused_act = fused_activation_runs(p, options, ro, t.w1_gate_up_blocks != nullptr);
     FM_REQUIRE(!fused_act || !p.activation.gated() || p.activation.interleaved || t.w1_gate_up_blocks != nullptr,
                kInvalidArgument,
                "ForwardOptions::fused_activation: a gated activation with gate and up as W1's halves needs "
@@ -845,8 +850,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         return os.str();
       }
       const bool ping_fits = detail::WorkspaceLayout::plan(p).holds_cutlass_rows(p, 128);
-      if (!ro.fused_activation && options.fused_activation == Toggle::kAuto && !ro.cutlass_gemm2 &&
-          fused_activation_auto(p, true))
+      if (!ro.fused_activation && fused_activation_runs(p, options, ro, true))
         os << "fused_activation: auto, on when MoeTensors::w1_gate_up_blocks is given (pack_gate_up_blocks()): "
            << kernels::cutlass_gated_gemm1_name() << " then runs GEMM1 with the activation in its epilogue, "
               "no grouped_activation (measured faster, session 43)\n";
