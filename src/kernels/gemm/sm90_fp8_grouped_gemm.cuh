@@ -1132,6 +1132,14 @@ inline int pair_env() {
   return env;
 }
 
+// FUSEDMOE_FP8_GEMM2_TPC=n (read once; a tuning override, unset by default): GEMM2's weight tiles
+// per CTA where the caller leaves them to the rule (GroupedGemmArgs::weight_tiles_per_cta = 0);
+// GEMM1 keeps its own rule (bench: the GEMM2 sweep without forcing GEMM1's chaining too).
+inline int gemm2_tpc_env() {
+  static const int env = env_int("FUSEDMOE_FP8_GEMM2_TPC").value_or(0);
+  return env;
+}
+
 inline bool encode_u8_map(CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
                           const uint64_t* strides_bytes, const uint32_t* box) {
   const auto fn = sm90_grouped::tensor_map_encoder();
@@ -1336,7 +1344,8 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.k_tiles_per_split = (p.k_tiles + splits - 1) / splits;
   p.k_splits = (p.k_tiles + p.k_tiles_per_split - 1) / p.k_tiles_per_split;  // every split has K blocks
   // weight tiles per CTA: the BF16 launch's rule (sm90_grouped::choose_tiles_per_cta), both families
-  int tpc = sm90_grouped::choose_tiles_per_cta(a.weight_tiles_per_cta, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
+  const int forced_tpc = (gemm2 && a.weight_tiles_per_cta == 0 && gemm2_tpc_env() > 0) ? gemm2_tpc_env() : a.weight_tiles_per_cta;
+  int tpc = sm90_grouped::choose_tiles_per_cta(forced_tpc, p.k_splits, p.w_tiles, p.k_tiles, m_tiles,
                                                slots, Cfg::kStages * Cfg::kWTiles, Cfg::kSwapAB);
   // GroupedGemmArgs::one_wave (GEMM1 at decode) for long reductions only: one_wave_fp8_applies
   bool one_wave_chain = false;
