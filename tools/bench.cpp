@@ -627,6 +627,10 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
       const std::string ex = fm::explain(p, v.options);
       const size_t at = ex.find("\ntiles: ");
       std::string tiles = at == std::string::npos ? "?" : ex.substr(at + 8, ex.find(" (", at) - at - 8);
+      // (explain() sees no tensors: with the blocks given, its auto rule's line says GEMM1 runs fused)
+      if (gate_up_blocks && v.options.fused_activation == fm::Toggle::kAuto &&
+          ex.find("\nfused_activation: auto, on when") != std::string::npos)
+        tiles += " (activation fused by the auto rule)";
       // (FP8 compute floor: the dense FP8 rate measured in this run, see bench_main)
       rows->push_back(measured_row(c.name, std::string(fp8 ? "layer fp8 " : "layer bf16 ") + tiles + (v.label.empty() ? "" : " [" + v.label + "]"), t, us, bytes,
                                    bw, flops, fp8 ? fp8_peak : peak));
