@@ -50,6 +50,7 @@
 
 #include <cute/tensor.hpp>
 #include <cute/arch/cluster_sm90.hpp>
+#include <cute/arch/copy_sm90.hpp>
 #include <cute/arch/copy_sm90_desc.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
@@ -220,6 +221,7 @@ struct Params {
   float alpha, limit;
   int out_unpadded;   // 1: out row = offsets[e] + i (GEMM2); 0: padded_offsets[e] + i (GEMM1)
   int staged_epilogue;  // normal family: outputs staged in shared memory, written as 16-byte row chunks
+  int swap_stsm;        // Swap-AB: the epilogue's puts as stmatrix (SwapStage::put_matrices); 0: per value
   // Under PDL: trigger dependents at once and issue the weight loads of the first ring of stages
   // before griddepcontrol.wait (only the activation loads wait), so that weight streaming overlaps
   // the predecessor's tail; the expert lookup reads the plan before the wait. Safe only when some
@@ -339,6 +341,12 @@ __device__ __forceinline__ void splitk_producer_barriers() {
 // share 4 banks (2-way; no padding serves both the puts and these reads). The output's
 // columns (out_cols) and row stride are multiples of 8 and `out` is 16-byte aligned (checked on the
 // host), so a chunk is wholly in or out.
+// Two floats as one bf16x2 word (round to nearest even; `lo` in the low half).
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
 template <int kTok, int kCols>
 struct SwapStage {
   static constexpr int kLd = kCols + 8;
@@ -347,6 +355,35 @@ struct SwapStage {
   // Before the first put of a tile: every thread has read the previous tile's chunks.
   __device__ __forceinline__ void open() const { cutlass::arch::NamedBarrier::sync(128, kBarrier); }
   __device__ __forceinline__ void put(int t, int c, float v) const { buf[t * kLd + c] = __float2bfloat16_rn(v); }
+  // The consumer warpgroup's whole tile at once (Params::swap_stsm): stmatrix .trans of kMats 8x8
+  // bf16 matrices per warp. The accumulator fragment of one warp and one 8-token column block j is
+  // two 8x8 matrices (its 16 weight rows) whose thread t holds row t/4, tokens 2(t%4) and +1, the
+  // layout stmatrix takes; transposed, each lands as 8 token rows of 8 consecutive columns. Matrix
+  // m: tokens 8 (m / kPerJ) .., columns warp * 8 kPerJ + 8 (m % kPerJ) .. (kPerJ = kCols / 32: 2
+  // plain, 1 gated, whose warp holds 8 output columns); packed[m]: this thread's two tokens as a
+  // bf16x2 (low half the lower token). Replaces T/2 two-byte stores, their address arithmetic and
+  // row tests per thread by T/16 .. T/32 instructions; rows past the count are written too (flush
+  // stores only valid rows). kLd * 2 bytes and the column offsets keep every row address 16-byte
+  // aligned.
+  template <int kMats>
+  __device__ __forceinline__ void put_matrices(const uint32_t (&packed)[kMats], int warp, int lane) const {
+    constexpr int kPerJ = kCols / 32;
+    static_assert(kMats == kTok / 8 * kPerJ && (kLd * 2) % 16 == 0);
+    auto row_addr = [&](int m) -> cute::uint128_t& {
+      const int row = 8 * (m / kPerJ) + (lane & 7), col = warp * 8 * kPerJ + 8 * (m % kPerJ);
+      return *reinterpret_cast<cute::uint128_t*>(buf + row * kLd + col);
+    };
+    if constexpr (kMats == 1) {
+      cute::SM90_U16x2_STSM_T::copy(packed[0], row_addr(0));  // (lanes 0-7 give the rows)
+    } else if constexpr (kMats == 2) {
+      cute::SM90_U16x4_STSM_T::copy(packed[0], packed[1], row_addr((lane >> 3) & 1));  // (lanes 0-15)
+    } else {
+      static_assert(kMats % 4 == 0);
+      CUTE_UNROLL
+      for (int g = 0; g < kMats; g += 4)
+        cute::SM90_U16x8_STSM_T::copy(packed[g], packed[g + 1], packed[g + 2], packed[g + 3], row_addr(g + (lane >> 3)));
+    }
+  }
   // Rows [0, rows_valid) of the tile to out rows row0.., columns col0.. (below out_cols).
   __device__ __forceinline__ void flush(__nv_bfloat16* out, int64_t row0, int64_t ld, int col0, int out_cols,
                                         int rows_valid, int tid) const {
@@ -978,7 +1015,38 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         // outputs staged in shared memory, stored as 16-byte row chunks (SwapStage)
         const SwapStage<Cfg::kTokTile, kGated ? 32 : 64> stage{reinterpret_cast<__nv_bfloat16*>(ss.stage_out.begin())};
         stage.open();
-        if constexpr (kGated) {
+        if (p.swap_stsm) {
+          // the same values as the per-value puts below, a whole warp's 8x8 blocks per instruction
+          // (SwapStage::put_matrices; matrix j gated, 2j + v1 plain)
+          constexpr int kJ = Cfg::kTokTile / 8;
+          uint32_t packed[kGated ? kJ : 2 * kJ];
+          with_activation<kGated>(p.act_kind, [&](auto kind) {
+            constexpr int kK = decltype(kind)::value;
+            if constexpr (kGated) {
+              const int r = get<0>(tCcC(0));
+              const int n = w * 32 + (r >> 4) * 8 + (r & 7);
+              const bool in = bias_e != nullptr && n < p.out_cols;
+              const float bg = in ? __ldg(bias_e + n * p.bias_row_mul) : 0.f;
+              const float bu = in ? __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off) : 0.f;
+              CUTE_UNROLL
+              for (int j = 0; j < kJ; ++j)
+                packed[j] = pack_bf16x2(activate_ct<kK>(accum(4 * j) + bg, accum(4 * j + 2) + bu, p.alpha, p.limit),
+                                        activate_ct<kK>(accum(4 * j + 1) + bg, accum(4 * j + 3) + bu, p.alpha, p.limit));
+            } else {
+              CUTE_UNROLL
+              for (int v1 = 0; v1 < 2; ++v1) {
+                const int n = w * 64 + get<0>(tCcC(2 * v1));
+                const float b = (bias_e != nullptr && n < p.out_cols) ? __ldg(bias_e + n) : 0.f;
+                CUTE_UNROLL
+                for (int j = 0; j < kJ; ++j)
+                  packed[2 * j + v1] = pack_bf16x2(activate_ct<kK>(accum(4 * j + 2 * v1) + b, 0.f, p.alpha, p.limit),
+                                                   activate_ct<kK>(accum(4 * j + 2 * v1 + 1) + b, 0.f, p.alpha, p.limit));
+              }
+            }
+          });
+          stage.put_matrices(packed, warp, lane);
+          stage.flush(out, out_row0, ld, w * (kGated ? 32 : 64), p.out_cols, rows_valid, tid);
+        } else if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
           const int r = get<0>(tCcC(0));
           const int c = (r >> 4) * 8 + (r & 7);
@@ -1203,6 +1271,13 @@ inline cudaError_t record_splits(bool gemm2, int splits, int64_t grid, const voi
   return cudaSuccess;
 }
 
+// FUSEDMOE_SWAP_STSM=0 (read once; a measurement switch, unset = on): the Swap-AB epilogues of both
+// kernels put their values one by one instead of by stmatrix (Params::swap_stsm).
+inline bool swap_stsm_on() {
+  static const bool on = env_int("FUSEDMOE_SWAP_STSM").value_or(1) != 0;
+  return on;
+}
+
 // Weight tiles per CTA. Forced (> 0) as given; with split-K one (the split reduction reuses the
 // weight ring). Otherwise, for short reductions (e.g. GEMM2 with a small N): several weight tiles
 // per CTA so that it streams a few ring lengths (amortising CTA start-up, the expert lookup and
@@ -1338,6 +1413,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.limit = a.activation.limit;
   p.out_unpadded = gemm2 ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
+  p.swap_stsm = (Cfg::kSwapAB && swap_stsm_on()) ? 1 : 0;
   p.early_weights = (a.early_weights && a.gather_x == nullptr) ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;

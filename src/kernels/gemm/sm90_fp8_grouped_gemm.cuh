@@ -214,6 +214,7 @@ struct Params {
   uint64_t w_hint;      // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int early_span;       // GroupedGemmArgs::early_weights_span
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
+  int swap_stsm;        // Swap-AB: the epilogue's puts as stmatrix (the BF16 kernel's Params::swap_stsm)
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; with token-order scales: static only)
   int* queue;           // with flat: the dynamic form's work counter (BF16 kernel's Params::queue), or null
   int* zero_queue;      // zeroed by thread 0 of CTA 0 after griddepcontrol.wait, or null
@@ -1031,7 +1032,53 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         asm volatile("cp.async.wait_group 1;" ::: "memory");  // this tile's row values (not the next's)
         stage.open();  // (also makes every thread's copies visible)
         const float* rows = ss.tile_rows[wt & (2 * Cfg::kWTiles - 1)];
-        if constexpr (kGated) {
+        if (p.swap_stsm) {
+          // the per-value puts below as stmatrix (SwapStage::put_matrices; matrix j gated, 2j + v1
+          // plain); token q of this thread's slots: values 4j + v0 (+ 2 v1) hold tokens 8j + 2(lane%4) + v0
+          constexpr int kJ = Cfg::kTokTile / 8;
+          uint32_t packed[kGated ? kJ : 2 * kJ];
+          with_activation<kGated>(p.act_kind, [&](auto kind) {
+            constexpr int kK = decltype(kind)::value;
+            if constexpr (kGated) {
+              const int r = get<0>(tCcC(0));
+              const int c = (r >> 4) * 8 + (r & 7);
+              const float swg = rows[c], swu = rows[32 + c];  // (copied a tile ahead)
+              const float bg = rows[64 + c], bu = rows[96 + c];
+              CUTE_UNROLL
+              for (int j = 0; j < kJ; ++j) {
+                float a[2];
+                CUTE_UNROLL
+                for (int v0 = 0; v0 < 2; ++v0) {
+                  const int i = v0 + 4 * j;
+                  const float sa = sa_col[tok_slot(i)];
+                  a[v0] = activate_ct<kK>(acc(i) * (sa * swg) + bg, acc(i + 2) * (sa * swu) + bu, p.alpha, p.limit);
+                }
+                packed[j] = sm90_grouped::pack_bf16x2(a[0], a[1]);
+              }
+            } else {
+              CUTE_UNROLL
+              for (int v1 = 0; v1 < 2; ++v1) {
+                const int c = get<0>(tCcC(2 * v1));
+                const float sw = rows[c], b = rows[64 + c];  // (copied a tile ahead)
+                CUTE_UNROLL
+                for (int j = 0; j < kJ; ++j) {
+                  float a[2];
+                  CUTE_UNROLL
+                  for (int v0 = 0; v0 < 2; ++v0) {
+                    const int i = v0 + 2 * v1 + 4 * j;
+                    a[v0] = activate_ct<kK>(acc(i) * (sa_col[tok_slot(i)] * sw) + b, 0.f, p.alpha, p.limit);
+                  }
+                  packed[2 * j + v1] = sm90_grouped::pack_bf16x2(a[0], a[1]);
+                }
+              }
+            }
+          });
+          stage.put_matrices(packed, warp, lane);
+          stage.flush(out, out_row0, ld, wt * (kGated ? 32 : 64), p.out_cols, rows_valid, tid);
+          if (!kHs && p.hq_scheme != 0)
+            quantise_h_tile<Cfg::kTokTile, kGated ? 32 : 64, decltype(stage)::kLd>(p, ss.stage_out, ss.hq_inv, &ss.hq_last,
+                                                                                 wt, int(out_row0), rows_valid, tid);
+        } else if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
           const int r = get<0>(tCcC(0));
           const int c = (r >> 4) * 8 + (r & 7);
@@ -1391,6 +1438,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.w_packed = (Cfg::kSwapAB && red % Cfg::kTileK == 0) ? static_cast<const uint8_t*>(a.w_packed) : nullptr;
   p.early_span = a.early_weights_span ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
+  p.swap_stsm = (Cfg::kSwapAB && sm90_grouped::swap_stsm_on()) ? 1 : 0;
   if (Cfg::kSwapAB && !gemm2 && a.hq_act != ActQuant::kNone) {  // (checked: Swap-AB GEMM1 only)
     p.hq_scheme = a.hq_act == ActQuant::kPerTensorStatic ? kHqStatic : a.hq_act == ActQuant::kPerToken ? kHqToken : kHqGroup;
     p.hq_ue8m0 = a.hq_ue8m0 ? 1 : 0;
