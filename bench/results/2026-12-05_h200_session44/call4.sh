@@ -2,7 +2,8 @@
 # Session 44, call 4 (carry ["build_pack"]): the Swap-AB epilogues' puts as stmatrix (SwapStage::
 # put_matrices, Params::swap_stsm; FUSEDMOE_SWAP_STSM=0 the per-value puts, same binary).
 # (a) decode A/B, two rounds each way, BF16 and FP8 at 16 / 64 / 256 tokens (packed weights), stages;
-# (b) the GPU suite (12 shards) with stmatrix on; (c) memcheck of Swap-AB GEMM tests.
+# (b) the GPU suite (12 shards) with stmatrix on (FUSEDMOE_SWAP_STSM=1: the library default is off
+# until this call measures it); (c) memcheck of Swap-AB GEMM tests with it.
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
@@ -18,6 +19,7 @@ for r in 1 2; do
     stamp "r$r stsm $st rc=$?"
   done
 done
+export FUSEDMOE_SWAP_STSM=1
 for s in $(seq 0 11); do
   GTEST_TOTAL_SHARDS=12 GTEST_SHARD_INDEX=$s timeout 330 $B/fusedmoe_gpu_tests --gtest_filter='-StreamProbe.*' > "$out/shard_$s.log" 2>&1 &
 done

@@ -1271,10 +1271,11 @@ inline cudaError_t record_splits(bool gemm2, int splits, int64_t grid, const voi
   return cudaSuccess;
 }
 
-// FUSEDMOE_SWAP_STSM=0 (read once; a measurement switch, unset = on): the Swap-AB epilogues of both
-// kernels put their values one by one instead of by stmatrix (Params::swap_stsm).
+// FUSEDMOE_SWAP_STSM=1 (read once; a measurement switch, unset = off until measured on the GPU): the
+// Swap-AB epilogues of both kernels put their values by stmatrix instead of one by one
+// (Params::swap_stsm).
 inline bool swap_stsm_on() {
-  static const bool on = env_int("FUSEDMOE_SWAP_STSM").value_or(1) != 0;
+  static const bool on = env_int("FUSEDMOE_SWAP_STSM").value_or(0) != 0;
   return on;
 }
 
