@@ -384,6 +384,25 @@ struct SwapStage {
         cute::SM90_U16x8_STSM_T::copy(packed[g], packed[g + 1], packed[g + 2], packed[g + 3], row_addr(g + (lane >> 3)));
     }
   }
+  // put_matrices of the tile's outputs: val(i) is the output of accumulator i (plain) or of gate i
+  // and up i + 2 (gated, i = 4j + v0), i.e. of this thread's token 8j + 2(lane%4) + v0 (i = 4j +
+  // 2v1 + v0 plain, weight row + 8 v1). Every i the per-value puts cover, rows past the count too.
+  template <class F>
+  __device__ __forceinline__ void put_values(F&& val, int warp, int lane) const {
+    constexpr bool kGatedCols = kCols == 32;
+    constexpr int kJ = kTok / 8;
+    uint32_t packed[kGatedCols ? kJ : 2 * kJ];
+    CUTE_UNROLL
+    for (int j = 0; j < kJ; ++j) {
+      if constexpr (kGatedCols) {
+        packed[j] = pack_bf16x2(val(4 * j), val(4 * j + 1));
+      } else {
+        CUTE_UNROLL
+        for (int v1 = 0; v1 < 2; ++v1) packed[2 * j + v1] = pack_bf16x2(val(4 * j + 2 * v1), val(4 * j + 2 * v1 + 1));
+      }
+    }
+    put_matrices(packed, warp, lane);
+  }
   // Rows [0, rows_valid) of the tile to out rows row0.., columns col0.. (below out_cols).
   __device__ __forceinline__ void flush(__nv_bfloat16* out, int64_t row0, int64_t ld, int col0, int out_cols,
                                         int rows_valid, int tid) const {
@@ -1017,9 +1036,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         stage.open();
         if (p.swap_stsm) {
           // the same values as the per-value puts below, a whole warp's 8x8 blocks per instruction
-          // (SwapStage::put_matrices; matrix j gated, 2j + v1 plain)
-          constexpr int kJ = Cfg::kTokTile / 8;
-          uint32_t packed[kGated ? kJ : 2 * kJ];
           with_activation<kGated>(p.act_kind, [&](auto kind) {
             constexpr int kK = decltype(kind)::value;
             if constexpr (kGated) {
@@ -1028,23 +1044,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               const bool in = bias_e != nullptr && n < p.out_cols;
               const float bg = in ? __ldg(bias_e + n * p.bias_row_mul) : 0.f;
               const float bu = in ? __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off) : 0.f;
-              CUTE_UNROLL
-              for (int j = 0; j < kJ; ++j)
-                packed[j] = pack_bf16x2(activate_ct<kK>(accum(4 * j) + bg, accum(4 * j + 2) + bu, p.alpha, p.limit),
-                                        activate_ct<kK>(accum(4 * j + 1) + bg, accum(4 * j + 3) + bu, p.alpha, p.limit));
+              stage.put_values([&](int i) { return activate_ct<kK>(accum(i) + bg, accum(i + 2) + bu, p.alpha, p.limit); },
+                               warp, lane);
             } else {
+              float b[2];
               CUTE_UNROLL
               for (int v1 = 0; v1 < 2; ++v1) {
                 const int n = w * 64 + get<0>(tCcC(2 * v1));
-                const float b = (bias_e != nullptr && n < p.out_cols) ? __ldg(bias_e + n) : 0.f;
-                CUTE_UNROLL
-                for (int j = 0; j < kJ; ++j)
-                  packed[2 * j + v1] = pack_bf16x2(activate_ct<kK>(accum(4 * j + 2 * v1) + b, 0.f, p.alpha, p.limit),
-                                                   activate_ct<kK>(accum(4 * j + 2 * v1 + 1) + b, 0.f, p.alpha, p.limit));
+                b[v1] = (bias_e != nullptr && n < p.out_cols) ? __ldg(bias_e + n) : 0.f;
               }
+              stage.put_values([&](int i) { return activate_ct<kK>(accum(i) + b[(i >> 1) & 1], 0.f, p.alpha, p.limit); },
+                               warp, lane);
             }
           });
-          stage.put_matrices(packed, warp, lane);
           stage.flush(out, out_row0, ld, w * (kGated ? 32 : 64), p.out_cols, rows_valid, tid);
         } else if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4

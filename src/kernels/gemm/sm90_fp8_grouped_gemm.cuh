@@ -1033,10 +1033,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         stage.open();  // (also makes every thread's copies visible)
         const float* rows = ss.tile_rows[wt & (2 * Cfg::kWTiles - 1)];
         if (p.swap_stsm) {
-          // the per-value puts below as stmatrix (SwapStage::put_matrices; matrix j gated, 2j + v1
-          // plain); token q of this thread's slots: values 4j + v0 (+ 2 v1) hold tokens 8j + 2(lane%4) + v0
-          constexpr int kJ = Cfg::kTokTile / 8;
-          uint32_t packed[kGated ? kJ : 2 * kJ];
+          // the per-value puts below as stmatrix (SwapStage::put_values)
           with_activation<kGated>(p.act_kind, [&](auto kind) {
             constexpr int kK = decltype(kind)::value;
             if constexpr (kGated) {
@@ -1044,36 +1041,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               const int c = (r >> 4) * 8 + (r & 7);
               const float swg = rows[c], swu = rows[32 + c];  // (copied a tile ahead)
               const float bg = rows[64 + c], bu = rows[96 + c];
-              CUTE_UNROLL
-              for (int j = 0; j < kJ; ++j) {
-                float a[2];
-                CUTE_UNROLL
-                for (int v0 = 0; v0 < 2; ++v0) {
-                  const int i = v0 + 4 * j;
-                  const float sa = sa_col[tok_slot(i)];
-                  a[v0] = activate_ct<kK>(acc(i) * (sa * swg) + bg, acc(i + 2) * (sa * swu) + bu, p.alpha, p.limit);
-                }
-                packed[j] = sm90_grouped::pack_bf16x2(a[0], a[1]);
-              }
+              stage.put_values(
+                  [&](int i) {
+                    const float sa = sa_col[tok_slot(i)];
+                    return activate_ct<kK>(acc(i) * (sa * swg) + bg, acc(i + 2) * (sa * swu) + bu, p.alpha, p.limit);
+                  },
+                  warp, lane);
             } else {
+              float sw[2], b[2];
               CUTE_UNROLL
               for (int v1 = 0; v1 < 2; ++v1) {
                 const int c = get<0>(tCcC(2 * v1));
-                const float sw = rows[c], b = rows[64 + c];  // (copied a tile ahead)
-                CUTE_UNROLL
-                for (int j = 0; j < kJ; ++j) {
-                  float a[2];
-                  CUTE_UNROLL
-                  for (int v0 = 0; v0 < 2; ++v0) {
-                    const int i = v0 + 2 * v1 + 4 * j;
-                    a[v0] = activate_ct<kK>(acc(i) * (sa_col[tok_slot(i)] * sw) + b, 0.f, p.alpha, p.limit);
-                  }
-                  packed[2 * j + v1] = sm90_grouped::pack_bf16x2(a[0], a[1]);
-                }
+                sw[v1] = rows[c];  // (copied a tile ahead)
+                b[v1] = rows[64 + c];
               }
+              stage.put_values(
+                  [&](int i) {
+                    const int v1 = (i >> 1) & 1;
+                    return activate_ct<kK>(acc(i) * (sa_col[tok_slot(i)] * sw[v1]) + b[v1], 0.f, p.alpha, p.limit);
+                  },
+                  warp, lane);
             }
           });
-          stage.put_matrices(packed, warp, lane);
           stage.flush(out, out_row0, ld, wt * (kGated ? 32 : 64), p.out_cols, rows_valid, tid);
           if (!kHs && p.hq_scheme != 0)
             quantise_h_tile<Cfg::kTokTile, kGated ? 32 : 64, decltype(stage)::kLd>(p, ss.stage_out, ss.hq_inv, &ss.hq_last,
