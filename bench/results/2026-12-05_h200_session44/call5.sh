@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 44, call 5 (carry ["build_pack"], build 89a9781): call 4 made lean after failed starts left
+# Session 44, call 5 (carry ["build_pack"], build in .gpu/COMMIT): call 4 made lean after failed starts left
 # little device time. The Swap-AB epilogues' puts as stmatrix (FUSEDMOE_SWAP_STSM=1; the library
 # default is off until measured): (a) decode A/B, two rounds each way, layer only, packed weights;
 # (b) the GPU tests that run Swap-AB epilogues, 12 shards, with it on; (c) memcheck of two of them.
