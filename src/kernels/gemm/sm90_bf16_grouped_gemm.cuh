@@ -329,6 +329,12 @@ __device__ __forceinline__ void splitk_producer_barriers() {
   cute::cluster_sync();
 }
 
+// Two floats as one bf16x2 word (round to nearest even; `lo` in the low half).
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
 // The Swap-AB epilogue's stores, shared by the BF16 and FP8 kernels: the consumer warpgroup puts
 // its tile's bf16 outputs (token row t, tile column c < kCols: 64, or 32 when gated) into shared
 // memory, then every thread stores whole 16-byte chunks of output rows. Straight from the fragment
@@ -341,12 +347,6 @@ __device__ __forceinline__ void splitk_producer_barriers() {
 // share 4 banks (2-way; no padding serves both the puts and these reads). The output's
 // columns (out_cols) and row stride are multiples of 8 and `out` is 16-byte aligned (checked on the
 // host), so a chunk is wholly in or out.
-// Two floats as one bf16x2 word (round to nearest even; `lo` in the low half).
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-
 template <int kTok, int kCols>
 struct SwapStage {
   static constexpr int kLd = kCols + 8;
