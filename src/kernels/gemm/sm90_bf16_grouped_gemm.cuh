@@ -261,6 +261,21 @@ constexpr int kTraceSlots = 8;
 __device__ __forceinline__ void gemm_stamp(unsigned long long* trace, int slot) {
   if (trace != nullptr) trace[blockIdx.x * kTraceSlots + slot] = globaltimer_ns();
 }
+// A stamp in a hot loop (the FP8 kernel's K loop and tile loop, session 45): `trace` (a kernel
+// parameter) is tested on its own first, so that without a trace the stamp costs a compare and a
+// branch. Written as `if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) gemm_stamp(...)`,
+// ptxas computed the conditions as predicates at every K stage and issued the stamp's instructions
+// predicated off: 12-14 per stage (SASS of the FP8 Swap-AB kernels), ~7 % of a 64 x 32 GEMM2 tile's
+// consumer instructions with K = 192. Tried and not kept: the first-stage stamp moved before the
+// tile loop (the FP8 pair / H-quantising instances, and the BF16 kernels, then built their WGMMA
+// descriptors in vector registers with R2UR moves, and the BF16 loops grew); this form in the BF16
+// kernel's loop (ptxas still if-converted it there; those loops keep `if (...) gemm_stamp`).
+template <class Cond>
+__device__ __forceinline__ void gemm_stamp_if(unsigned long long* trace, int slot, Cond&& cond) {
+  if (trace != nullptr) [[unlikely]] {
+    if (cond()) trace[blockIdx.x * kTraceSlots + slot] = globaltimer_ns();
+  }
+}
 __device__ __forceinline__ void gemm_trace_value(unsigned long long* trace, int slot, long long v) {
   if (trace != nullptr) trace[blockIdx.x * kTraceSlots + slot] = static_cast<unsigned long long>(v);
 }

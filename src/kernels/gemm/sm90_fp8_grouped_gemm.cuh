@@ -959,7 +959,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           }
         }
         Barrier::wait(&ss.full[stage], phase);
-        if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) sm90_grouped::gemm_stamp(p.trace, 3);
+        sm90_grouped::gemm_stamp_if(p.trace, 3, [&] { return si == 0 && w == w_begin && kt == kt_begin && tid == 0; });
         warpgroup_fence_operand(part);
         if constexpr (Cfg::kWTiles == 2) warpgroup_fence_operand(part_b);
         warpgroup_arrive();
@@ -1005,7 +1005,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         if (++stage == kStages) { stage = 0; phase ^= 1u; }
       }
       }
-      if (!dyn && si == nseg - 1 && w + Cfg::kWTiles >= w_end && tid == 0) sm90_grouped::gemm_stamp(p.trace, 4);
+      sm90_grouped::gemm_stamp_if(p.trace, 4, [&] { return !dyn && si == nseg - 1 && w + Cfg::kWTiles >= w_end && tid == 0; });
 
       // ---------------- epilogue: y = (sa * sw) * acc [+ bias] -> act -> bf16 ----------------
       if constexpr (Cfg::kSwapAB) {
