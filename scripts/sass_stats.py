@@ -13,31 +13,59 @@ Per kernel instance (optionally only those whose mangled name contains every --m
   local    STL / LDL instructions (register spills) in the function
 With two object files (old, new), prints both and the differences.
 
-Needs cuobjdump, which the CUDA 13 toolkit install of this project's machines lacks; it is on
-PyPI:  pip download --no-deps nvidia-cuda-cuobjdump && unzip -o nvidia_cuda_cuobjdump-*.whl -d /tmp/cuobjdump
-then  --cuobjdump /tmp/cuobjdump/nvidia/cu13/bin/cuobjdump  (or put it on PATH).
+Uses the pinned cuobjdump that scripts/fetch_deps.sh puts in .deps/cuobjdump/bin (the CUDA 13
+toolkit install of this project's machines has none), else one on PATH or given by --cuobjdump.
+cuobjdump -sass runs nvdisasm, which is not pinned (CI does not need it): --fetch-nvdisasm
+downloads the wheel of the pinned cuobjdump's version from PyPI into the same directory.
 
   scripts/sass_stats.py build/src/CMakeFiles/fusedmoe.dir/kernels/gemm/sm90_fp8_grouped_gemm_swapab.cu.o
   scripts/sass_stats.py old.o new.o --match ILb1ELi32
 """
 import argparse
+import glob
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import zipfile
 
 
 def find_cuobjdump(given):
-    for c in [given, shutil.which("cuobjdump"), "/usr/local/cuda/bin/cuobjdump"]:
+    pinned = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".deps", "cuobjdump", "bin", "cuobjdump")
+    for c in [given, pinned, shutil.which("cuobjdump"), "/usr/local/cuda/bin/cuobjdump"]:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
-    sys.exit("sass_stats: no cuobjdump (see this script's header: pip download nvidia-cuda-cuobjdump)")
+    sys.exit("sass_stats: no cuobjdump (scripts/fetch_deps.sh installs the pinned one in .deps/cuobjdump/bin)")
+
+
+def fetch_nvdisasm(cuobjdump):
+    bindir = os.path.dirname(cuobjdump)
+    pin = os.path.join(bindir, "..", "PIN")
+    if not os.path.isfile(pin):
+        sys.exit("sass_stats: --fetch-nvdisasm needs the pinned cuobjdump (.deps/cuobjdump/PIN)")
+    version = open(pin).read().split("==")[-1].strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", tmp,
+                        f"nvidia-cuda-nvdisasm=={version}"], check=True)
+        whl = glob.glob(os.path.join(tmp, "*.whl"))[0]
+        with zipfile.ZipFile(whl) as z:
+            name = next(n for n in z.namelist() if n.endswith("/bin/nvdisasm"))
+            out = os.path.join(bindir, "nvdisasm")
+            with z.open(name) as f, open(out, "wb") as g:
+                g.write(f.read())
+            os.chmod(out, 0o755)
+    print(f"sass_stats: nvdisasm {version} -> {bindir}", file=sys.stderr)
 
 
 def functions(cuobjdump, path):
-    out = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True, check=True).stdout
+    env = dict(os.environ, PATH=os.path.dirname(cuobjdump) + os.pathsep + os.environ.get("PATH", ""))
+    r = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True, env=env)
+    if r.returncode != 0 or "Function :" not in r.stdout:
+        sys.exit(f"sass_stats: cuobjdump -sass {path} gave no SASS (is nvdisasm beside it? --fetch-nvdisasm)\n{r.stderr}")
+    out = r.stdout
     funcs, cur = {}, None
     for line in out.splitlines():
         m = re.search(r"Function : (\S+)", line)
@@ -86,10 +114,13 @@ def main():
     ap.add_argument("objects", nargs="+", help="one object file, or two (old new) to compare")
     ap.add_argument("--match", action="append", default=[], help="only instances whose mangled name contains this")
     ap.add_argument("--cuobjdump", default=None)
+    ap.add_argument("--fetch-nvdisasm", action="store_true", help="download nvdisasm beside the pinned cuobjdump first")
     a = ap.parse_args()
     if len(a.objects) > 2:
         sys.exit("sass_stats: one or two object files")
     tool = find_cuobjdump(a.cuobjdump)
+    if a.fetch_nvdisasm:
+        fetch_nvdisasm(tool)
     builds = [functions(tool, p) for p in a.objects]
     keys = ["total", "loop", "r2ur", "stsm", "local"]
     print("instance".ljust(96) + "".join(k.rjust(8) for k in keys) + ("   (old -> new)" if len(builds) == 2 else ""))

@@ -380,13 +380,19 @@ struct SwapStage {
   // row tests per thread by T/16 .. T/32 instructions; rows past the count are written too (flush
   // stores only valid rows). kLd * 2 bytes and the column offsets keep every row address 16-byte
   // aligned.
+  // The placement as functions (checked on the host against CuTe's partition of the WGMMA
+  // accumulators and stmatrix's fragment layout: swap_stsm_layout_check(), a CPU test): matrix m's
+  // stored row k (its k-th token) is buffer row matrix_row(m, k) from column matrix_col(m, warp); put_values'
+  // register m packs the outputs of value indices packed_value(m, 0) (low half) and (m, 1).
+  static constexpr int kPerJ = kCols / 32;
+  __host__ __device__ static constexpr int matrix_row(int m, int k) { return 8 * (m / kPerJ) + k; }
+  __host__ __device__ static constexpr int matrix_col(int m, int warp) { return warp * 8 * kPerJ + 8 * (m % kPerJ); }
+  __host__ __device__ static constexpr int packed_value(int m, int h) { return kPerJ == 1 ? 4 * m + h : 4 * (m / 2) + 2 * (m % 2) + h; }
   template <int kMats>
   __device__ __forceinline__ void put_matrices(const uint32_t (&packed)[kMats], int warp, int lane) const {
-    constexpr int kPerJ = kCols / 32;
     static_assert(kMats == kTok / 8 * kPerJ && (kLd * 2) % 16 == 0);
     auto row_addr = [&](int m) -> cute::uint128_t& {
-      const int row = 8 * (m / kPerJ) + (lane & 7), col = warp * 8 * kPerJ + 8 * (m % kPerJ);
-      return *reinterpret_cast<cute::uint128_t*>(buf + row * kLd + col);
+      return *reinterpret_cast<cute::uint128_t*>(buf + matrix_row(m, lane & 7) * kLd + matrix_col(m, warp));
     };
     if constexpr (kMats == 1) {
       cute::SM90_U16x2_STSM_T::copy(packed[0], row_addr(0));  // (lanes 0-7 give the rows)
@@ -404,18 +410,10 @@ struct SwapStage {
   // 2v1 + v0 plain, weight row + 8 v1). Every i the per-value puts cover, rows past the count too.
   template <class F>
   __device__ __forceinline__ void put_values(F&& val, int warp, int lane) const {
-    constexpr bool kGatedCols = kCols == 32;
-    constexpr int kJ = kTok / 8;
-    uint32_t packed[kGatedCols ? kJ : 2 * kJ];
+    constexpr int kMats = kTok / 8 * kPerJ;
+    uint32_t packed[kMats];
     CUTE_UNROLL
-    for (int j = 0; j < kJ; ++j) {
-      if constexpr (kGatedCols) {
-        packed[j] = pack_bf16x2(val(4 * j), val(4 * j + 1));
-      } else {
-        CUTE_UNROLL
-        for (int v1 = 0; v1 < 2; ++v1) packed[2 * j + v1] = pack_bf16x2(val(4 * j + 2 * v1), val(4 * j + 2 * v1 + 1));
-      }
-    }
+    for (int m = 0; m < kMats; ++m) packed[m] = pack_bf16x2(val(packed_value(m, 0)), val(packed_value(m, 1)));
     put_matrices(packed, warp, lane);
   }
   // Rows [0, rows_valid) of the tile to out rows row0.., columns col0.. (below out_cols).

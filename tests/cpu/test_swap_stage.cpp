@@ -1,0 +1,16 @@
+// The Swap-AB epilogue's stmatrix puts (SwapStage::put_values / put_matrices, FUSEDMOE_SWAP_STSM)
+// against its per-value puts, on the host: CuTe's partition of the kernels' WGMMA accumulators and
+// stmatrix .trans's fragment layout (swap_stage_check.cu). The GPU tests run both paths on the H200.
+#include <gtest/gtest.h>
+
+#if defined(FUSEDMOE_WITH_CUDA)
+#include <string>
+
+#include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+
+TEST(SwapAbEpilogue, StmatrixPutsLandWhereThePerValuePutsDo) {
+  EXPECT_EQ(fusedmoe::kernels::swap_stsm_layout_check(), "");
+}
+#else
+TEST(SwapAbEpilogue, SkippedWithoutCuda) { GTEST_SKIP() << "CPU-only build: no kernels"; }
+#endif
