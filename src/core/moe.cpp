@@ -55,7 +55,12 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                             decode ? "auto: <= 256 tokens, launch latency and weight prefetch matter"
                                    : "auto: > 256 tokens, no gain measured");
   r.staged_epilogue = pick("staged_epilogue", o.staged_epilogue, true, "auto: measured faster at prefill");
-  const bool gather_ok = p.quant.act == ActQuant::kNone && !p.router.weight_on_input;
+  // FP8 (session 45, built and CPU-tested, not yet run on a GPU): x quantised in token order (T
+  // rows instead of T*k) and GEMM1 gathering its e4m3 rows, on the Swap-AB tiles (forward() refuses
+  // the normal family); forced only (ForwardOptions::gather_rows = kOn) until measured.
+  const bool fp8_gather_ok = p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.act != ActQuant::kNone &&
+                             !p.router.weight_on_input && p.hidden % 16 == 0;
+  const bool gather_ok = (p.quant.act == ActQuant::kNone && !p.router.weight_on_input) || fp8_gather_ok;
   // Auto: on at decode when the fused front routes from logits (route + plan in one kernel; GEMM1
   // then gathers right after it instead of after a permute) and the touched experts' weights are
   // at most ~400 MB (the layer is latency-bound). H200, session 12 call 4, with the router: 1.7-5
@@ -93,17 +98,18 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // Precomputed ids up to 16 tokens also run in the fused front (session 15).
   const bool fused_front = r.fuse_front && (reads_logits(p.router.kind) ||
                                             (p.router.kind == RouterKind::kPrecomputed && p.num_tokens <= 16));
-  const bool gather_auto = gather_ok && p.num_tokens <= 256 &&
+  const bool gather_auto = gather_ok && !fp8_gather_ok && p.num_tokens <= 256 &&
                            ((fused_front && touched_experts * expert_bytes <= 400e6) || expert_bytes <= 6e6);
   r.gather_rows = pick("gather_rows", o.gather_rows, gather_auto,
                        gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits (or precomputed ids up to 16 "
                                      "tokens: the fused front), or experts of "
                                      "<= 6 MB (measured)"
                                    : !gather_ok ? "auto: off (quantised x or weights on the input: not applicable)"
+                                   : fp8_gather_ok ? "auto: off for FP8 (the gathered e4m3 rows are not measured yet; kOn runs them)"
                                                 : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
                   gather_ok;
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)
-    *why << "    (not applicable: quantised input or weights on the input)\n";
+    *why << "    (not applicable: weights on the input, or quantised x without FP8 weights or with K not a multiple of 16)\n";
   // The weights' L2 policy (ForwardOptions::weights_evict_first says what was measured): evict_first
   // where each expert's weights stream once, except FP8 layers whose touched weights fit in 40 MB
   // (under the 50 MB L2; 1-2 tokens: evict_normal 4-8 % faster there, session 24 call 4).
@@ -600,6 +606,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   const bool gather = ro.gather_rows || hybrid;
   const TileFamily family = hybrid ? TileFamily::kNormal : d.family;
   const int tokens_tile = hybrid ? 128 : d.tokens_tile;
+  FM_REQUIRE(!gather || p.quant.weight.format != WeightFormat::kFP8E4M3 || family == TileFamily::kSwapAB,
+             kInvalidArgument,
+             "ForwardOptions::gather_rows with FP8 weights runs on the Swap-AB tiles only (the oracle chose "
+                 << to_string(family) << " tiles here; force ForwardOptions::tiles = kSwapAB, or leave gather_rows on auto)");
   DispatchOptions o;
   o.permute = !gather;
   o.fuse_front = ro.fuse_front;
@@ -902,7 +912,9 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         const std::string tile = d.family == TileFamily::kSwapAB ? "swapab_64x" + std::to_string(d.tokens_tile)
                                                                  : std::string("128x128");
         const HQuantStep h = h_quant_step(p, ro, d.family, d.tokens_tile);
-        os << ", permute + e4m3 quantise, sm90_fp8e4m3_grouped_gemm_" << tile << "x128 (GEMM1, "
+        os << (ro.gather_rows ? ", e4m3 quantise in token order (GEMM1 gathers x's rows: no permute)"
+                              : ", permute + e4m3 quantise")
+           << ", sm90_fp8e4m3_grouped_gemm_" << tile << "x128" << (ro.gather_rows ? "_gather" : "") << " (GEMM1, "
            << to_string(p.quant.weight.granularity) << " scales"
            << (h == HQuantStep::kGemm1Epilogue ? "; H quantised in its epilogue), the same (GEMM2)"
                : h == HQuantStep::kGemm2     ? "), the same (GEMM2, quantising its token tiles' rows of H: _hs)"

@@ -193,6 +193,49 @@ TEST(Fp8GroupedGemmArgs, Gemm2QuantisingHChecksItsShape) {
   EXPECT_EQ(check_fp8_grouped_gemm_args(hs_args(ActQuant::kPerTensorStatic), true), cudaErrorInvalidValue);
 }
 
+// GEMM1 gathering its e4m3 rows from the token-order x (gather_x, session 45): Swap-AB GEMM1 only,
+// with the plan's row_token and offsets, no early weights (the plan is read before the wait), no
+// token-order scales of permuted rows, 16-byte aligned rows; `a` is then unused.
+TEST(Fp8GroupedGemmArgs, GatheredRowsChecks) {
+  auto g_args = [](bool block) {
+    Fp8GroupedGemmArgs a = valid_args();
+    a.family = TileFamily::kSwapAB;
+    a.tokens_tile = 16;
+    a.a = nullptr;
+    a.gather_x = fake(0x90000);
+    a.row_token = static_cast<const int32_t*>(fake(0xa0000));
+    a.block_scales = block;
+    a.a_scale_stride = 4;  // token order: the tokens' stride, below max_rows
+    a.a_scale_per_token = !block;
+    return a;
+  };
+  using fusedmoe::kernels::check_fp8_grouped_gemm_args;
+  for (bool block : {false, true}) {
+    EXPECT_EQ(check_fp8_grouped_gemm_args(g_args(block), false), cudaSuccess);
+    Fp8GroupedGemmArgs a = g_args(block);
+    a.gather_x_stride = 1024;  // wider rows of x: a multiple of 16, at least K
+    EXPECT_EQ(check_fp8_grouped_gemm_args(a, false), cudaSuccess);
+    EXPECT_EQ(check_fp8_grouped_gemm_args(g_args(block), true), cudaErrorInvalidValue);  // GEMM2
+    const std::vector<BadCase> cases = {
+        {"normal family", [](Fp8GroupedGemmArgs& x) { x.family = TileFamily::kNormal; x.tokens_tile = 128; }},
+        {"no row_token", [](Fp8GroupedGemmArgs& x) { x.row_token = nullptr; }},
+        {"no offsets", [](Fp8GroupedGemmArgs& x) { x.offsets = nullptr; }},
+        {"early weights", [](Fp8GroupedGemmArgs& x) { x.early_weights = true; }},
+        {"unaligned x", [](Fp8GroupedGemmArgs& x) { x.gather_x = fake(0x90008); }},
+        {"stride below K", [](Fp8GroupedGemmArgs& x) { x.gather_x_stride = 256; }},
+        {"stride not a multiple of 16", [](Fp8GroupedGemmArgs& x) { x.gather_x_stride = 520; }},
+    };
+    for (const BadCase& c : cases) {
+      Fp8GroupedGemmArgs x = g_args(block);
+      c.mutate(x);
+      EXPECT_EQ(check_fp8_grouped_gemm_args(x, false), cudaErrorInvalidValue) << c.what << (block ? " (block)" : "");
+    }
+  }
+  Fp8GroupedGemmArgs a = g_args(true);
+  a.a_scale_row_token = a.row_token;  // token-order scales of permuted rows: not with gathered rows
+  EXPECT_EQ(check_fp8_grouped_gemm_args(a, false), cudaErrorInvalidValue);
+}
+
 TEST(Fp8GroupedGemmArgs, NoRowsIsANoOpWithoutTouchingTheDevice) {
   Fp8GroupedGemmArgs a = valid_args();
   a.max_rows = 0;
@@ -207,7 +250,7 @@ TEST(Fp8GroupedGemmArgs, NoRowsIsANoOpWithoutTouchingTheDevice) {
 TEST(Fp8GroupedGemmArgs, InstanceNamesSpellTheConfig) {
   int n = 0;
   const char* const* names = fusedmoe::kernels::fp8_grouped_gemm_instance_names(&n);
-  ASSERT_EQ(n, 68);  // normal + Swap-AB 8/16/32, gated + plain each; Swap-AB also with the balanced schedules; dense Swap-AB; defer; pairs; _hs
+  ASSERT_EQ(n, 80);  // normal + Swap-AB 8/16/32, gated + plain each; Swap-AB also with the balanced schedules; dense Swap-AB; defer; pairs; _hs; _gather
   EXPECT_STREQ(names[0], "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated");
   EXPECT_STREQ(names[1], "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row");
   EXPECT_STREQ(names[2], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gated");
@@ -216,6 +259,8 @@ TEST(Fp8GroupedGemmArgs, InstanceNamesSpellTheConfig) {
   EXPECT_STREQ(names[27], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_defer");
   EXPECT_STREQ(names[50], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_hs");
   EXPECT_STREQ(names[67], "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row_balanced_hs");
+  EXPECT_STREQ(names[68], "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gather_gated");
+  EXPECT_STREQ(names[79], "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_gather");
 }
 
 }  // namespace

@@ -69,14 +69,15 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   // as dense instances (3-4 CTAs per SM, session 27), each with both schedules.
   // The 2-CTA Swap-AB tiles once more with the deferred promotion (FUSEDMOE_FP8_DEFER=1, session 32).
   // The 9 Swap-AB configs' plain kernels again with H quantised by GEMM2 (kHs, both schedules, session 40).
-  EXPECT_EQ(per_family["grouped_gemm_fp8"], 8 + 6 + 12 + 12 + 12 + 18);  // + the pair instances (session 34)
+  // The 2-CTA Swap-AB tiles' GEMM1 with gathered rows (kGather: gated and plain, both schedules, session 45).
+  EXPECT_EQ(per_family["grouped_gemm_fp8"], 8 + 6 + 12 + 12 + 12 + 18 + 12);  // + the pair instances (session 34)
   // The Swap-AB weight packing kernels, BF16 and FP8 (pack_weights, session 35).
   EXPECT_EQ(per_family["weight_pack"], 2);
   // CUTLASS grouped GEMMs: 5 BF16 configurations x (kernel, setup), the gated and plain activation,
   // the FP8 blockwise GEMM with its setup and scale kernels, the FP8 row-scaled GEMM and its setup;
   // GEMM1 with the activation in its epilogue, its setup and the gate / up block copy (session 43).
   EXPECT_EQ(per_family["cutlass_grouped"], 20);
-  EXPECT_EQ(b.kernel_instances.size(), size_t(556)) << "total instances (553 before CUTLASS's GEMM1 with the activation, 350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the weight packing kernels, 532 before the ping-pong GEMM2, 533 before CUTLASS's ping-pong 64x256, 535 before the FP8 GEMM2 _hs ones): update docs too";
+  EXPECT_EQ(b.kernel_instances.size(), size_t(568)) << "total instances (556 before the FP8 _gather ones, 553 before CUTLASS's GEMM1 with the activation, 350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the weight packing kernels, 532 before the ping-pong GEMM2, 533 before CUTLASS's ping-pong 64x256, 535 before the FP8 GEMM2 _hs ones): update docs too";
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)
@@ -115,7 +116,7 @@ TEST(KernelRegistry, Fp8GemmNamesAreTheRegisteredInstances) {
     if (std::string(k.family) == "grouped_gemm_fp8") listed.insert(k.name);
   int n = 0;
   const char* const* fp8 = fm::kernels::fp8_grouped_gemm_instance_names(&n);
-  ASSERT_EQ(n, 68);
+  ASSERT_EQ(n, 80);
   std::set<std::string> named(fp8, fp8 + n);
   EXPECT_EQ(named, listed);
 }

@@ -405,8 +405,18 @@ TEST(Oracle, GatherRowsAutoRule) {
   EXPECT_TRUE(fm::resolve_options(pre, o).gather_rows);   // small experts, any router
   fm::MoeProblem q = bf16("qwen235-tp8", 1);
   q.quant = fm::QuantScheme::fp8_per_channel();
-  EXPECT_FALSE(fm::resolve_options(q, o).gather_rows);  // quantised x: not applicable
-  EXPECT_NE(fm::resolve_options(q, o).why.find("gather_rows: off (auto: off (quantised x"), std::string::npos);
+  EXPECT_FALSE(fm::resolve_options(q, o).gather_rows);  // FP8: forced only until measured (session 45)
+  EXPECT_NE(fm::resolve_options(q, o).why.find("gather_rows: off (auto: off for FP8"), std::string::npos);
+  {
+    fm::ForwardOptions g_on;
+    g_on.gather_rows = fm::Toggle::kOn;
+    EXPECT_TRUE(fm::resolve_options(q, g_on).gather_rows);  // e4m3 x in token order, gathered by GEMM1
+    fm::MoeProblem b = q;
+    b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+    EXPECT_TRUE(fm::resolve_options(b, g_on).gather_rows);
+    b.router.weight_on_input = true;  // routed and shared rows would differ: not applicable
+    EXPECT_FALSE(fm::resolve_options(b, g_on).gather_rows);
+  }
   // The fused front: on, except quantised x up to 16 tokens (GEMM1's early weights; session 36).
   EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
   EXPECT_TRUE(fm::resolve_options(pre, o).fuse_front);

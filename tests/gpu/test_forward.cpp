@@ -618,6 +618,40 @@ TEST(Forward, Fp8PairSwapAb) {
   check_swapab_switch({f8b, f8c}, on, off, "fp8 pair swap-ab", "the pair instances differ from the 2-CTA ones", 3);
 }
 
+// GEMM1 gathering its e4m3 rows (ForwardOptions::gather_rows = kOn with FP8 weights, session 45): x
+// quantised in token order (by the quantiser kernel up to 16 tokens, in the fused front above) and
+// read through the plan by the producer warp's cp.async, its scales by token; against the permuted
+// copy (bitwise) and the reference: 1x128 blocks with UE8M0 scales, per-channel weights with
+// per-token scales (K = 448: a ragged last K block, zero-filled), static per-tensor scales; tiles 8 /
+// 16 / 32, 3 / 40 / 200 tokens, 3 weight tiles per CTA at 40. The normal family has no gathered FP8
+// rows: forcing both is refused with the reason.
+TEST(Forward, Fp8GatherRows) {
+  fm::MoeProblem f8b = small_problem(64, 4, 256, 640);
+  f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  fm::MoeProblem f8c = small_problem(32, 6, 192, 448);
+  f8c.quant = fm::QuantScheme::fp8_per_channel();
+  fm::MoeProblem f8t = small_problem(32, 6, 192, 512);
+  f8t.quant = fm::QuantScheme::fp8_per_tensor(false);
+  fm::ForwardOptions on, off;
+  on.gather_rows = fm::Toggle::kOn;
+  off.gather_rows = fm::Toggle::kOff;
+  check_swapab_switch({f8b, f8c, f8t}, on, off, "fp8 gathered rows", "gathered e4m3 rows differ from the permuted ones", 3);
+  fm::MoeProblem p = f8c;
+  p.num_tokens = p.max_tokens = 40;
+  Layer L;
+  upload(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &L);
+  if (::testing::Test::HasFatalFailure()) return;
+  fm::ForwardOptions normal = on;
+  normal.backend = fm::Backend::kGrouped;
+  normal.tiles = fm::TileFamily::kNormal;
+  const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, normal);
+  EXPECT_EQ(st.code(), fm::StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.to_string().find("Swap-AB tiles only"), std::string::npos) << st.to_string();
+  fm::MoeProblem q = f8c;
+  q.num_tokens = q.max_tokens = 40;
+  EXPECT_NE(fm::explain(q, on).find("GEMM1 gathers x's rows"), std::string::npos) << fm::explain(q, on);
+}
+
 // The problems of the two H-quantisation tests below, as {f8b, f8f, f8c, f8r}: 1x128 groups with
 // UE8M0 (N = 256, gated) and f32 scales (N = 384, squared ReLU's plain tiles), per-token scales over
 // a whole row (N = 192) and with a ragged last tile / K block (N = 208).

@@ -135,7 +135,9 @@ struct SharedStorage {
   int nseg;
   int scan[Cfg::kThreads / 32];  // balanced schedule: per-warp sums of active token tiles
   // token-order block scales: token * a_scale_stride per tile row (-1: padding), per segment (the
-  // raster has one; the static balanced schedule up to kMaxSegments)
+  // raster has one; the static balanced schedule up to kMaxSegments). Gathered rows (kGather, which
+  // has no token-order scales of permuted rows): the producer's token of each tile row, -1 past the
+  // count, in the first kTokTile entries.
   int tok_scale[grouped_schedule::kMaxSegments * Cfg::kTokTile];
   // Swap-AB epilogue "row" values of two weight tiles (w & 1), copied a tile ahead (cp.async):
   // plain [64 scales, 64 biases] by tile column, gated [32 gate scales, 32 up, 32 gate biases, 32 up]
@@ -251,6 +253,15 @@ struct Params {
   // the main loop reads K block kt from slot kt (k_tiles <= kStages, checked on the host), the ring
   // carries weights only, and the scales come from shared memory (SharedStorage::first_tile, unused
   // without the dynamic schedule, which these instances never run).
+  // Gathered A rows (Swap-AB GEMM1; Fp8GroupedGemmArgs' gather_x, as the BF16 kernel's Params): row i
+  // of expert e's group is x[row_token[offsets[e] + i]] of the token-order e4m3 x, copied by the
+  // producer warp with cp.async (null: TMA of the permuted rows); the activation scales are then in
+  // token order too: per token / per tensor at a_scale[token * a_scale_row_mul], 1x128 groups at
+  // a_scale[kb * a_scale_stride + token].
+  const uint8_t* gather_x;
+  int64_t gather_stride;  // bytes (= elements) between rows of x
+  const int32_t* row_token;
+  int red;                // the reduction length (K of GEMM1): K past it is zero-filled
 };
 
 constexpr int kHqStatic = 1, kHqToken = 2, kHqGroup = 3;
@@ -406,7 +417,7 @@ __device__ __forceinline__ float ue8m0_to_float(uint32_t b) {
 // FUSEDMOE_FP8_DEFER=1.
 // kHs: GEMM2 quantising H itself (Params' hq fields; Swap-AB, plain, not deferred): its own
 // instances, so that the others' code is what it was without it.
-template <class Cfg, bool kGated, bool kBalanced, bool kDefer = false, bool kHs = false>
+template <class Cfg, bool kGated, bool kBalanced, bool kDefer = false, bool kHs = false, bool kGather = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     sm90_fp8_grouped_gemm_kernel(const __grid_constant__ CUtensorMap tm_act,
                                  const __grid_constant__ CUtensorMap tm_w, const Params p) {
@@ -416,6 +427,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   constexpr int kStages = Cfg::kStages;
   static_assert(!kDefer || Cfg::kWTiles == 1, "the deferred promotion has no weight-tile pairs");
   static_assert(!kHs || (Cfg::kSwapAB && !kGated && !kDefer), "H quantised by the plain Swap-AB GEMM2 only");
+  static_assert(!kGather || (Cfg::kSwapAB && !kHs && !kDefer && Cfg::kWTiles == 1), "gathered rows: 2-CTA Swap-AB GEMM1 only");
   static_assert(!kHs || (Cfg::kStages >= grouped_schedule::kFp8HsMaxKTiles &&
                          2 * Cfg::kStages * Cfg::kTokTile <= 8 * Cfg::kThreads + 1),
                 "kHs: an activation slot per K block of H, and its scales in first_tile");
@@ -432,7 +444,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     sm90_grouped::gemm_stamp(p.trace, 0);
     CUTE_UNROLL
     for (int s = 0; s < kStages; ++s) {
-      Barrier::init(&ss.full[s], 1);
+      // gathered A: the weight TMA's arrival + one cp.async arrival per producer thread
+      Barrier::init(&ss.full[s], kGather ? 1 + Cfg::kProducerThreads : 1);
       Barrier::init(&ss.empty[s], Cfg::kConsumerWarps);
     }
     ss.nseg = 0;
@@ -456,7 +469,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   // (L2 loads of the plan: may run before the PDL wait, see the BF16 kernel's Params)
   {
     grouped_schedule::Work wk{p.counts, p.offsets, p.padded_offsets, p.num_groups,
-                              p.out_unpadded != 0 || p.a_scale_row_token != nullptr, p.w_tiles, 0, 0, 0};
+                              p.out_unpadded != 0 || p.a_scale_row_token != nullptr || kGather, p.w_tiles, 0, 0, 0};
     const bool raster = !kBalanced || (p.queue == nullptr && !p.flat);
     if (raster) {
       const int per_group = kGroupM * p.w_chunks;
@@ -522,33 +535,87 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   if (warp >= Cfg::kConsumerWarps) {
     // ================= producer =================
     if constexpr (Cfg::kProducerThreads == 128) cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
-    if (warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
+    const uint32_t w_bytes = uint32_t(p.n_sub) * p.sub_bytes;
+    auto load_weights = [&](int st, int e, int w, int k0, int half) {  // half: the tile's place in a pair stage
+      Element* w_dst = ss.w.begin() + (st * Cfg::kWTiles + half) * (Cfg::kWRows * Cfg::kTileK);
+      if (p.w_packed != nullptr) {  // (the image's bytes = w_bytes: every sub-box counts its full box)
+        constexpr uint32_t kBytes = uint32_t(Cfg::kWRows * Cfg::kTileK);
+        const uint8_t* src = p.w_packed + ((int64_t(e) * p.w_tiles + w) * p.k_tiles + k0 / Cfg::kTileK) * kBytes;
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], "
+            "%4;" ::"r"(cute::cast_smem_ptr_to_uint(w_dst)),
+            "l"(src), "r"(kBytes), "r"(cute::cast_smem_ptr_to_uint(&ss.full[st])), "l"(p.w_hint)
+            : "memory");
+        return;
+      }
+      for (int s = 0; s < p.n_sub; ++s) {
+        const int h = s & 1;
+        SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[st], p.w_hint, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
+                               w * p.mw[0] + h * p.mh[0], w * p.mw[1] + h * p.mh[1], w * p.mw[2] + h * p.mh[2], e);
+      }
+    };
+    if constexpr (kGather) {
+      {
+        // Gathered A rows (Swap-AB GEMM1; the host sets no early weights, no dynamic schedule): every
+        // thread of the producer warp copies 16-byte chunks (16 e4m3) of the tile's rows from the
+        // token-order x with cp.async, placed as TMA's 128-byte swizzle would place them (chunk c of
+        // row r at r * 128 + ((c ^ (r & 7)) << 4) within the stage: the BF16 kernel's gather, whose
+        // rows also have 128 bytes per stage); rows past the count and K past the reduction are
+        // zero-filled (e4m3 0x00 = +0). Thread t owns chunk t % 8 of rows t / 8 + 4 m. Thread 0 also
+        // issues the stage's weights; the full barrier takes its arrival and one cp.async arrival
+        // per thread.
+        constexpr int P = Cfg::kProducerThreads;
+        constexpr int kRowsPerThread = Cfg::kTokTile * 8 / P;
+        static_assert(P == 32 && Cfg::kTokTile * 8 % P == 0 && kRowsPerThread >= 1 && Cfg::kTileK == 128);
+        const int ptid = tid - Cfg::kConsumerThreads;
+        const int c = ptid & 7, r_first = ptid >> 3;
+        if (ptid == 0) cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
+        int stage = 0;
+        uint32_t phase = 0;
+        for (int si = 0; si < nseg; ++si) {
+          const grouped_schedule::Segment sg = ss.seg[si];
+          const int rows_valid = min(Cfg::kTokTile, sg.count - sg.local0);
+          const int64_t urow0 = int64_t(sg.off) + sg.local0;  // first unpadded row
+          __syncwarp();  // every lane has issued from the previous segment's rows
+          for (int i = ptid; i < Cfg::kTokTile; i += P)
+            ss.tok_scale[i] = i < rows_valid ? __ldcg(p.row_token + urow0 + i) : -1;
+          __syncwarp();
+          for (int w = sg.wb; w < sg.we; w += Cfg::kWTiles) {
+            const int halves = min(Cfg::kWTiles, sg.we - w);  // (a pair's second tile may be past the segment)
+            for (int kt = kt_begin; kt < kt_end; ++kt) {
+              const int k0 = kt * Cfg::kTileK;
+              Barrier::wait(&ss.empty[stage], phase ^ 1u);
+              if (ptid == 0) {
+                Barrier::arrive_and_expect_tx(&ss.full[stage], uint32_t(halves) * w_bytes);
+                for (int h = 0; h < halves; ++h) load_weights(stage, sg.e, w + h, k0, h);
+              }
+              const uint32_t act_base =
+                  cute::cast_smem_ptr_to_uint(ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK));
+              const int kc = k0 + c * 16;
+              CUTE_UNROLL
+              for (int m = 0; m < kRowsPerThread; ++m) {
+                const int r = r_first + (P / 8) * m;
+                const int tok = ss.tok_scale[r];
+                const bool valid = tok >= 0 && kc < p.red;
+                const uint8_t* src = p.gather_x + (valid ? int64_t(tok) * p.gather_stride + kc : 0);
+                sm90_grouped::cp_async_16(act_base + uint32_t(r * 128 + ((c ^ (r & 7)) << 4)), src, valid ? 16u : 0u);
+              }
+              sm90_grouped::cp_async_arrive_noinc(&ss.full[stage]);
+              if (++stage == kStages) { stage = 0; phase ^= 1u; }
+            }
+          }
+        }
+        asm volatile("cp.async.wait_all;" ::: "memory");  // nothing in flight when this thread retires
+      }
+    }
+    if (!kGather && warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_act));
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
       int stage = 0;
       uint32_t phase = 0;
-      const uint32_t w_bytes = uint32_t(p.n_sub) * p.sub_bytes;
       auto act_boxes = [](const grouped_schedule::Segment& sg) {
         if constexpr (Cfg::kTokTile == Cfg::kActBoxRows) return 1;  // (token tiles 8, 16: one box)
         else return (min(Cfg::kTokTile, sg.count - sg.local0) + Cfg::kActBoxRows - 1) / Cfg::kActBoxRows;
-      };
-      auto load_weights = [&](int st, int e, int w, int k0, int half) {  // half: the tile's place in a pair stage
-        Element* w_dst = ss.w.begin() + (st * Cfg::kWTiles + half) * (Cfg::kWRows * Cfg::kTileK);
-        if (p.w_packed != nullptr) {  // (the image's bytes = w_bytes: every sub-box counts its full box)
-          constexpr uint32_t kBytes = uint32_t(Cfg::kWRows * Cfg::kTileK);
-          const uint8_t* src = p.w_packed + ((int64_t(e) * p.w_tiles + w) * p.k_tiles + k0 / Cfg::kTileK) * kBytes;
-          asm volatile(
-              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], "
-              "%4;" ::"r"(cute::cast_smem_ptr_to_uint(w_dst)),
-              "l"(src), "r"(kBytes), "r"(cute::cast_smem_ptr_to_uint(&ss.full[st])), "l"(p.w_hint)
-              : "memory");
-          return;
-        }
-        for (int s = 0; s < p.n_sub; ++s) {
-          const int h = s & 1;
-          SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[st], p.w_hint, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
-                                 w * p.mw[0] + h * p.mh[0], w * p.mw[1] + h * p.mh[1], w * p.mw[2] + h * p.mh[2], e);
-        }
       };
       // stage bases by plain arithmetic: every stage starts on a 1024-byte swizzle boundary
       auto load_act = [&](int st, int k0, int row0, int boxes) {
@@ -661,6 +728,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
     __nv_bfloat16* out = p.out;
     const int64_t ld = p.out_cols;
+    constexpr bool gathered = kGather;  // (Params::gather_x)
     // Block scales: the token rows (normal) / token columns (Swap-AB) this thread's values belong
     // to, and the weight row blocks of its gate / up values (one each: N % 128 == 0, and a tile's
     // gate or up rows never straddle a 128-row block), see Params.
@@ -731,10 +799,27 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      // Swap-AB "row" scales of this thread's token columns, once per segment (the tokens are the
      // same in every weight tile; L2 loads, see kernels/common/pdl.cuh): value i's token is slot
      // tok_slot(i).
+     // Per token column q: block scales in token order (a_scale_row_token) where its scales start,
+     // token * a_scale_stride (-1: padding); with gathered rows (kGather) its token, whose scales the
+     // token-order layout holds (past the count: a valid index, the value unused). Once per segment
+     // (not a shared-memory read and a branch per K block).
+     int tok_off[kTokVals];
+     CUTE_UNROLL
+     for (int q = 0; q < kTokVals; ++q) {
+       if constexpr (kGather)
+         tok_off[q] = __ldcg(p.row_token + int64_t(sg.off) + sg.local0 + (tok_of(q) < rows_valid ? tok_of(q) : 0));
+       else
+         tok_off[q] = p.block_scales && p.a_scale_row_token != nullptr ? ss.tok_scale[(dyn ? 0 : si) * Cfg::kTokTile + tok_of(q)] : -1;
+     }
      float sa_col[Cfg::kSwapAB ? kTokVals : 1];
      if constexpr (Cfg::kSwapAB) {
        CUTE_UNROLL
-       for (int q = 0; q < kTokVals; ++q) sa_col[q] = tok_of(q) < rows_valid ? sa_at(tok_of(q)) : 0.f;
+       for (int q = 0; q < kTokVals; ++q) {
+         if constexpr (kGather)
+           sa_col[q] = tok_of(q) < rows_valid ? (p.block_scales ? 1.f : __ldcg(p.a_scale + int64_t(tok_off[q]) * p.a_scale_row_mul)) : 0.f;
+         else
+           sa_col[q] = tok_of(q) < rows_valid ? sa_at(tok_of(q)) : 0.f;
+       }
      }
      // Swap-AB: the epilogue "row" values of weight tile w (per-channel / per-tensor weight scales,
      // biases) go to shared memory a tile ahead by cp.async, one value per consumer thread (see
@@ -787,12 +872,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
        *g = (int64_t(e) * p.w_row_blocks + rb_g) * p.k_tiles;
        *u = (int64_t(e) * p.w_row_blocks + rb_u) * p.k_tiles;
      };
-     // token-order block scales: where this thread's token columns' scales start (-1: padding),
-     // once per segment (not a shared-memory read and a branch per K block)
-     int tok_off[kTokVals];
-     CUTE_UNROLL
-     for (int q = 0; q < kTokVals; ++q)
-      tok_off[q] = p.block_scales && p.a_scale_row_token != nullptr ? ss.tok_scale[(dyn ? 0 : si) * Cfg::kTokTile + tok_of(q)] : -1;
      for (int w = w_begin; w < w_end; w += Cfg::kWTiles) {
       CUTE_UNROLL
       for (int i = 0; i < size(accum); ++i) accum(i) = 0.f;
@@ -830,6 +909,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               const int tq = tok_of(q);
               float v;
               if constexpr (hs) v = hs_s[kt * Cfg::kTokTile + tq];
+              else if constexpr (kGather) v = p.a_scale[int64_t(kt) * p.a_scale_stride + tok_off[q]];  // (its token)
               else v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
               sa_k[q] = tq < rows_valid ? v : 0.f;
             }
@@ -879,6 +959,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           if (p.block_scales) load_scales(kt, sa_k, sw_g, sw_u);
           Barrier::wait(&ss.full[stage], phase);
           if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) sm90_grouped::gemm_stamp(p.trace, 3);
+          if constexpr (gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // (below)
           issue_stage(cur, hs ? kt : stage);
           if (has_prev) {
             warpgroup_wait<1>();
@@ -937,6 +1018,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               const int tq = tok_of(q);
               float v;
               if constexpr (hs) v = hs_s[kt * Cfg::kTokTile + tq];
+              else if constexpr (kGather) v = p.a_scale[int64_t(kt) * p.a_scale_stride + tok_off[q]];  // (its token)
               else v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
               sa_k[q] = tq < rows_valid ? v : 0.f;
             }
@@ -960,6 +1042,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         }
         Barrier::wait(&ss.full[stage], phase);
         sm90_grouped::gemm_stamp_if(p.trace, 3, [&] { return si == 0 && w == w_begin && kt == kt_begin && tid == 0; });
+        // gathered A was written by cp.async (generic proxy); WGMMA reads it through the async proxy
+        if constexpr (gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         warpgroup_fence_operand(part);
         if constexpr (Cfg::kWTiles == 2) warpgroup_fence_operand(part_b);
         warpgroup_arrive();
@@ -1335,9 +1419,11 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   const int w_rows = gemm2 ? a.k : a.activation.gemm1_rows(a.n);  // weight rows per expert
   const int cols_per_tile = gated ? Cfg::kWRows / 2 : Cfg::kWRows;
 
-  alignas(64) CUtensorMap tm_act;
+  alignas(64) CUtensorMap tm_act = {};  // (unused, never read, with gathered A rows)
   alignas(64) CUtensorMap tm_w;
-  {
+  const bool gather = a.gather_x != nullptr;  // (checked: Swap-AB GEMM1, no early weights, no queue)
+  if (gather && (!Cfg::kSwapAB || gemm2 || a.early_weights || !a.row_token || !a.offsets)) return cudaErrorInvalidValue;
+  if (!gather) {
     const uint64_t dims[2] = {uint64_t(red), uint64_t(a.max_rows)};
     const uint64_t strides[1] = {uint64_t(red)};
     const uint32_t box[2] = {uint32_t(Cfg::kTileK), uint32_t(Cfg::kActBoxRows)};
@@ -1369,7 +1455,8 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // steps of 64)
   constexpr int kSmem = smem_bytes<Cfg>();
   static_assert(smem_fits<Cfg>(), "shared memory over the per-CTA budget of the config's occupancy");
-  static std::atomic<uint64_t> optin_done[10] = {};  // per instance: [gated + 2 * balanced + 4 * defer], 8 + balanced: kHs
+  static std::atomic<uint64_t> optin_done[14] = {};  // per instance: [gated + 2 * balanced + 4 * defer], 8 + balanced: kHs,
+                                                     // 10 + gated + 2 * balanced: kGather
   // (split-K launches run the raster: the occupancy query asks about the raster-only kernel)
   const void* kernel_fn = gated ? reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>)
                                 : reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>);
@@ -1428,6 +1515,12 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.early_span = a.early_weights_span ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   p.swap_stsm = (Cfg::kSwapAB && sm90_grouped::swap_stsm_on()) ? 1 : 0;
+  p.red = red;
+  if (gather) {
+    p.gather_x = static_cast<const uint8_t*>(a.gather_x);
+    p.gather_stride = a.gather_x_stride > 0 ? a.gather_x_stride : red;
+    p.row_token = a.row_token;
+  }
   if (Cfg::kSwapAB && !gemm2 && a.hq_act != ActQuant::kNone) {  // (checked: Swap-AB GEMM1 only)
     p.hq_scheme = a.hq_act == ActQuant::kPerTensorStatic ? kHqStatic : a.hq_act == ActQuant::kPerToken ? kHqToken : kHqGroup;
     p.hq_ue8m0 = a.hq_ue8m0 ? 1 : 0;
@@ -1452,12 +1545,13 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
   const bool balanced_ok = Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads;
   // (token-order block scales: the static ranges only, whose segments are known at the CTA's start)
-  const bool use_queue = a.queue != nullptr && a.a_scale_row_token == nullptr && a.hs_src == nullptr;
+  const bool use_queue = a.queue != nullptr && a.a_scale_row_token == nullptr && a.hs_src == nullptr && !gather;
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
       balanced_ok, a.balanced, gemm2 && a.weight_tiles_per_cta == 0, tpc, a.num_groups, a.rows_hint,
       use_queue, m_tiles * int64_t(p.w_tiles), p.w_tiles, slots, grid, p.k_tiles < 4 * Cfg::kStages * Cfg::kWTiles);
   if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {
-    const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0;
+    // (gathered rows: this 2-CTA instance only, below; no pair or dense instance has them)
+    const bool forced_shape = a.weight_tiles_per_cta != 0 || a.k_splits != 0 || a.balanced > 0 || gather;
     // GroupedGemmArgs::pair (before the dense rule): the launch on the pair instance, forced, by the
     // FUSEDMOE_FP8_PAIR override, or by the measured rule (pair_fp8_auto) where neither the shape
     // nor the dense instances are forced
@@ -1465,14 +1559,14 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     const bool pair = a.pair > 0 || (a.pair == 0 && (env >= 0 ? (env & (gemm2 ? 2 : 1)) != 0
                                                                : !forced_shape && a.dense <= 0 &&
                                                                      pair_fp8_auto(gemm2, a.block_scales, Cfg::kTokTile, p.k_tiles, p.w_tiles)));
-    if (pair && p.k_splits == 1) {
+    if (pair && p.k_splits == 1 && !gather) {
       Fp8GroupedGemmArgs d = a;
       d.k_splits = 1;
       return launch_swapab_pair(d, Cfg::kTokTile, gemm2, stream);
     }
     // GroupedGemmArgs::dense: the same launch on the dense instance (3-4 CTAs per SM), forced or by
     // the measured rule (dense_fp8_auto) for this launch as the 2-CTA instance would run it
-    if (a.dense > 0 ||
+    if ((a.dense > 0 && !gather) ||
         (a.dense == 0 && !forced_shape &&
          dense_fp8_auto(gemm2, a.block_scales, Cfg::kTokTile, one_wave_chain, sched.kind != 0))) {
       Fp8GroupedGemmArgs d = a;
@@ -1494,7 +1588,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
 
   // the kDefer kernels (2-CTA Swap-AB instances) with FUSEDMOE_FP8_DEFER=1
   static const int defer_env = env_int("FUSEDMOE_FP8_DEFER").value_or(0);
-  const bool defer = Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1 && defer_env == 1 && !hs;
+  const bool defer = Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1 && defer_env == 1 && !hs && !gather;
   auto launch = [&](auto kernel, int instance) -> cudaError_t {
     if (defer) instance += 4;
     const cudaError_t err = opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, &optin_done[instance]);
@@ -1507,6 +1601,18 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     if constexpr (Cfg::kSwapAB) {
       return sched.kind != 0 ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, false, true>, 9)
                              : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false, true>, 8);
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  }
+  // gathered rows: their own instances (2-CTA Swap-AB GEMM1)
+  if (gather) {
+    if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {
+      if (sched.kind != 0)
+        return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, false, false, true>, 13)
+                     : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, false, false, true>, 12);
+      return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, false, false, true>, 11)
+                   : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false, false, true>, 10);
     } else {
       return cudaErrorInvalidValue;
     }
@@ -1563,6 +1669,16 @@ void append_config_instances(KernelList* out) {
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false, true>)});
     out->push_back({"grouped_gemm_fp8", name + "_balanced_hs",
                     reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, false, true>)});
+  }
+  if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {  // gathered rows (the kernel's kGather)
+    out->push_back({"grouped_gemm_fp8", name + "_gather_gated",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false, false, false, true>)});
+    out->push_back({"grouped_gemm_fp8", name + "_gather",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false, false, true>)});
+    out->push_back({"grouped_gemm_fp8", name + "_balanced_gather_gated",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, true, false, false, true>)});
+    out->push_back({"grouped_gemm_fp8", name + "_balanced_gather",
+                    reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, true, false, false, true>)});
   }
   if constexpr (Cfg::kSwapAB && !Cfg::kDense && Cfg::kWTiles == 1) {  // FUSEDMOE_FP8_DEFER=1 (see the kernel's kDefer)
     out->push_back({"grouped_gemm_fp8", name + "_defer_gated",

@@ -83,6 +83,13 @@ struct Fp8GroupedGemmArgs : GroupedGemmArgs {
   bool hs_ue8m0 = false;
   // (GroupedGemmArgs::balanced / rows_hint: the balanced schedule; with a_scale_row_token the static
   // ranges only: a queue is then ignored and the forced schedule runs static)
+  //
+  // Gathered rows (GroupedGemmArgs::gather_x, row_token, gather_x_stride; session 45, not yet run on
+  // a GPU): GEMM1 on the Swap-AB family reads its rows from the token-order e4m3 x [T, K] (16-byte
+  // aligned rows, stride a multiple of 16) through the plan instead of `a`, and the activation
+  // scales are in token order too: sa(t) = a_scale[t * mul] (per token / per tensor), and block
+  // scales sa(t, kb) = a_scale[kb * a_scale_stride + t] (a_scale_stride >= T: the quantiser's token
+  // layout). Not with a_scale_row_token, early weights or the dynamic queue (a queue is ignored).
 };
 
 // GroupedGemmArgs::one_wave in the FP8 launch: Swap-AB GEMM1 chains weight tiles so that the

@@ -101,6 +101,20 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_128x16x128_s5_row_balanced_hs",
     "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row_hs",
     "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s4_row_balanced_hs",
+    // GEMM1 gathering its rows from the token-order x (Fp8GroupedGemmArgs::gather_x, the kernel's
+    // kGather), the 2-CTA Swap-AB configs
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gather_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_gather",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_balanced_gather_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x8x128_s11_row_balanced_gather",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_gather_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_gather",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced_gather_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x16x128_s10_row_balanced_gather",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_gather_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_gather",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_gather_gated",
+    "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_gather",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 
@@ -149,7 +163,14 @@ cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& a, bool gemm2)
   // (stride >= the reduction's 128-blocks; not for GEMM2, whose rows are H's)
   const int64_t red_blocks = ((gemm2 ? a.n : a.k) + 127) / 128;
   if (a.a_scale_row_token != nullptr && (!a.block_scales || gemm2)) return cudaErrorInvalidValue;
-  if (a.block_scales && a.a_scale_stride < (a.a_scale_row_token != nullptr ? red_blocks : a.max_rows))
+  // gathered A rows (GEMM1 on Swap-AB tiles, x and its scales in token order): not with token-order
+  // scales of permuted rows, early weights (the plan is read before the wait) or the queue
+  const bool gather = a.gather_x != nullptr;
+  if (gather && (gemm2 || !swap || a.a_scale_row_token != nullptr || a.early_weights || !a.row_token || !a.offsets ||
+                 !aligned(a.gather_x, 16) || (a.gather_x_stride != 0 && (a.gather_x_stride < a.k || a.gather_x_stride % 16 != 0))))
+    return cudaErrorInvalidValue;
+  // (gathered: the scales' stride covers the tokens, which the caller knows; row order: the rows)
+  if (a.block_scales && a.a_scale_stride < (a.a_scale_row_token != nullptr ? red_blocks : gather ? 1 : a.max_rows))
     return cudaErrorInvalidValue;
   // H quantised in GEMM1's epilogue: Swap-AB GEMM1, static / per-token / 1x128 scales
   if (a.hq_act != ActQuant::kNone) {
@@ -171,10 +192,10 @@ cudaError_t check_fp8_grouped_gemm_args(const Fp8GroupedGemmArgs& a, bool gemm2)
   // token-order scales: token * stride in 32 bits (tokens <= rows)
   if (a.a_scale_row_token != nullptr && a.max_rows * a.a_scale_stride > int64_t(INT_MAX)) return cudaErrorInvalidValue;
   // pointers
-  if (!a.a || !a.w || !a.out || !a.counts || !a.padded_offsets) return cudaErrorInvalidValue;
+  if ((!a.a && !gather) || !a.w || !a.out || !a.counts || !a.padded_offsets) return cudaErrorInvalidValue;
   if (gemm2 && !a.offsets) return cudaErrorInvalidValue;
   if (!a.a_scale || !a.w_scale) return cudaErrorInvalidValue;
-  if (!aligned(a.a, 16) || !aligned(a.w, 16) || !aligned(a.out, 16)) return cudaErrorInvalidValue;
+  if ((!gather && !aligned(a.a, 16)) || !aligned(a.w, 16) || !aligned(a.out, 16)) return cudaErrorInvalidValue;
   if (!aligned(a.a_scale, 4) || (!(a.block_scales && a.w_scale_ue8m0) && !aligned(a.w_scale, 4)))
     return cudaErrorInvalidValue;
   if (a.bias && !aligned(a.bias, 4)) return cudaErrorInvalidValue;

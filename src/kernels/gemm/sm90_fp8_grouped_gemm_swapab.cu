@@ -23,7 +23,7 @@ void append_swapab_pair_instances(KernelList* out);  // sm90_fp8_grouped_gemm_sw
 // (GroupedGemmArgs::dense: forced on goes straight to the dense instance; the rule is applied in
 // launch_instance, which knows the launch's schedule)
 cudaError_t launch_swapab(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream) {
-  if (a.dense > 0) return launch_swapab_dense(a, tile, gemm2, stream);
+  if (a.dense > 0 && a.gather_x == nullptr) return launch_swapab_dense(a, tile, gemm2, stream);  // (no gather there)
   switch (tile) {
     case 8: return launch_instance<SwapAB8>(a, gemm2, stream);
     case 16: return launch_instance<SwapAB16>(a, gemm2, stream);
