@@ -57,10 +57,12 @@ struct ForwardOptions {
   // (kernels/gemm/sm90_bf16_grouped_gemm.h: staged_epilogue). Same values. Auto: on (H200:
   // 7-15 % faster layers at 2048-8192 tokens on qwen235-tp8 / dsv3-tp8; bench --staged).
   Toggle staged_epilogue = Toggle::kAuto;
-  // BF16 layers: GEMM1 gathers its rows from x through the dispatch plan (cp.async in the GEMM's
-  // producer) instead of a permuted copy of x: one launch and one pass over T*k rows fewer. Same
-  // values; not with weight-on-input routers. Auto: off (H200: 3-5 % faster on qwen235-tp8 at
-  // 16-256 tokens, but 5-13 % slower on dsv3-tp8 and at prefill; bench --gather).
+  // GEMM1 gathers its rows from x through the dispatch plan (cp.async in the GEMM's producer)
+  // instead of a permuted copy of x: one launch and one pass over T*k rows fewer. Same values; not
+  // with weight-on-input routers. BF16: auto on at decode where measured faster (explain() says
+  // why). FP8 weights (session 45): x is quantised in token order (T rows) and GEMM1 gathers its
+  // e4m3 rows, on the Swap-AB tiles only (forced with the normal family: an error); auto off, kOn
+  // runs it (built and CPU-tested, not yet measured on a GPU; bench --gather).
   Toggle gather_rows = Toggle::kAuto;
   // Grouped backend (BF16 and FP8 GEMMs): the expert weights load with the L2 policy evict_first
   // instead of evict_normal, so that they do not push out H, the expert outputs and the activations.

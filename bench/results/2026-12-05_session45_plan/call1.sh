@@ -5,8 +5,8 @@
 # (a) the whole GPU suite, 12 shards, with FUSEDMOE_SWAP_STSM=1 (every Swap-AB test then runs the
 #     stmatrix puts; the other kernels do not read the switch);
 # (b) the Swap-AB tests again with the switch off (the per-value puts, recompiled since session 43);
-# (c) memcheck of Swap-AB GEMM and layer tests with the switch on.
-# ~400 s.
+# (c) memcheck of Swap-AB GEMM and layer tests with the switch on; (d) memcheck of the FP8 gathered
+# rows' test (Forward.Fp8GatherRows, session 45; the suite in (a) runs it too). ~450 s.
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
@@ -30,4 +30,7 @@ SW='Fp8GroupedGemm.*:Cases/GroupedGemm.*:GroupedGemmPacked.*:Forward.SwapAbTiles
 FUSEDMOE_SWAP_STSM=0 shards swapab_stsm0 "$SW" 150
 FUSEDMOE_SWAP_STSM=1 timeout 100 compute-sanitizer --tool memcheck $B/fusedmoe_gpu_tests --gtest_filter='Fp8GroupedGemm.SwapAbTiles:Forward.SwapAbTiles:Forward.Fp8HQuantInGemm2Reduced' > "$out/memcheck.log" 2>&1
 stamp "memcheck (stsm on) rc=$?: $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/memcheck.log" | tr '\n' ' ')"
+# (d) session 45's FP8 GEMM1 with gathered rows (kGather instances, forced only): its test under memcheck
+timeout 120 compute-sanitizer --tool memcheck $B/fusedmoe_gpu_tests --gtest_filter='Forward.Fp8GatherRows' > "$out/memcheck_gather.log" 2>&1
+stamp "memcheck (fp8 gather) rc=$?: $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/memcheck_gather.log" | tr '\n' ' ')"
 cat "$out/summary.txt"

@@ -3,7 +3,8 @@
 # FUSEDMOE_SWAP_STSM=1 / 0 in alternating runs (two each), BF16 and FP8 cases at 16 / 64 / 256
 # tokens, packed weights, with the stages (GEMM2 at 256 tokens is where it should show: FP8 at
 # 48-67 % of its floor, BF16 qwen235-tp8 at 70.5 %). Then the decode tables of both suites with the
-# switch on, for the issue numbers (#4: BF16 >= 0.75 at 16-256 tokens; #5: FP8). ~300 s.
+# switch on, for the issue numbers (#4: BF16 >= 0.75 at 16-256 tokens; #5: FP8); between them the FP8
+# gathered rows (session 45) forced on / off. ~400 s.
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
@@ -21,6 +22,13 @@ for r in 1 2; do
 done
 for f in "$out"/ab_*.txt; do echo "== $f"; grep -E " layer |stage gemm" "$f" | grep -v "packed off" | awk '{for(i=1;i<=NF;i++) if ($i ~ /^(16|64|256)$/ && $(i+1) ~ /\./) {printf "%s %s %s %s\n", $1, ($2=="stage"?$3:"L"), $i, $(i+1); break}}' | tr '\n' '|'; echo; done >> "$out/summary.txt"
 export FUSEDMOE_SWAP_STSM=1
+# session 45's FP8 GEMM1 with gathered rows (forced only; x quantised in token order, no permute):
+# the bench's "gather on" / "gather off" variants against the default, twice
+for r in 1 2; do
+  timeout 60 $B/fusedmoe bench --suite layer --tokens 16,64,256 --packed --gather --cases $CF > "$out/gather_r$r.txt" 2>&1
+  stamp "gather r$r rc=$?"
+  grep -E "gather on\]:|gather off\]:" "$out/gather_r$r.txt" >> "$out/summary.txt"
+done
 timeout 150 $B/fusedmoe bench --suite layer --tokens 1,16,64,256 --packed \
   --cases qwen235-tp8-fp8c,qwen235-tp8-fp8t,dsv3-tp8-fp8b,dsv3-ep8-fp8b,dsv4f-tp4-fp8b,qwen235-tp4-fp8b > "$out/decode_fp8.txt" 2>&1
 stamp "decode fp8 rc=$?"

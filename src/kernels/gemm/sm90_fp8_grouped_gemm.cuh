@@ -803,13 +803,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
      // token * a_scale_stride (-1: padding); with gathered rows (kGather) its token, whose scales the
      // token-order layout holds (past the count: a valid index, the value unused). Once per segment
      // (not a shared-memory read and a branch per K block).
+     // (filled here with gathered rows, whose row scales below read it; else further down, where it
+     // always was: computed here, its longer live range made the dense instances spill)
      int tok_off[kTokVals];
-     CUTE_UNROLL
-     for (int q = 0; q < kTokVals; ++q) {
-       if constexpr (kGather)
+     if constexpr (kGather) {
+       CUTE_UNROLL
+       for (int q = 0; q < kTokVals; ++q)
          tok_off[q] = __ldcg(p.row_token + int64_t(sg.off) + sg.local0 + (tok_of(q) < rows_valid ? tok_of(q) : 0));
-       else
-         tok_off[q] = p.block_scales && p.a_scale_row_token != nullptr ? ss.tok_scale[(dyn ? 0 : si) * Cfg::kTokTile + tok_of(q)] : -1;
      }
      float sa_col[Cfg::kSwapAB ? kTokVals : 1];
      if constexpr (Cfg::kSwapAB) {
@@ -858,6 +858,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
        copy_tile_rows(w_begin);
        if (Cfg::kWTiles == 2 && w_begin + 1 < w_end) copy_tile_rows(w_begin + 1);
        asm volatile("cp.async.commit_group;" ::: "memory");
+     }
+     if constexpr (!kGather) {
+       CUTE_UNROLL
+       for (int q = 0; q < kTokVals; ++q)
+         tok_off[q] = p.block_scales && p.a_scale_row_token != nullptr ? ss.tok_scale[(dyn ? 0 : si) * Cfg::kTokTile + tok_of(q)] : -1;
      }
      // weight scale blocks of tile w's gate (or only) rows and up rows: their offsets in w_scale
      auto scale_rows = [&](int w, int64_t* g, int64_t* u) {
