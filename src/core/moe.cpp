@@ -334,7 +334,9 @@ HQuantStep h_quant_step(const MoeProblem& p, const ResolvedOptions& ro, TileFami
 
 // FP8: H (bf16, padded rows) quantised in the activation scheme into inter_q / inter_scales (row
 // order, per-token scale of padded row r at r; padding rows are garbage and feed no stored output).
-cudaError_t quantise_intermediate(const MoeProblem& p, const MoeTensors& t, const DispatchResult& r,
+// h_rows: H's row bound, GEMM1's max_rows (the permuted layout's act_rows; with gathered GEMM1
+// rows x stays in token order, act_rows is T, and H still has the padded rows).
+cudaError_t quantise_intermediate(const MoeProblem& p, const MoeTensors& t, const DispatchResult& r, int64_t h_rows,
                                   const detail::WorkspaceLayout& w, char* base, Stream stream) {
   void* inter = base + w.intermediate.offset;
   void* inter_q = base + w.inter_q.offset;
@@ -342,7 +344,7 @@ cudaError_t quantise_intermediate(const MoeProblem& p, const MoeTensors& t, cons
   kernels::PermuteQuantArgs hq;
   hq.x = inter;
   hq.act_dtype = p.act_dtype;
-  hq.num_tokens = r.act_rows;                          // the bound; the rows that exist:
+  hq.num_tokens = h_rows;                              // the bound; the rows that exist:
   hq.num_tokens_dev = r.padded_offsets + r.num_groups;  // padded_offsets[G], read on the device
   hq.hidden = p.intermediate;
   hq.quant = p.quant.act;
@@ -350,7 +352,7 @@ cudaError_t quantise_intermediate(const MoeProblem& p, const MoeTensors& t, cons
   hq.static_scale = t.act2_scale;
   hq.out = inter_q;
   hq.out_scales = inter_scales;
-  hq.rows_out = r.act_rows;
+  hq.rows_out = h_rows;
   // (dynamic per-tensor: H's absmax over the rows that exist, not the stale padding rows)
   hq.amax_group_counts = r.counts;
   hq.amax_group_padded_offsets = r.padded_offsets;
@@ -472,7 +474,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     e = activation();
     FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
     if (options.stop_after == Stage::kGemm1) return Status::Ok();
-    e = quantise_intermediate(p, t, r, w, base, stream);
+    e = quantise_intermediate(p, t, r, r.act_rows, w, base, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
     f.a = base + w.inter_q.offset;
     f.a_scale = reinterpret_cast<const float*>(base + w.inter_scales.offset);
@@ -689,7 +691,11 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
   // quantised in the same scheme over its padded rows (the per-token scale of padded row r at r, as
   // GEMM2 reads it; padding rows are garbage and only feed outputs nobody stores); then GEMM2.
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
-  const int64_t rows_pad4 = (r.act_rows + 3) / 4 * 4;  // row-order activation scale stride
+  const int64_t rows_pad4 = (r.act_rows + 3) / 4 * 4;  // x's activation scale stride (rows, or tokens when gathered)
+  // H's rows: GEMM1's padded row bound (= act_rows with the permuted layout; with gathered rows x is
+  // in token order while H keeps the padded rows) and its scale stride
+  const int64_t h_rows = g.max_rows;
+  const int64_t h_pad4 = (h_rows + 3) / 4 * 4;
   kernels::Fp8GroupedGemmArgs f;
   if (fp8) {
     static_cast<kernels::GroupedGemmArgs&>(f) = g;
@@ -717,7 +723,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
       f.hq_ue8m0 = p.quant.act_scale_format == ScaleFormat::kUE8M0;
       f.hq_out = base + w.inter_q.offset;
       f.hq_scales = reinterpret_cast<float*>(base + w.inter_scales.offset);
-      f.hq_scale_stride = rows_pad4;
+      f.hq_scale_stride = h_pad4;
       f.hq_static = t.act2_scale;
       f.hq_partials = reinterpret_cast<float*>(base + w.hq_partials.offset);
       f.hq_counters = hq_counters;
@@ -757,7 +763,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     // H quantised by GEMM2 itself (ResolvedOptions::gemm2_quantises_h; Swap-AB tiles only): no pass
     const bool hs = h_step == HQuantStep::kGemm2;
     if (!hq && !hs) {
-      e = quantise_intermediate(p, t, r, w, base, stream);
+      e = quantise_intermediate(p, t, r, h_rows, w, base, stream);
       FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
     }
     // GEMM2's shared arguments exactly as the BF16 GEMM2 has them (all of them, so that nothing set
@@ -773,13 +779,14 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
       f.hs_act = p.quant.act;
       f.hs_ue8m0 = p.quant.act_scale_format == ScaleFormat::kUE8M0;
     }
-    f.a_scale_stride = rows_pad4;
+    f.a_scale_stride = h_pad4;
     f.a_scale_row_token = nullptr;
     // (early weights are safe: the quantise of H above waits for GEMM1 before it triggers, so the
     // plan is complete when GEMM2 starts. With H quantised in GEMM1, GEMM2 follows GEMM1, which was
-    // launched only after the plan was complete: after the permute's wait (FP8 x is always
-    // quantised on the permute here, never in the fused front); so too with H quantised by GEMM2,
-    // whose CTAs read H after their PDL wait on GEMM1.)
+    // launched only after the plan was complete: after the permute's wait, or, with gathered rows
+    // (x quantised in token order, in the fused front too), after GEMM1's own wait at its start,
+    // which precedes its trigger (no early weights then); so too with H quantised by GEMM2, whose
+    // CTAs read H after their PDL wait on GEMM1.)
     // (H's quantise: as the permute for GEMM1)
     f.early_weight_stages =
         options.gemm2_early_weight_stages >= 0 ? options.gemm2_early_weight_stages : options.early_weight_stages;
@@ -912,9 +919,10 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         const std::string tile = d.family == TileFamily::kSwapAB ? "swapab_64x" + std::to_string(d.tokens_tile)
                                                                  : std::string("128x128");
         const HQuantStep h = h_quant_step(p, ro, d.family, d.tokens_tile);
-        os << (ro.gather_rows ? ", e4m3 quantise in token order (GEMM1 gathers x's rows: no permute)"
-                              : ", permute + e4m3 quantise")
-           << ", sm90_fp8e4m3_grouped_gemm_" << tile << "x128" << (ro.gather_rows ? "_gather" : "") << " (GEMM1, "
+        const bool fp8_gather = ro.gather_rows && d.family == TileFamily::kSwapAB;  // (normal tiles: refused)
+        os << (fp8_gather ? ", e4m3 quantise in token order (GEMM1 gathers x's rows: no permute)"
+                          : ", permute + e4m3 quantise")
+           << ", sm90_fp8e4m3_grouped_gemm_" << tile << "x128" << (fp8_gather ? "_gather" : "") << " (GEMM1, "
            << to_string(p.quant.weight.granularity) << " scales"
            << (h == HQuantStep::kGemm1Epilogue ? "; H quantised in its epilogue), the same (GEMM2)"
                : h == HQuantStep::kGemm2     ? "), the same (GEMM2, quantising its token tiles' rows of H: _hs)"

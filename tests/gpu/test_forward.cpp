@@ -623,8 +623,8 @@ TEST(Forward, Fp8PairSwapAb) {
 // read through the plan by the producer warp's cp.async, its scales by token; against the permuted
 // copy (bitwise) and the reference: 1x128 blocks with UE8M0 scales, per-channel weights with
 // per-token scales (K = 448: a ragged last K block, zero-filled), static per-tensor scales; tiles 8 /
-// 16 / 32, 3 / 40 / 200 tokens, 3 weight tiles per CTA at 40. The normal family has no gathered FP8
-// rows: forcing both is refused with the reason.
+// 16 / 32, 3 / 40 / 200 tokens, 3 weight tiles per CTA at 40; H quantised in each of its three
+// places. The normal family has no gathered FP8 rows: forcing both is refused with the reason.
 TEST(Forward, Fp8GatherRows) {
   fm::MoeProblem f8b = small_problem(64, 4, 256, 640);
   f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
@@ -636,6 +636,15 @@ TEST(Forward, Fp8GatherRows) {
   on.gather_rows = fm::Toggle::kOn;
   off.gather_rows = fm::Toggle::kOff;
   check_swapab_switch({f8b, f8c, f8t}, on, off, "fp8 gathered rows", "gathered e4m3 rows differ from the permuted ones", 3);
+  // H quantised by the separate pass (its row bound and scale stride are GEMM1's padded rows, not
+  // x's token-order rows; the auto choices above quantise H in GEMM2 or GEMM1's epilogue)
+  on.gemm2_quantises_h = off.gemm2_quantises_h = fm::Toggle::kOff;
+  on.fused_h_quant = off.fused_h_quant = fm::Toggle::kOff;
+  check_swapab_switch({f8b, f8c}, on, off, "fp8 gathered rows, H apart", "gathered e4m3 rows differ (H quantised apart)");
+  on.gemm2_quantises_h = off.gemm2_quantises_h = fm::Toggle::kAuto;
+  on.fused_h_quant = off.fused_h_quant = fm::Toggle::kOn;  // (1x128 and per-token H in GEMM1's epilogue)
+  check_swapab_switch({f8b, f8c}, on, off, "fp8 gathered rows, H in GEMM1", "gathered e4m3 rows differ (H in GEMM1)");
+  on.fused_h_quant = off.fused_h_quant = fm::Toggle::kAuto;
   fm::MoeProblem p = f8c;
   p.num_tokens = p.max_tokens = 40;
   Layer L;

@@ -3,7 +3,7 @@
 # code that has not run on a GPU yet (sessions 44-45: the stmatrix Swap-AB epilogue, behind
 # FUSEDMOE_SWAP_STSM; the FP8 kernel's K-loop stamps behind a trace test, always on).
 # (a) the whole GPU suite, 12 shards, with FUSEDMOE_SWAP_STSM=1 (every Swap-AB test then runs the
-#     stmatrix puts; the other kernels do not read the switch);
+#     stmatrix puts; the other kernels do not read the switch), then Forward.Fp8GatherRows alone;
 # (b) the Swap-AB tests again with the switch off (the per-value puts, recompiled since session 43);
 # (c) memcheck of Swap-AB GEMM and layer tests with the switch on; (d) memcheck of the FP8 gathered
 # rows' test (Forward.Fp8GatherRows, session 45; the suite in (a) runs it too). ~450 s.
@@ -25,7 +25,11 @@ shards() {  # $1: label, $2: gtest filter, $3: per-shard timeout (s); FUSEDMOE_S
   gzip -f "$out/$1.log"
   stamp "$1 done"
 }
-FUSEDMOE_SWAP_STSM=1 shards suite_stsm1 '-StreamProbe.*' 300
+FUSEDMOE_SWAP_STSM=1 shards suite_stsm1 '-StreamProbe.*:Forward.Fp8GatherRows' 300
+# the FP8 gathered rows alone (new code: a hang costs this step only, not a suite shard)
+timeout 120 $B/fusedmoe_gpu_tests --gtest_filter='Forward.Fp8GatherRows' > "$out/fp8_gather.log" 2>&1
+stamp "Forward.Fp8GatherRows rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$out/fp8_gather.log" | tr '\n' ' ')"
+grep -E "Failure|differ|rel" "$out/fp8_gather.log" | head -8 >> "$out/summary.txt"
 SW='Fp8GroupedGemm.*:Cases/GroupedGemm.*:GroupedGemmPacked.*:Forward.SwapAbTiles:Forward.TokenCountsBothFamilies:Forward.EveryActivation:Forward.BoundaryShapes:Forward.SkewedRoutingSharedExpertAndExpertMap:Forward.SuiteShapesAtSmallBatch:Forward.DenseSwapAb:Forward.Fp8PairSwapAb:Forward.Fp8HQuantInGemm1:Forward.Fp8HQuantInGemm2:Forward.PackedWeights:Forward.Fp8SwapAbTiles:Forward.Fp8RowScaledLayers:Forward.Fp8BlockScaledLayers:Forward.GraphReplayMatchesDirectCall'
 FUSEDMOE_SWAP_STSM=0 shards swapab_stsm0 "$SW" 150
 FUSEDMOE_SWAP_STSM=1 timeout 100 compute-sanitizer --tool memcheck $B/fusedmoe_gpu_tests --gtest_filter='Fp8GroupedGemm.SwapAbTiles:Forward.SwapAbTiles:Forward.Fp8HQuantInGemm2Reduced' > "$out/memcheck.log" 2>&1

@@ -964,7 +964,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           if (p.block_scales) load_scales(kt, sa_k, sw_g, sw_u);
           Barrier::wait(&ss.full[stage], phase);
           if (si == 0 && w == w_begin && kt == kt_begin && tid == 0) sm90_grouped::gemm_stamp(p.trace, 3);
-          if constexpr (gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // (below)
           issue_stage(cur, hs ? kt : stage);
           if (has_prev) {
             warpgroup_wait<1>();
