@@ -289,6 +289,24 @@ __device__ __forceinline__ void cp_async_arrive_noinc(uint64_t* bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(cute::cast_smem_ptr_to_uint(bar)) : "memory");
 }
 
+// Gathered A rows (both kernels' gather_x): this producer thread's cp.asyncs of one stage: chunk c
+// (16 bytes) of rows r_first + (P / 8) m of the token tile, from row tok[r] of x at element kc,
+// placed as TMA's 128-byte swizzle would place them (chunk c of row r at r * 128 + ((c ^ (r & 7))
+// << 4) of the stage at act_base; a stage's row is 128 bytes: 64 bf16 or 128 e4m3). Rows with
+// tok[r] < 0 (past the count) and chunks at or past `red` elements (past K) are zero-filled.
+template <int kRowsPerThread, int P, class T>
+__device__ __forceinline__ void gather_stage_rows(uint32_t act_base, const int* tok, const T* x, int64_t stride, int kc,
+                                                  int red, int r_first, int c) {
+  CUTE_UNROLL
+  for (int m = 0; m < kRowsPerThread; ++m) {
+    const int r = r_first + (P / 8) * m;
+    const int t = tok[r];
+    const bool valid = t >= 0 && kc < red;
+    const T* src = x + (valid ? int64_t(t) * stride + kc : 0);
+    cp_async_16(act_base + uint32_t(r * 128 + ((c ^ (r & 7)) << 4)), src, valid ? 16u : 0u);
+  }
+}
+
 // sigmoid_f, activate_ct, ActKind, with_activation: kernels/common/activation_math.cuh
 
 // Split-K over a thread-block cluster (Swap-AB, one weight tile per CTA; both the BF16 and FP8
@@ -735,15 +753,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           }
           const uint32_t act_base =
               cute::cast_smem_ptr_to_uint(ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK));
-          const int kc = k0 + c * 8;
-          CUTE_UNROLL
-          for (int m = 0; m < kRowsPerThread; ++m) {
-            const int r = r_first + (P / 8) * m;
-            const int tok = ss.gather_tok[r];
-            const bool valid = tok >= 0 && kc < p.red;
-            const __nv_bfloat16* src = p.gather_x + (valid ? int64_t(tok) * p.gather_stride + kc : 0);
-            cp_async_16(act_base + uint32_t(r * 128 + ((c ^ (r & 7)) << 4)), src, valid ? 16u : 0u);
-          }
+          gather_stage_rows<kRowsPerThread, P>(act_base, ss.gather_tok, p.gather_x, p.gather_stride, k0 + c * 8, p.red,
+                                               r_first, c);
           cp_async_arrive_noinc(&ss.full[stage]);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }

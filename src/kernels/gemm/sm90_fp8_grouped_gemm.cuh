@@ -591,15 +591,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               }
               const uint32_t act_base =
                   cute::cast_smem_ptr_to_uint(ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK));
-              const int kc = k0 + c * 16;
-              CUTE_UNROLL
-              for (int m = 0; m < kRowsPerThread; ++m) {
-                const int r = r_first + (P / 8) * m;
-                const int tok = ss.tok_scale[r];
-                const bool valid = tok >= 0 && kc < p.red;
-                const uint8_t* src = p.gather_x + (valid ? int64_t(tok) * p.gather_stride + kc : 0);
-                sm90_grouped::cp_async_16(act_base + uint32_t(r * 128 + ((c ^ (r & 7)) << 4)), src, valid ? 16u : 0u);
-              }
+              sm90_grouped::gather_stage_rows<kRowsPerThread, P>(act_base, ss.tok_scale, p.gather_x, p.gather_stride,
+                                                                 k0 + c * 16, p.red, r_first, c);
               sm90_grouped::cp_async_arrive_noinc(&ss.full[stage]);
               if (++stage == kStages) { stage = 0; phase ^= 1u; }
             }
