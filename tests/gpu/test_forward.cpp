@@ -624,7 +624,8 @@ TEST(Forward, Fp8PairSwapAb) {
 // copy (bitwise) and the reference: 1x128 blocks with UE8M0 scales, per-channel weights with
 // per-token scales (K = 448: a ragged last K block, zero-filled), static per-tensor scales; tiles 8 /
 // 16 / 32, 3 / 40 / 200 tokens, 3 weight tiles per CTA at 40; H quantised in each of its three
-// places. The normal family has no gathered FP8 rows: forcing both is refused with the reason.
+// places; dynamic per-tensor scales; GEMM1 split over clusters of 2. The normal family has no
+// gathered FP8 rows: forcing both is refused with the reason.
 TEST(Forward, Fp8GatherRows) {
   fm::MoeProblem f8b = small_problem(64, 4, 256, 640);
   f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
@@ -645,6 +646,14 @@ TEST(Forward, Fp8GatherRows) {
   on.fused_h_quant = off.fused_h_quant = fm::Toggle::kOn;  // (1x128 and per-token H in GEMM1's epilogue)
   check_swapab_switch({f8b, f8c}, on, off, "fp8 gathered rows, H in GEMM1", "gathered e4m3 rows differ (H in GEMM1)");
   on.fused_h_quant = off.fused_h_quant = fm::Toggle::kAuto;
+  // dynamic per-tensor scales (x's absmax first: the quantiser after the fused route + plan), and
+  // GEMM1 split over clusters of 2 (the producer's K ranges)
+  fm::MoeProblem f8d = small_problem(32, 6, 192, 512);
+  f8d.quant = fm::QuantScheme::fp8_per_tensor(true);
+  check_swapab_switch({f8d}, on, off, "fp8 gathered rows, dynamic per-tensor", "gathered e4m3 rows differ (dynamic)");
+  on.gemm1_k_splits = off.gemm1_k_splits = 2;
+  check_swapab_switch({f8c}, on, off, "fp8 gathered rows, GEMM1 split 2", "gathered e4m3 rows differ (GEMM1 split)");
+  on.gemm1_k_splits = off.gemm1_k_splits = 0;
   fm::MoeProblem p = f8c;
   p.num_tokens = p.max_tokens = 40;
   Layer L;
