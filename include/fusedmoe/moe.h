@@ -61,7 +61,7 @@ struct ForwardOptions {
   // instead of a permuted copy of x: one launch and one pass over T*k rows fewer. Same values; not
   // with weight-on-input routers. BF16: auto on at decode where measured faster (explain() says
   // why). FP8 weights (session 45): x is quantised in token order (T rows) and GEMM1 gathers its
-  // e4m3 rows, on the Swap-AB tiles only (forced with the normal family: an error); auto off, kOn
+  // e4m3 rows, on the Swap-AB tiles only (normal tiles keep the permuted rows); auto off, kOn
   // runs it (built and CPU-tested, not yet measured on a GPU; bench --gather).
   Toggle gather_rows = Toggle::kAuto;
   // Grouped backend (BF16 and FP8 GEMMs): the expert weights load with the L2 policy evict_first

@@ -605,13 +605,12 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     if (options.stop_after == Stage::kDispatch) return Status::Ok();
     return run_cutlass_layer(p, t, r, workspace, stream, options, ping, fused_act);
   }
-  const bool gather = ro.gather_rows || hybrid;
   const TileFamily family = hybrid ? TileFamily::kNormal : d.family;
   const int tokens_tile = hybrid ? 128 : d.tokens_tile;
-  FM_REQUIRE(!gather || p.quant.weight.format != WeightFormat::kFP8E4M3 || family == TileFamily::kSwapAB,
-             kInvalidArgument,
-             "ForwardOptions::gather_rows with FP8 weights runs on the Swap-AB tiles only (the oracle chose "
-                 << to_string(family) << " tiles here; force ForwardOptions::tiles = kSwapAB, or leave gather_rows on auto)");
+  // (FP8: gathered e4m3 rows on the Swap-AB tiles only; on normal tiles the permuted rows, as
+  // explain() says: a global kOn must not break the token counts that run normal tiles)
+  const bool gather = (ro.gather_rows && (p.quant.weight.format != WeightFormat::kFP8E4M3 || family == TileFamily::kSwapAB)) ||
+                      hybrid;
   DispatchOptions o;
   o.permute = !gather;
   o.fuse_front = ro.fuse_front;
@@ -919,9 +918,10 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         const std::string tile = d.family == TileFamily::kSwapAB ? "swapab_64x" + std::to_string(d.tokens_tile)
                                                                  : std::string("128x128");
         const HQuantStep h = h_quant_step(p, ro, d.family, d.tokens_tile);
-        const bool fp8_gather = ro.gather_rows && d.family == TileFamily::kSwapAB;  // (normal tiles: refused)
-        os << (fp8_gather ? ", e4m3 quantise in token order (GEMM1 gathers x's rows: no permute)"
-                          : ", permute + e4m3 quantise")
+        const bool fp8_gather = ro.gather_rows && d.family == TileFamily::kSwapAB;  // (as forward())
+        os << (fp8_gather     ? ", e4m3 quantise in token order (GEMM1 gathers x's rows: no permute)"
+               : ro.gather_rows ? ", permute + e4m3 quantise (gather_rows: not applicable on normal tiles)"
+                                : ", permute + e4m3 quantise")
            << ", sm90_fp8e4m3_grouped_gemm_" << tile << "x128" << (fp8_gather ? "_gather" : "") << " (GEMM1, "
            << to_string(p.quant.weight.granularity) << " scales"
            << (h == HQuantStep::kGemm1Epilogue ? "; H quantised in its epilogue), the same (GEMM2)"

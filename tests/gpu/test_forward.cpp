@@ -624,8 +624,9 @@ TEST(Forward, Fp8PairSwapAb) {
 // copy (bitwise) and the reference: 1x128 blocks with UE8M0 scales, per-channel weights with
 // per-token scales (K = 448: a ragged last K block, zero-filled), static per-tensor scales; tiles 8 /
 // 16 / 32, 3 / 40 / 200 tokens, 3 weight tiles per CTA at 40; H quantised in each of its three
-// places; dynamic per-tensor scales; GEMM1 split over clusters of 2. The normal family has no
-// gathered FP8 rows: forcing both is refused with the reason.
+// places; plain GEMM1 tiles (squared ReLU); GEMM1 on the balanced schedule; dynamic per-tensor
+// scales; GEMM1 split over clusters of 2. The normal family has no gathered FP8 rows: there the
+// permuted rows run (the same bits), and explain() says so.
 TEST(Forward, Fp8GatherRows) {
   fm::MoeProblem f8b = small_problem(64, 4, 256, 640);
   f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
@@ -633,10 +634,16 @@ TEST(Forward, Fp8GatherRows) {
   f8c.quant = fm::QuantScheme::fp8_per_channel();
   fm::MoeProblem f8t = small_problem(32, 6, 192, 512);
   f8t.quant = fm::QuantScheme::fp8_per_tensor(false);
+  fm::MoeProblem f8s = small_problem(32, 4, 384, 512, fm::Activation::squared_relu());  // plain GEMM1 tiles
+  f8s.quant = fm::QuantScheme::fp8_per_channel();
   fm::ForwardOptions on, off;
   on.gather_rows = fm::Toggle::kOn;
   off.gather_rows = fm::Toggle::kOff;
-  check_swapab_switch({f8b, f8c, f8t}, on, off, "fp8 gathered rows", "gathered e4m3 rows differ from the permuted ones", 3);
+  check_swapab_switch({f8b, f8c, f8t, f8s}, on, off, "fp8 gathered rows", "gathered e4m3 rows differ from the permuted ones", 3);
+  // GEMM1 on the balanced schedule (the _balanced_gather instances, gated and plain)
+  on.balanced_gemm1 = off.balanced_gemm1 = fm::Toggle::kOn;
+  check_swapab_switch({f8b, f8s}, on, off, "fp8 gathered rows, balanced GEMM1", "gathered e4m3 rows differ (balanced GEMM1)", 3);
+  on.balanced_gemm1 = off.balanced_gemm1 = fm::Toggle::kAuto;
   // H quantised by the separate pass (its row bound and scale stride are GEMM1's padded rows, not
   // x's token-order rows; the auto choices above quantise H in GEMM2 or GEMM1's epilogue)
   on.gemm2_quantises_h = off.gemm2_quantises_h = fm::Toggle::kOff;
@@ -646,7 +653,8 @@ TEST(Forward, Fp8GatherRows) {
   on.fused_h_quant = off.fused_h_quant = fm::Toggle::kOn;  // (1x128 and per-token H in GEMM1's epilogue)
   check_swapab_switch({f8b, f8c}, on, off, "fp8 gathered rows, H in GEMM1", "gathered e4m3 rows differ (H in GEMM1)");
   on.fused_h_quant = off.fused_h_quant = fm::Toggle::kAuto;
-  // dynamic per-tensor scales (x's absmax first: the quantiser after the fused route + plan), and
+  // dynamic per-tensor scales (x's absmax first: the quantiser, after the router and plan, fused from
+  // 17 tokens), and
   // GEMM1 split over clusters of 2 (the producer's K ranges)
   fm::MoeProblem f8d = small_problem(32, 6, 192, 512);
   f8d.quant = fm::QuantScheme::fp8_per_tensor(true);
@@ -659,12 +667,11 @@ TEST(Forward, Fp8GatherRows) {
   Layer L;
   upload(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &L);
   if (::testing::Test::HasFatalFailure()) return;
-  fm::ForwardOptions normal = on;
-  normal.backend = fm::Backend::kGrouped;
-  normal.tiles = fm::TileFamily::kNormal;
-  const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, normal);
-  EXPECT_EQ(st.code(), fm::StatusCode::kInvalidArgument) << st.to_string();
-  EXPECT_NE(st.to_string().find("Swap-AB tiles only"), std::string::npos) << st.to_string();
+  fm::ForwardOptions normal = on, normal_off = off;
+  normal.backend = normal_off.backend = fm::Backend::kGrouped;
+  normal.tiles = normal_off.tiles = fm::TileFamily::kNormal;
+  expect_same_bits(p, L, normal_off, normal, "normal tiles with gather_rows on differ from the permuted rows");
+  EXPECT_NE(fm::explain(p, normal).find("not applicable on normal tiles"), std::string::npos) << fm::explain(p, normal);
   fm::MoeProblem q = f8c;
   q.num_tokens = q.max_tokens = 40;
   EXPECT_NE(fm::explain(q, on).find("GEMM1 gathers x's rows"), std::string::npos) << fm::explain(q, on);
