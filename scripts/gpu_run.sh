@@ -4,7 +4,10 @@
 # the benchmarks, writes logs under $OUT (or ./out), and prints a short summary last.
 #   GPU_TEST_FILTER  gtest filter for the GPU suite (default: all; "-" skips the suite)
 #   GPU_TEST_SHARDS  parallel test processes (gtest sharding, default 4)
+#   GPU_TEST_TIMEOUT seconds per shard process (default 0: none; a hung shard then costs only itself)
 #   SANITIZE=1       also run the suite (filtered by SANITIZE_FILTER) under compute-sanitizer
+#                    (SANITIZE_TIMEOUT seconds, default 0: none)
+#   SASS=0           skip the SASS / cubin check;  MAIN=0  skip the default main job
 #   BENCH            space-separated `fusedmoe bench` suites to run (dispatch, layer, crossover, coldstart, rope)
 #   BENCH_ARGS       extra arguments for every bench call (e.g. "--tokens 1,16,256")
 #   PEER=1           before `bench --suite layer`, time the torch._grouped_mm peer
@@ -34,8 +37,10 @@ if [ "${GPU_TEST_FILTER:-*}" != "-" ]; then
   t0=$(date +%s)
   shards=${GPU_TEST_SHARDS:-4}
   rc=0
+  limit=()
+  [ "${GPU_TEST_TIMEOUT:-0}" -gt 0 ] && limit=(timeout "$GPU_TEST_TIMEOUT")
   for i in $(seq 0 $((shards - 1))); do
-    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i $g/bin/fusedmoe_gpu_tests --gtest_filter="${GPU_TEST_FILTER:-*}" \
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i ${limit[@]+"${limit[@]}"} $g/bin/fusedmoe_gpu_tests --gtest_filter="${GPU_TEST_FILTER:-*}" \
       > "$out/gpu_tests.shard$i.log" 2>&1 &
   done
   for job in $(jobs -p); do wait "$job" || rc=$?; done
@@ -48,7 +53,9 @@ if [ "${GPU_TEST_FILTER:-*}" != "-" ]; then
   [ -n "$fails" ] && say "failed: $fails"
 fi
 
-if command -v cuobjdump >/dev/null 2>&1; then
+if [ "${SASS:-1}" = 0 ]; then
+  :
+elif command -v cuobjdump >/dev/null 2>&1; then
   cuobjdump --dump-sass $g/lib/libfusedmoe.so > "$out/sass.txt" 2>&1
   hg=$(grep -c HGMMA "$out/sass.txt"); qg=$(grep -c QGMMA "$out/sass.txt")
   arch=$(cuobjdump --list-elf $g/lib/libfusedmoe.so 2>/dev/null | grep -o 'sm_[0-9a-z]*' | sort | uniq -c | tr '\n' ' ')
@@ -60,12 +67,16 @@ else
 fi
 
 if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
-  compute-sanitizer --tool memcheck $g/bin/fusedmoe_gpu_tests --gtest_filter="${SANITIZE_FILTER:-*}" > "$out/memcheck.log" 2>&1; rc=$?
+  limit=()
+  [ "${SANITIZE_TIMEOUT:-0}" -gt 0 ] && limit=(timeout "$SANITIZE_TIMEOUT")
+  ${limit[@]+"${limit[@]}"} compute-sanitizer --tool memcheck $g/bin/fusedmoe_gpu_tests --gtest_filter="${SANITIZE_FILTER:-*}" > "$out/memcheck.log" 2>&1; rc=$?
   say "memcheck: rc=$rc; $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1); $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]' "$out/memcheck.log" | tr '\n' ' ')"
 fi
 
-$g/bin/fusedmoe run > "$out/run.log" 2>&1; rc=$?
-say "fusedmoe run: rc=$rc; $(grep -E 'self-test|output \[|max rel' "$out/run.log" | tr '\n' ' ')"
+if [ "${MAIN:-1}" != 0 ]; then
+  $g/bin/fusedmoe run > "$out/run.log" 2>&1; rc=$?
+  say "fusedmoe run: rc=$rc; $(grep -E 'self-test|output \[|max rel' "$out/run.log" | tr '\n' ' ')"
+fi
 
 for suite in ${BENCH:-}; do
   peer_arg=""

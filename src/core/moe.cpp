@@ -58,8 +58,9 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // FP8 (session 45, built and CPU-tested, not yet run on a GPU): x quantised in token order (T
   // rows instead of T*k) and GEMM1 gathering its e4m3 rows, on the Swap-AB tiles (forward() refuses
   // the normal family); forced only (ForwardOptions::gather_rows = kOn) until measured.
+  // (K % 16 == 0, the gathered rows' 16-byte chunks: validate() requires it of every FP8 problem)
   const bool fp8_gather_ok = p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.act != ActQuant::kNone &&
-                             !p.router.weight_on_input && p.hidden % 16 == 0;
+                             !p.router.weight_on_input;
   const bool gather_ok = (p.quant.act == ActQuant::kNone && !p.router.weight_on_input) || fp8_gather_ok;
   // Auto: on at decode when the fused front routes from logits (route + plan in one kernel; GEMM1
   // then gathers right after it instead of after a permute) and the touched experts' weights are
@@ -109,7 +110,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                                 : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
                   gather_ok;
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)
-    *why << "    (not applicable: weights on the input, or quantised x without FP8 weights or with K not a multiple of 16)\n";
+    *why << "    (not applicable: weights on the input, or a weight format without gathered rows)\n";
   // The weights' L2 policy (ForwardOptions::weights_evict_first says what was measured): evict_first
   // where each expert's weights stream once, except FP8 layers whose touched weights fit in 40 MB
   // (under the 50 MB L2; 1-2 tokens: evict_normal 4-8 % faster there, session 24 call 4).

@@ -555,51 +555,48 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
     };
     if constexpr (kGather) {
-      {
-        // Gathered A rows (Swap-AB GEMM1; the host sets no early weights, no dynamic schedule): every
-        // thread of the producer warp copies 16-byte chunks (16 e4m3) of the tile's rows from the
-        // token-order x with cp.async, placed as TMA's 128-byte swizzle would place them (chunk c of
-        // row r at r * 128 + ((c ^ (r & 7)) << 4) within the stage: the BF16 kernel's gather, whose
-        // rows also have 128 bytes per stage); rows past the count and K past the reduction are
-        // zero-filled (e4m3 0x00 = +0). Thread t owns chunk t % 8 of rows t / 8 + 4 m. Thread 0 also
-        // issues the stage's weights; the full barrier takes its arrival and one cp.async arrival
-        // per thread.
-        constexpr int P = Cfg::kProducerThreads;
-        constexpr int kRowsPerThread = Cfg::kTokTile * 8 / P;
-        static_assert(P == 32 && Cfg::kTokTile * 8 % P == 0 && kRowsPerThread >= 1 && Cfg::kTileK == 128);
-        const int ptid = tid - Cfg::kConsumerThreads;
-        const int c = ptid & 7, r_first = ptid >> 3;
-        if (ptid == 0) cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
-        int stage = 0;
-        uint32_t phase = 0;
-        for (int si = 0; si < nseg; ++si) {
-          const grouped_schedule::Segment sg = ss.seg[si];
-          const int rows_valid = min(Cfg::kTokTile, sg.count - sg.local0);
-          const int64_t urow0 = int64_t(sg.off) + sg.local0;  // first unpadded row
-          __syncwarp();  // every lane has issued from the previous segment's rows
-          for (int i = ptid; i < Cfg::kTokTile; i += P)
-            ss.tok_scale[i] = i < rows_valid ? __ldcg(p.row_token + urow0 + i) : -1;
-          __syncwarp();
-          for (int w = sg.wb; w < sg.we; w += Cfg::kWTiles) {
-            const int halves = min(Cfg::kWTiles, sg.we - w);  // (a pair's second tile may be past the segment)
-            for (int kt = kt_begin; kt < kt_end; ++kt) {
-              const int k0 = kt * Cfg::kTileK;
-              Barrier::wait(&ss.empty[stage], phase ^ 1u);
-              if (ptid == 0) {
-                Barrier::arrive_and_expect_tx(&ss.full[stage], uint32_t(halves) * w_bytes);
-                for (int h = 0; h < halves; ++h) load_weights(stage, sg.e, w + h, k0, h);
-              }
-              const uint32_t act_base =
-                  cute::cast_smem_ptr_to_uint(ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK));
-              sm90_grouped::gather_stage_rows<kRowsPerThread, P>(act_base, ss.tok_scale, p.gather_x, p.gather_stride,
-                                                                 k0 + c * 16, p.red, r_first, c);
-              sm90_grouped::cp_async_arrive_noinc(&ss.full[stage]);
-              if (++stage == kStages) { stage = 0; phase ^= 1u; }
+      // Gathered A rows (Swap-AB GEMM1; the host sets no early weights, no dynamic schedule): every
+      // thread of the producer warp copies 16-byte chunks (16 e4m3) of the tile's rows from the
+      // token-order x with cp.async, placed as TMA's 128-byte swizzle would place them (chunk c of
+      // row r at r * 128 + ((c ^ (r & 7)) << 4) within the stage: the BF16 kernel's gather, whose
+      // rows also have 128 bytes per stage); rows past the count and K past the reduction are
+      // zero-filled (e4m3 0x00 = +0). Thread t owns chunk t % 8 of rows t / 8 + 4 m. Thread 0 also
+      // issues the stage's weights; the full barrier takes its arrival and one cp.async arrival
+      // per thread.
+      constexpr int P = Cfg::kProducerThreads;
+      constexpr int kRowsPerThread = Cfg::kTokTile * 8 / P;
+      static_assert(P == 32 && Cfg::kTokTile * 8 % P == 0 && kRowsPerThread >= 1 && Cfg::kTileK == 128);
+      const int ptid = tid - Cfg::kConsumerThreads;
+      const int c = ptid & 7, r_first = ptid >> 3;
+      if (ptid == 0) cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_w));
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int si = 0; si < nseg; ++si) {
+        const grouped_schedule::Segment sg = ss.seg[si];
+        const int rows_valid = min(Cfg::kTokTile, sg.count - sg.local0);
+        const int64_t urow0 = int64_t(sg.off) + sg.local0;  // first unpadded row
+        __syncwarp();  // every lane has issued from the previous segment's rows
+        for (int i = ptid; i < Cfg::kTokTile; i += P)
+          ss.tok_scale[i] = i < rows_valid ? __ldcg(p.row_token + urow0 + i) : -1;
+        __syncwarp();
+        for (int w = sg.wb; w < sg.we; ++w) {  // (kWTiles == 1: one weight tile per stage)
+          for (int kt = kt_begin; kt < kt_end; ++kt) {
+            const int k0 = kt * Cfg::kTileK;
+            Barrier::wait(&ss.empty[stage], phase ^ 1u);
+            if (ptid == 0) {
+              Barrier::arrive_and_expect_tx(&ss.full[stage], w_bytes);
+              load_weights(stage, sg.e, w, k0, 0);
             }
+            const uint32_t act_base =
+                cute::cast_smem_ptr_to_uint(ss.act.begin() + stage * (Cfg::kTokTile * Cfg::kTileK));
+            sm90_grouped::gather_stage_rows<kRowsPerThread, P>(act_base, ss.tok_scale, p.gather_x, p.gather_stride,
+                                                               k0 + c * 16, p.red, r_first, c);
+            sm90_grouped::cp_async_arrive_noinc(&ss.full[stage]);
+            if (++stage == kStages) { stage = 0; phase ^= 1u; }
           }
         }
-        asm volatile("cp.async.wait_all;" ::: "memory");  // nothing in flight when this thread retires
       }
+      asm volatile("cp.async.wait_all;" ::: "memory");  // nothing in flight when this thread retires
     }
     if (!kGather && warp == Cfg::kConsumerWarps && cute::elect_one_sync()) {
       cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&tm_act));
@@ -721,7 +718,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
     __nv_bfloat16* out = p.out;
     const int64_t ld = p.out_cols;
-    constexpr bool gathered = kGather;  // (Params::gather_x)
     // Block scales: the token rows (normal) / token columns (Swap-AB) this thread's values belong
     // to, and the weight row blocks of its gate / up values (one each: N % 128 == 0, and a tile's
     // gate or up rows never straddle a 128-row block), see Params.
@@ -907,8 +903,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               const int tq = tok_of(q);
               float v;
               if constexpr (hs) v = hs_s[kt * Cfg::kTokTile + tq];
-              else if constexpr (kGather) v = p.a_scale[int64_t(kt) * p.a_scale_stride + tok_off[q]];  // (its token)
-              else v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];
+              else v = p.a_scale[int64_t(kt) * p.a_scale_stride + row0 + (tq < rows_valid ? tq : 0)];  // (no kGather here)
               sa_k[q] = tq < rows_valid ? v : 0.f;
             }
           }
@@ -1040,7 +1035,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         Barrier::wait(&ss.full[stage], phase);
         sm90_grouped::gemm_stamp_if(p.trace, 3, [&] { return si == 0 && w == w_begin && kt == kt_begin && tid == 0; });
         // gathered A was written by cp.async (generic proxy); WGMMA reads it through the async proxy
-        if constexpr (gathered) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        if constexpr (kGather) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         warpgroup_fence_operand(part);
         if constexpr (Cfg::kWTiles == 2) warpgroup_fence_operand(part_b);
         warpgroup_arrive();
