@@ -56,8 +56,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                    : "auto: > 256 tokens, no gain measured");
   r.staged_epilogue = pick("staged_epilogue", o.staged_epilogue, true, "auto: measured faster at prefill");
   // FP8 (session 45, built and CPU-tested, not yet run on a GPU): x quantised in token order (T
-  // rows instead of T*k) and GEMM1 gathering its e4m3 rows, on the Swap-AB tiles (forward() refuses
-  // the normal family); forced only (ForwardOptions::gather_rows = kOn) until measured.
+  // rows instead of T*k) and GEMM1 gathering its e4m3 rows, on the Swap-AB tiles (forward() keeps the
+  // permuted rows on normal tiles); forced only (ForwardOptions::gather_rows = kOn) until measured.
   // (K % 16 == 0, the gathered rows' 16-byte chunks: validate() requires it of every FP8 problem)
   const bool fp8_gather_ok = p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.act != ActQuant::kNone &&
                              !p.router.weight_on_input;

@@ -1413,8 +1413,8 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
 
   alignas(64) CUtensorMap tm_act = {};  // (unused, never read, with gathered A rows)
   alignas(64) CUtensorMap tm_w;
-  const bool gather = a.gather_x != nullptr;  // (checked: Swap-AB GEMM1, no early weights, no queue)
-  if (gather && (!Cfg::kSwapAB || gemm2 || a.early_weights || !a.row_token || !a.offsets)) return cudaErrorInvalidValue;
+  // (checked by check_fp8_grouped_gemm_args: Swap-AB GEMM1, row_token and offsets, no early weights)
+  const bool gather = a.gather_x != nullptr;
   if (!gather) {
     const uint64_t dims[2] = {uint64_t(red), uint64_t(a.max_rows)};
     const uint64_t strides[1] = {uint64_t(red)};
