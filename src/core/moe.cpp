@@ -276,7 +276,8 @@ ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
 namespace {
 // FUSEDMOE_CUTLASS_CONFIG=c1,c2 (environment, read once; kernels::CutlassConfig: 1 = cooperative
 // 128x256, 2 = ping-pong 128x128, 3 = cooperative 128x256 on 2x1 clusters, 4 = cooperative 256x128,
-// 5 = ping-pong 64x256, 0 = auto) forces the CUTLASS configuration of GEMM1 and GEMM2: a tuning override.
+// 5 = ping-pong 64x256, 6 = cooperative 128x256 on 1x2 clusters, 0 = auto) forces the CUTLASS
+// configuration of GEMM1 and GEMM2: a tuning override.
 struct CutlassOverride {
   kernels::CutlassConfig gemm1 = kernels::CutlassConfig::kAuto, gemm2 = kernels::CutlassConfig::kAuto;
 };
@@ -288,6 +289,31 @@ const CutlassOverride& cutlass_override() {
       if (std::sscanf(e, "%d,%d", &a, &b) >= 1) {
         auto cfg = [](int v) {
           return v >= 1 && v <= kernels::kCutlassConfigs ? kernels::CutlassConfig(v) : kernels::CutlassConfig::kAuto;
+        };
+        r.gemm1 = cfg(a);
+        r.gemm2 = cfg(b);
+      }
+    }
+    return r;
+  }();
+  return o;
+}
+
+// FUSEDMOE_CUTLASS_FP8_CONFIG=c1,c2 (environment, read once; kernels::CutlassFp8Config: 1 = cooperative
+// 128x128, 2 = the same on 1x2 clusters, 3 = ping-pong 64x128 on 1x2 clusters, 0 = auto) forces the
+// configuration of the CUTLASS FP8 GEMM1 and GEMM2 (blockwise and row-scaled): a tuning override.
+struct CutlassFp8Override {
+  kernels::CutlassFp8Config gemm1 = kernels::CutlassFp8Config::kAuto, gemm2 = kernels::CutlassFp8Config::kAuto;
+};
+const CutlassFp8Override& cutlass_fp8_override() {
+  static const CutlassFp8Override o = [] {
+    CutlassFp8Override r;
+    if (const char* e = std::getenv("FUSEDMOE_CUTLASS_FP8_CONFIG")) {
+      int a = 0, b = 0;
+      if (std::sscanf(e, "%d,%d", &a, &b) >= 1) {
+        auto cfg = [](int v) {
+          return v >= 1 && v <= kernels::kCutlassFp8Configs ? kernels::CutlassFp8Config(v)
+                                                            : kernels::CutlassFp8Config::kAuto;
         };
         r.gemm1 = cfg(a);
         r.gemm2 = cfg(b);
@@ -468,6 +494,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     f.n = p.activation.gemm1_rows(p.intermediate);
     f.k = p.hidden;
     f.max_rows = r.act_rows;
+    f.config = cutlass_fp8_override().gemm1;
     f.scratch = base + w.cutlass_scratch.offset;
     f.scratch_bytes = half;
     cudaError_t e = launch(f, stream);
@@ -484,6 +511,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     f.out_offsets = r.offsets;  // GEMM2: unpadded rows (what the combine reads)
     f.n = p.hidden;
     f.k = p.intermediate;
+    f.config = cutlass_fp8_override().gemm2;
     f.scratch = base + w.cutlass_scratch.offset + half;  // (its setup must not overwrite GEMM1's arrays early)
     e = launch(f, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM2: " << cudaGetErrorString(e));
@@ -836,25 +864,29 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
           case kernels::CutlassConfig::kCoop128x256Cluster2: return "coop 128x256 c2x1";
           case kernels::CutlassConfig::kCoop256x128: return "coop 256x128";
           case kernels::CutlassConfig::kPingpong64x256: return "pingpong 64x256";
+          case kernels::CutlassConfig::kCoop128x256Cluster1x2: return "coop 128x256 c1x2";
           default: return "pingpong 128x128";
         }
       };
       const int r1 = p.activation.gemm1_rows(p.intermediate);
-      if (p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.weight.granularity != ScaleGranularity::kBlock) {
-        os << "tiles: cutlass fp8 row-scaled 128x128x128 (GEMM1 + GEMM2)\n";
-        os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
-           << ", permute + e4m3 quantise, " << kernels::cutlass_fp8_row_gemm_name()
-           << " (GEMM1; scales in the epilogue), grouped_activation, quantise the intermediate, the same (GEMM2), "
-              "combine\n";
-        return os.str();
-      }
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
-        os << "tiles: cutlass fp8 blockwise 128x128x128 (GEMM1 + GEMM2)\n";
-        os << "kernels: "
-           << (front_fused ? "fused route + plan" : "router, dispatch plan")
-           << ", permute + e4m3 quantise, " << kernels::cutlass_fp8_block_gemm_name()
-           << " (GEMM1; scales re-laid per group), grouped_activation, quantise the intermediate, the same (GEMM2), "
-              "combine\n";
+        const bool block = p.quant.weight.granularity == ScaleGranularity::kBlock;
+        const CutlassFp8Override& fo = cutlass_fp8_override();
+        auto fp8_name = [&](kernels::CutlassFp8Config c) {
+          return block ? kernels::cutlass_fp8_block_gemm_name(c) : kernels::cutlass_fp8_row_gemm_name(c);
+        };
+        os << "tiles: cutlass fp8 " << (block ? "blockwise " : "row-scaled ")
+           << kernels::cutlass_fp8_config_brief(fo.gemm1) << " + " << kernels::cutlass_fp8_config_brief(fo.gemm2)
+           << " (GEMM1 + GEMM2 configurations: the cooperative 128x128 on 1x1 clusters, measured in sessions 10 "
+              "and 19; the others are built, not yet measured"
+           << (fo.gemm1 != kernels::CutlassFp8Config::kAuto || fo.gemm2 != kernels::CutlassFp8Config::kAuto
+                   ? "; overridden by FUSEDMOE_CUTLASS_FP8_CONFIG"
+                   : "")
+           << ")\n";
+        os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
+           << ", permute + e4m3 quantise, " << fp8_name(fo.gemm1)
+           << (block ? " (GEMM1; scales re-laid per group)" : " (GEMM1; scales in the epilogue)")
+           << ", grouped_activation, quantise the intermediate, " << fp8_name(fo.gemm2) << " (GEMM2), combine\n";
         return os.str();
       }
       if (ro.cutlass_gemm2) {

@@ -12,6 +12,7 @@
 #include "kernels/registry.h"
 
 #if defined(FUSEDMOE_WITH_CUDA)
+#include "kernels/gemm/cutlass_grouped_gemm.h"
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
 #include "kernels/gemm/sm90_fp8_grouped_gemm.h"
 #endif
@@ -74,10 +75,12 @@ TEST(KernelRegistry, ListsEveryFamilyWithUniqueNames) {
   // The Swap-AB weight packing kernels, BF16 and FP8 (pack_weights, session 35).
   EXPECT_EQ(per_family["weight_pack"], 2);
   // CUTLASS grouped GEMMs: 5 BF16 configurations x (kernel, setup), the gated and plain activation,
-  // the FP8 blockwise GEMM with its setup and scale kernels, the FP8 row-scaled GEMM and its setup;
-  // GEMM1 with the activation in its epilogue, its setup and the gate / up block copy (session 43).
-  EXPECT_EQ(per_family["cutlass_grouped"], 20);
-  EXPECT_EQ(b.kernel_instances.size(), size_t(568)) << "total instances (556 before the FP8 _gather ones, 553 before CUTLASS's GEMM1 with the activation, 350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the weight packing kernels, 532 before the ping-pong GEMM2, 533 before CUTLASS's ping-pong 64x256, 535 before the FP8 GEMM2 _hs ones): update docs too";
+  // GEMM1 with the activation in its epilogue, its setup and the gate / up block copy (session 43);
+  // 3 FP8 blockwise configurations x (kernel, setup) and their scale kernel, 3 FP8 row-scaled ones x
+  // (kernel, setup) (CutlassFp8Config, session 46; one configuration each before).
+  // BF16 cooperative 128x256 on 1x2 clusters x (kernel, setup) (session 46).
+  EXPECT_EQ(per_family["cutlass_grouped"], 30);
+  EXPECT_EQ(b.kernel_instances.size(), size_t(578)) << "total instances (568 before the CUTLASS FP8 configurations and the BF16 1x2 one, 556 before the FP8 _gather ones, 553 before CUTLASS's GEMM1 with the activation, 350 before the one-block front instances, 482 before the dense Swap-AB ones, 506 before the FP8 _defer ones, 530 before the weight packing kernels, 532 before the ping-pong GEMM2, 533 before CUTLASS's ping-pong 64x256, 535 before the FP8 GEMM2 _hs ones): update docs too";
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)
@@ -119,6 +122,32 @@ TEST(KernelRegistry, Fp8GemmNamesAreTheRegisteredInstances) {
   ASSERT_EQ(n, 80);
   std::set<std::string> named(fp8, fp8 + n);
   EXPECT_EQ(named, listed);
+}
+
+// The CUTLASS FP8 configurations (CutlassFp8Config): every one named distinctly for both schemes,
+// listed in the registry under that name, kAuto resolving to the cooperative 128x128 on 1x1
+// clusters (the one measured) and a value out of range to "?".
+TEST(KernelRegistry, CutlassFp8ConfigsAreNamedAndListed) {
+  namespace k = fm::kernels;
+  std::set<std::string> listed;
+  for (const auto& ki : k::compiled_kernel_instances())
+    if (std::string(ki.family) == "cutlass_grouped") listed.insert(ki.name);
+  std::set<std::string> names, briefs;
+  for (int c = 1; c <= k::kCutlassFp8Configs; ++c) {
+    const auto cfg = static_cast<k::CutlassFp8Config>(c);
+    for (const char* name : {k::cutlass_fp8_block_gemm_name(cfg), k::cutlass_fp8_row_gemm_name(cfg)}) {
+      EXPECT_TRUE(names.insert(name).second) << name;
+      EXPECT_EQ(listed.count(name), 1u) << name << " is not a registered instance";
+      EXPECT_EQ(listed.count(std::string(name) + "<setup>"), 1u) << name << "'s setup kernel is not registered";
+      EXPECT_EQ(std::string(name).find("_c1x2") != std::string::npos, c != 1) << name;
+    }
+    EXPECT_TRUE(briefs.insert(k::cutlass_fp8_config_brief(cfg)).second);
+  }
+  EXPECT_EQ(listed.count("cutlass_fp8_block_scales"), 1u);
+  EXPECT_EQ(k::cutlass_fp8_auto_config(), k::CutlassFp8Config::kCoop128x128);
+  EXPECT_STREQ(k::cutlass_fp8_block_gemm_name(), k::cutlass_fp8_block_gemm_name(k::CutlassFp8Config::kCoop128x128));
+  EXPECT_STREQ(k::cutlass_fp8_config_brief(k::CutlassFp8Config::kAuto), "coop 128x128");
+  EXPECT_STREQ(k::cutlass_fp8_row_gemm_name(static_cast<k::CutlassFp8Config>(k::kCutlassFp8Configs + 1)), "?");
 }
 #endif
 

@@ -142,7 +142,11 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   b.num_tokens = b.max_tokens = 4096;
   EXPECT_EQ(fm::detail::decide(b, {}, true).chosen, fm::Backend::kCutlassGrouped);
   EXPECT_EQ(fm::detail::decide(b, {}, false).chosen, fm::Backend::kCutlassGrouped);
-  EXPECT_NE(fm::explain(b).find("cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128"), std::string::npos);
+  const std::string exb = fm::explain(b);
+  EXPECT_NE(exb.find("cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128 (GEMM1"), std::string::npos) << exb;
+  // the configurations of both GEMMs (kernels::CutlassFp8Config), auto: the measured one
+  EXPECT_NE(exb.find("tiles: cutlass fp8 blockwise coop 128x128 + coop 128x128 (GEMM1 + GEMM2"), std::string::npos)
+      << exb;
   fm::MoeProblem g = fm::find_preset("gptoss-tp1")->problem;  // expert biases
   g.num_tokens = g.max_tokens = 4096;
   EXPECT_EQ(fm::detail::decide(g, {}, true).chosen, fm::Backend::kGrouped);

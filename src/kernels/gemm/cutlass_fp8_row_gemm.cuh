@@ -6,8 +6,8 @@
 // as an epilogue visitor tree: sw a row-vector broadcast (per output column; one value per group
 // for per-tensor weight scales, through CUTLASS's dynamic scalar/vector broadcast), sa a column-
 // vector broadcast (per token row; one value for per-tensor activation scales). Both read the
-// caller's scale arrays through per-group pointers: nothing is re-laid. Instantiated in
-// cutlass_fp8_row_gemm.cu (about a minute of nvcc).
+// caller's scale arrays through per-group pointers: nothing is re-laid. One template per
+// CutlassFp8Config, each instantiated in its own cutlass_fp8_row_gemm*.cu (about a minute of nvcc).
 #pragma once
 
 #include <algorithm>
@@ -35,9 +35,11 @@ namespace fusedmoe::kernels::cutlass_grouped {
 // Cooperative 128x128x128 tiles (both consumer warpgroups on one tile, 64 rows each). Measured on the
 // H200 (session 19, call 2) against ping-pong 128x64x128 (each warpgroup its own tile, one's epilogue
 // under the other's main loop): cooperative faster for GEMM1 and GEMM2 of both row-scaled cases at
-// 1024-16384 tokens, GEMM2 (K = 192) included (qwen235-tp8-fp8c at 4096 tokens: 274 vs 353 us), so
-// ping-pong is not built. With the FP8 promotion a warpgroup holds two fp32 fragments of its part of
-// the tile: 128x128 per warpgroup (cooperative 256x128 or 128x256) spilled ~0.9 KB per thread.
+// 1024-16384 tokens, GEMM2 (K = 192) included (qwen235-tp8-fp8c at 4096 tokens: 274 vs 353 us). With
+// the FP8 promotion a warpgroup holds two fp32 fragments of its part of the tile: 128x128 per
+// warpgroup (cooperative 256x128 or 128x256) spilled ~0.9 KB per thread. The other configurations of
+// CutlassFp8Config (1x2 clusters, ping-pong 64x128) are instantiated beside it, not yet measured.
+template <class TileShape_, class ClusterShape_, class KernelSchedule_, class EpilogueSchedule_>
 struct Fp8RowGemm {
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
   using ElementAB = cutlass::float_e4m3_t;
@@ -46,8 +48,8 @@ struct Fp8RowGemm {
   using LayoutA = cutlass::layout::RowMajor;
   using LayoutB = cutlass::layout::ColumnMajor;
   using LayoutD = cutlass::layout::RowMajor;
-  using TileShape = cute::Shape<cute::_128, cute::_128, cute::_128>;
-  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+  using TileShape = TileShape_;
+  using ClusterShape = ClusterShape_;
   static constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
 
   // sw: along N (dynamic: true = per column, false = one value), per-group pointer, L stride 0
@@ -66,7 +68,7 @@ struct Fp8RowGemm {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float,
       void, LayoutD*, 8, ElementD, LayoutD*, 8,
-      cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative, Fusion>::CollectiveOp;
+      EpilogueSchedule_, Fusion>::CollectiveOp;
 
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
@@ -75,7 +77,7 @@ struct Fp8RowGemm {
       float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<
           static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
-      cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>::CollectiveOp;
+      KernelSchedule_>::CollectiveOp;
 
   using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
@@ -84,6 +86,19 @@ struct Fp8RowGemm {
   using StrideD = typename Gemm::GemmKernel::InternalStrideD;
   using Shape = typename ProblemShape::UnderlyingProblemShape;
 };
+
+using Fp8RowCoop128 =
+    Fp8RowGemm<cute::Shape<cute::_128, cute::_128, cute::_128>, cute::Shape<cute::_1, cute::_1, cute::_1>,
+               cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative,
+               cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative>;
+using Fp8RowCoop128C12 =
+    Fp8RowGemm<cute::Shape<cute::_128, cute::_128, cute::_128>, cute::Shape<cute::_1, cute::_2, cute::_1>,
+               cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative,
+               cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative>;
+using Fp8RowPing64C12 =
+    Fp8RowGemm<cute::Shape<cute::_64, cute::_128, cute::_128>, cute::Shape<cute::_1, cute::_2, cute::_1>,
+               cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong,
+               cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong>;
 
 // One thread per group: shape, pointers and strides (set_group), and the two scale pointers:
 // sw = w_scale + g * N (per channel) or + g (per tensor); sa = a_scale + a_offsets[g] (per token)

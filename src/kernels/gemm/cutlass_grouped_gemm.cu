@@ -1,6 +1,6 @@
 // Host side of the CUTLASS grouped-GEMM backend (cutlass_grouped_gemm.h): validation, the choice of
 // configuration, the SM count, the activation kernel between the GEMMs and the registry listing.
-// The CUTLASS kernels themselves live in cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong,pingpong64}.cu and
+// The CUTLASS kernels themselves live in cutlass_grouped_gemm_{coop,coop_c2,coop_c12,coop256,pingpong,pingpong64}.cu and
 // cutlass_fp8_{block,row}_gemm*.cu.
 #include <cuda_bf16.h>
 
@@ -35,12 +35,29 @@ constexpr const char* kPingName = "cutlass_sm90_bf16_grouped_gemm_pingpong_128x1
 constexpr const char* kPingSetup = "cutlass_grouped_setup<pingpong_128x128x64>";
 constexpr const char* kCoopC2Name = "cutlass_sm90_bf16_grouped_gemm_coop_128x256x64_c2x1";
 constexpr const char* kCoopC2Setup = "cutlass_grouped_setup<coop_128x256x64_c2x1>";
+constexpr const char* kCoopC12Name = "cutlass_sm90_bf16_grouped_gemm_coop_128x256x64_c1x2";
+constexpr const char* kCoopC12Setup = "cutlass_grouped_setup<coop_128x256x64_c1x2>";
 constexpr const char* kCoop256Name = "cutlass_sm90_bf16_grouped_gemm_coop_256x128x64";
 constexpr const char* kCoop256Setup = "cutlass_grouped_setup<coop_256x128x64>";
 constexpr const char* kPing64Name = "cutlass_sm90_bf16_grouped_gemm_pingpong_64x256x64";
 constexpr const char* kPing64Setup = "cutlass_grouped_setup<pingpong_64x256x64>";
-constexpr const char* kFp8Name = "cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128";
-constexpr const char* kFp8RowName = "cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_coop_128x128x128";
+// FP8, per CutlassFp8Config (index = config - 1)
+constexpr const char* kFp8Names[kCutlassFp8Configs] = {
+    "cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128",
+    "cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128_c1x2",
+    "cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_pingpong_64x128x128_c1x2"};
+constexpr const char* kFp8RowNames[kCutlassFp8Configs] = {
+    "cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_coop_128x128x128",
+    "cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_coop_128x128x128_c1x2",
+    "cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_pingpong_64x128x128_c1x2"};
+constexpr const char* kFp8Briefs[kCutlassFp8Configs] = {"coop 128x128", "coop 128x128 c1x2", "pingpong 64x128 c1x2"};
+
+// kAuto resolved; -1 for a value out of range.
+int fp8_config_index(CutlassFp8Config c) {
+  if (c == CutlassFp8Config::kAuto) c = cutlass_fp8_auto_config();
+  const int i = static_cast<int>(c) - 1;
+  return i >= 0 && i < kCutlassFp8Configs ? i : -1;
+}
 constexpr const char* kActName = "grouped_activation<bf16>";
 constexpr const char* kGatedName = "cutlass_sm90_bf16_grouped_gemm1_act_coop_128x256x64";
 constexpr const char* kGatedSetup = "cutlass_grouped_setup<gemm1_act_coop_128x256x64>";
@@ -135,7 +152,7 @@ size_t cutlass_grouped_scratch_bytes(int num_groups) {
   using namespace cutlass_grouped;
   return std::max({scratch_coop128x256(num_groups), scratch_pingpong128x128(num_groups),
                    scratch_coop128x256c2(num_groups), scratch_coop256x128(num_groups),
-                   scratch_pingpong64x256(num_groups), scratch_gated(num_groups)});
+                   scratch_pingpong64x256(num_groups), scratch_coop128x256c12(num_groups), scratch_gated(num_groups)});
 }
 
 // Measured on the H200 (bench/results/2026-11-30_h200_session10, call 2: each configuration forced
@@ -164,6 +181,7 @@ const char* cutlass_grouped_gemm_name(CutlassConfig config) {
     case CutlassConfig::kCoop128x256Cluster2: return cutlass_grouped::kCoopC2Name;
     case CutlassConfig::kCoop256x128: return cutlass_grouped::kCoop256Name;
     case CutlassConfig::kPingpong64x256: return cutlass_grouped::kPing64Name;
+    case CutlassConfig::kCoop128x256Cluster1x2: return cutlass_grouped::kCoopC12Name;
     default: return nullptr;
   }
 }
@@ -184,6 +202,7 @@ cudaError_t launch_cutlass_grouped_gemm(const CutlassGroupedArgs& a, cudaStream_
     case CutlassConfig::kCoop128x256Cluster2: return run_coop128x256c2(a, stream);
     case CutlassConfig::kCoop256x128: return run_coop256x128(a, stream);
     case CutlassConfig::kPingpong64x256: return run_pingpong64x256(a, stream);
+    case CutlassConfig::kCoop128x256Cluster1x2: return run_coop128x256c12(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -246,15 +265,29 @@ cudaError_t launch_grouped_activation(const ActivationArgs& a, cudaStream_t stre
   return cudaGetLastError();
 }
 
-size_t cutlass_fp8_block_scratch_bytes(int num_groups, int n, int k, int64_t max_rows) {
-  return cutlass_grouped::scratch_fp8_block(std::max(num_groups, 1), n, k, std::max<int64_t>(max_rows, 1));
+CutlassFp8Config cutlass_fp8_auto_config() { return CutlassFp8Config::kCoop128x128; }
+
+const char* cutlass_fp8_config_brief(CutlassFp8Config config) {
+  const int i = cutlass_grouped::fp8_config_index(config);
+  return i < 0 ? "?" : cutlass_grouped::kFp8Briefs[i];
 }
 
-const char* cutlass_fp8_block_gemm_name() { return cutlass_grouped::kFp8Name; }
+size_t cutlass_fp8_block_scratch_bytes(int num_groups, int n, int k, int64_t max_rows) {
+  using namespace cutlass_grouped;
+  const int g = std::max(num_groups, 1);
+  const int64_t r = std::max<int64_t>(max_rows, 1);
+  return std::max({scratch_fp8_block(g, n, k, r), scratch_fp8_block_c12(g, n, k, r), scratch_fp8_block_pp64c12(g, n, k, r)});
+}
+
+const char* cutlass_fp8_block_gemm_name(CutlassFp8Config config) {
+  const int i = cutlass_grouped::fp8_config_index(config);
+  return i < 0 ? "?" : cutlass_grouped::kFp8Names[i];
+}
 
 cudaError_t launch_cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& a, cudaStream_t stream) {
   using namespace cutlass_grouped;
-  if (a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 128 != 0 || a.k % 128 != 0 || a.max_rows < 0)
+  const int cfg = fp8_config_index(a.config);
+  if (cfg < 0 || a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 128 != 0 || a.k % 128 != 0 || a.max_rows < 0)
     return cudaErrorInvalidValue;
   if (a.a == nullptr || a.a_scale == nullptr || a.w == nullptr || a.w_scale == nullptr || a.out == nullptr ||
       a.counts == nullptr || a.a_offsets == nullptr || a.out_offsets == nullptr || a.scratch == nullptr ||
@@ -264,18 +297,28 @@ cudaError_t launch_cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& a, cudaStre
     return cudaErrorInvalidValue;
   if (a.scratch_bytes < cutlass_fp8_block_scratch_bytes(a.num_groups, a.n, a.k, a.max_rows)) return cudaErrorInvalidValue;
   if (a.max_rows == 0) return cudaSuccess;
-  return run_fp8_block(a, stream);
+  switch (cfg) {
+    case 1: return run_fp8_block_c12(a, stream);
+    case 2: return run_fp8_block_pp64c12(a, stream);
+    default: return run_fp8_block(a, stream);
+  }
 }
 
 size_t cutlass_fp8_row_scratch_bytes(int num_groups) {
-  return cutlass_grouped::scratch_fp8_row(std::max(num_groups, 1));
+  using namespace cutlass_grouped;
+  const int g = std::max(num_groups, 1);
+  return std::max({scratch_fp8_row(g), scratch_fp8_row_c12(g), scratch_fp8_row_pp64c12(g)});
 }
 
-const char* cutlass_fp8_row_gemm_name() { return cutlass_grouped::kFp8RowName; }
+const char* cutlass_fp8_row_gemm_name(CutlassFp8Config config) {
+  const int i = cutlass_grouped::fp8_config_index(config);
+  return i < 0 ? "?" : cutlass_grouped::kFp8RowNames[i];
+}
 
 cudaError_t launch_cutlass_fp8_row_gemm(const CutlassFp8RowArgs& a, cudaStream_t stream) {
   using namespace cutlass_grouped;
-  if (a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 16 != 0 || a.k % 16 != 0 || a.max_rows < 0)
+  const int cfg = fp8_config_index(a.config);
+  if (cfg < 0 || a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 16 != 0 || a.k % 16 != 0 || a.max_rows < 0)
     return cudaErrorInvalidValue;
   if (a.a == nullptr || a.a_scale == nullptr || a.w == nullptr || a.w_scale == nullptr || a.out == nullptr ||
       a.counts == nullptr || a.a_offsets == nullptr || a.out_offsets == nullptr || a.scratch == nullptr)
@@ -285,7 +328,11 @@ cudaError_t launch_cutlass_fp8_row_gemm(const CutlassFp8RowArgs& a, cudaStream_t
     return cudaErrorInvalidValue;
   if (a.scratch_bytes < cutlass_fp8_row_scratch_bytes(a.num_groups)) return cudaErrorInvalidValue;
   if (a.max_rows == 0) return cudaSuccess;
-  return run_fp8_row(a, stream);
+  switch (cfg) {
+    case 1: return run_fp8_row_c12(a, stream);
+    case 2: return run_fp8_row_pp64c12(a, stream);
+    default: return run_fp8_row(a, stream);
+  }
 }
 
 void append_cutlass_grouped_instances(KernelList* out) {
@@ -295,9 +342,15 @@ void append_cutlass_grouped_instances(KernelList* out) {
   append_coop128x256c2(out, kCoopC2Name, kCoopC2Setup);
   append_coop256x128(out, kCoop256Name, kCoop256Setup);
   append_pingpong64x256(out, kPing64Name, kPing64Setup);
+  append_coop128x256c12(out, kCoopC12Name, kCoopC12Setup);
   append_gated(out, kGatedName, kGatedSetup);
-  append_fp8_block(out, kFp8Name);
-  append_fp8_row(out, kFp8RowName);
+  append_fp8_block(out, kFp8Names[0]);
+  append_fp8_block_c12(out, kFp8Names[1]);
+  append_fp8_block_pp64c12(out, kFp8Names[2]);
+  out->push_back({"cutlass_grouped", "cutlass_fp8_block_scales", fp8_scales_kernel_ptr()});
+  append_fp8_row(out, kFp8RowNames[0]);
+  append_fp8_row_c12(out, kFp8RowNames[1]);
+  append_fp8_row_pp64c12(out, kFp8RowNames[2]);
   out->push_back({"cutlass_grouped", std::string(kActName) + "<gated>",
                   reinterpret_cast<const void*>(&grouped_activation_kernel<true>)});
   out->push_back({"cutlass_grouped", std::string(kActName) + "<plain>",

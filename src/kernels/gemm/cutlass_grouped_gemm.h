@@ -33,8 +33,10 @@ enum class CutlassConfig : int {
   kCoop256x128 = 4,      // cooperative, 256 rows x 128 columns per tile (each warpgroup 128x128)
   kPingpong64x256 = 5,   // ping-pong, 64 rows x 256 columns per tile (an expert's last tile pads
                          // at most 63 rows: few rows per expert)
+  kCoop128x256Cluster1x2 = 6,  // kCoop128x256 on 1x2 clusters: the two CTAs compute neighbouring N tiles
+                               // of the same rows, each activation tile multicast to both (not measured)
 };
-inline constexpr int kCutlassConfigs = 5;
+inline constexpr int kCutlassConfigs = 6;
 
 struct CutlassGroupedArgs {
   const void* a = nullptr;            // [rows, K] bf16, 16-byte aligned
@@ -133,6 +135,23 @@ void append_cutlass_grouped_instances(KernelList* out);
 
 namespace fusedmoe::kernels {
 
+// The compiled configurations of the two CUTLASS FP8 GEMMs below (blockwise and row-scaled alike):
+// the tile, the cluster and the kernel schedule. kAuto resolves to cutlass_fp8_auto_config().
+enum class CutlassFp8Config : int {
+  kAuto = 0,
+  kCoop128x128 = 1,               // cooperative 128x128x128 on 1x1 clusters (measured in sessions 10 and 19)
+  kCoop128x128Cluster1x2 = 2,     // the same on 1x2 clusters: the two CTAs of a cluster compute neighbouring
+                                  // N tiles of the same rows, each activation tile loaded once, multicast
+  kPingpong64x128Cluster1x2 = 3,  // ping-pong 64x128x128 on 1x2 clusters: each consumer warpgroup its own
+                                  // tile, one's epilogue under the other's main loop (short-K GEMM2s)
+};
+inline constexpr int kCutlassFp8Configs = 3;
+// kAuto's choice. Not yet measured against the others: the cooperative 128x128 on 1x1 clusters.
+CutlassFp8Config cutlass_fp8_auto_config();
+// Short name of a configuration ("coop 128x128", "coop 128x128 c1x2", "pingpong 64x128 c1x2";
+// kAuto: its resolution's).
+const char* cutlass_fp8_config_brief(CutlassFp8Config config);
+
 // ---- FP8 e4m3 with 128x128 weight blocks and 1x128 activation groups (DeepSeek) ----
 // CUTLASS's sm90 pointer-array blockwise-scaled grouped GEMM (scales applied per 128-K block in
 // fp32 inside the main loop). Its scale layouts differ from ours, so the launch first rewrites them
@@ -156,12 +175,16 @@ struct CutlassFp8BlockArgs {
   int n = 0;                           // multiple of 128
   int k = 0;                           // multiple of 128
   int64_t max_rows = 0;                // host bound of a_offsets[G]
+  CutlassFp8Config config = CutlassFp8Config::kAuto;
   void* scratch = nullptr;             // >= cutlass_fp8_block_scratch_bytes(G, N, K, max_rows), 256-B aligned
   size_t scratch_bytes = 0;
 };
+// Scratch for any configuration.
 size_t cutlass_fp8_block_scratch_bytes(int num_groups, int n, int k, int64_t max_rows);
+// cudaErrorInvalidValue for: N or K not a positive multiple of 128, G < 1, a config out of range, null
+// or unaligned pointers, a_scale_stride < max_rows, scratch too small.
 cudaError_t launch_cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& args, cudaStream_t stream);
-const char* cutlass_fp8_block_gemm_name();
+const char* cutlass_fp8_block_gemm_name(CutlassFp8Config config = CutlassFp8Config::kAuto);
 
 // ---- FP8 e4m3 with "row" scales: per-tensor / per-channel weights, per-tensor / per-token activations ----
 // CUTLASS's sm90 pointer-array FP8 grouped GEMM (fp32 accumulation promoted every 128 K, as the
@@ -185,13 +208,15 @@ struct CutlassFp8RowArgs {
   int n = 0;                           // N: output columns (multiple of 16)
   int k = 0;                           // K: reduction (multiple of 16)
   int64_t max_rows = 0;                // host bound of the rows of a (0: nothing to do)
+  CutlassFp8Config config = CutlassFp8Config::kAuto;
   void* scratch = nullptr;             // device, 256-byte aligned, >= cutlass_fp8_row_scratch_bytes(G)
   size_t scratch_bytes = 0;
 };
+// Scratch for any configuration.
 size_t cutlass_fp8_row_scratch_bytes(int num_groups);
-// cudaErrorInvalidValue for: N or K not a positive multiple of 16, G < 1,
+// cudaErrorInvalidValue for: N or K not a positive multiple of 16, G < 1, a config out of range,
 // null or unaligned pointers, scratch too small; other CUDA errors as the launch reports them.
 cudaError_t launch_cutlass_fp8_row_gemm(const CutlassFp8RowArgs& args, cudaStream_t stream);
-const char* cutlass_fp8_row_gemm_name();
+const char* cutlass_fp8_row_gemm_name(CutlassFp8Config config = CutlassFp8Config::kAuto);
 
 }  // namespace fusedmoe::kernels

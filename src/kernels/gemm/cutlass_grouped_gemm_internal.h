@@ -1,5 +1,5 @@
 // cutlass_grouped_gemm_internal.h — entry points of the CUTLASS configuration files
-// (cutlass_grouped_gemm_{coop,coop_c2,coop256,pingpong,pingpong64,gated}.cu, cutlass_fp8_{block,row}_gemm.cu), used by cutlass_grouped_gemm.cu.
+// (cutlass_grouped_gemm_{coop,coop_c2,coop_c12,coop256,pingpong,pingpong64,gated}.cu, cutlass_fp8_{block,row}_gemm*.cu), used by cutlass_grouped_gemm.cu.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +25,10 @@ cudaError_t run_coop128x256c2(const CutlassGroupedArgs& a, cudaStream_t stream);
 size_t scratch_coop128x256c2(int groups);
 void append_coop128x256c2(KernelList* out, const char* name, const char* setup_name);
 
+cudaError_t run_coop128x256c12(const CutlassGroupedArgs& a, cudaStream_t stream);  // cutlass_grouped_gemm_coop_c12.cu
+size_t scratch_coop128x256c12(int groups);
+void append_coop128x256c12(KernelList* out, const char* name, const char* setup_name);
+
 cudaError_t run_coop256x128(const CutlassGroupedArgs& a, cudaStream_t stream);
 size_t scratch_coop256x128(int groups);
 void append_coop256x128(KernelList* out, const char* name, const char* setup_name);
@@ -39,12 +43,27 @@ void append_gated(KernelList* out, const char* name, const char* setup_name);
 cudaError_t run_gate_up_blocks8(const void* w, void* out, int64_t experts, int n, int k, cudaStream_t stream);
 std::string gated_layout_check();
 
-cudaError_t run_fp8_block(const CutlassFp8BlockArgs& a, cudaStream_t stream);  // cutlass_fp8_block_gemm.cu
+// CutlassFp8Config 1 / 2 / 3: cutlass_fp8_block_gemm.cu / _c12.cu / _pp64c12.cu
+cudaError_t run_fp8_block(const CutlassFp8BlockArgs& a, cudaStream_t stream);
 size_t scratch_fp8_block(int groups, int n, int k, int64_t max_rows);
 void append_fp8_block(KernelList* out, const char* name);
+cudaError_t run_fp8_block_c12(const CutlassFp8BlockArgs& a, cudaStream_t stream);
+size_t scratch_fp8_block_c12(int groups, int n, int k, int64_t max_rows);
+void append_fp8_block_c12(KernelList* out, const char* name);
+cudaError_t run_fp8_block_pp64c12(const CutlassFp8BlockArgs& a, cudaStream_t stream);
+size_t scratch_fp8_block_pp64c12(int groups, int n, int k, int64_t max_rows);
+void append_fp8_block_pp64c12(KernelList* out, const char* name);
+const void* fp8_scales_kernel_ptr();  // the scale re-layout kernel every block configuration launches
 
-cudaError_t run_fp8_row(const CutlassFp8RowArgs& a, cudaStream_t stream);  // cutlass_fp8_row_gemm.cu
+// CutlassFp8Config 1 / 2 / 3: cutlass_fp8_row_gemm.cu / _c12.cu / _pp64c12.cu
+cudaError_t run_fp8_row(const CutlassFp8RowArgs& a, cudaStream_t stream);
 size_t scratch_fp8_row(int groups);
 void append_fp8_row(KernelList* out, const char* name);
+cudaError_t run_fp8_row_c12(const CutlassFp8RowArgs& a, cudaStream_t stream);
+size_t scratch_fp8_row_c12(int groups);
+void append_fp8_row_c12(KernelList* out, const char* name);
+cudaError_t run_fp8_row_pp64c12(const CutlassFp8RowArgs& a, cudaStream_t stream);
+size_t scratch_fp8_row_pp64c12(int groups);
+void append_fp8_row_pp64c12(KernelList* out, const char* name);
 
 }  // namespace fusedmoe::kernels::cutlass_grouped

@@ -1,0 +1,15 @@
+// The CUTLASS FP8 blockwise-scaled grouped GEMM (cutlass_fp8_block_gemm.cuh), cooperative 128x128x128
+// tiles on 1x2 clusters (each activation tile multicast to the two CTAs of neighbouring N tiles): its own
+// translation unit.
+#include "kernels/gemm/cutlass_fp8_block_gemm.cuh"
+#include "kernels/gemm/cutlass_grouped_gemm_internal.h"
+
+namespace fusedmoe::kernels::cutlass_grouped {
+
+cudaError_t run_fp8_block_c12(const CutlassFp8BlockArgs& a, cudaStream_t stream) { return fp8_block_run<Fp8BlockCoop128C12>(a, stream); }
+size_t scratch_fp8_block_c12(int groups, int n, int k, int64_t max_rows) {
+  return fp8_block_scratch<Fp8BlockCoop128C12>(groups, n, k, max_rows);
+}
+void append_fp8_block_c12(KernelList* out, const char* name) { fp8_block_append<Fp8BlockCoop128C12>(out, name); }
+
+}  // namespace fusedmoe::kernels::cutlass_grouped

@@ -1,0 +1,339 @@
+// The CUTLASS FP8 grouped GEMMs (kernels/gemm/cutlass_grouped_gemm.h), every compiled configuration
+// (CutlassFp8Config: cooperative 128x128, the same on 1x2 clusters, ping-pong 64x128 on 1x2
+// clusters), at kernel level against a float64 reference of the quantised math (the same e4m3 bytes
+// and scales): ragged groups (empty first / middle / last, one row, tile heights +- 1, long), N
+// tile counts odd and even (a 1x2 cluster's second CTA past the last N tile), rows read at padded
+// offsets and written packed. Every output element of a group is checked; the rows after the last
+// group must keep their poison. Relative L2 error <= 2e-3 per GEMM (one bf16 rounding of the output:
+// ~1e-3).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fusedmoe/reference.h"
+#include "gpu_test_util.h"
+#include "kernels/gemm/cutlass_grouped_gemm.h"
+
+namespace fm = fusedmoe;
+using fm::gputest::DeviceBuffer;
+using fm::gputest::to_device;
+using fm::gputest::to_host;
+using fm::kernels::CutlassFp8Config;
+
+namespace {
+
+constexpr double kTol = 2e-3;
+
+// Finite e4m3 bytes of N(0, 1) values (saturating at 448; the NaN codes never come out of the
+// rounding).
+uint8_t random_e4m3(std::mt19937_64& rng) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  return fm::ref::float_to_e4m3(nd(rng));
+}
+
+std::vector<float> decode(const std::vector<uint8_t>& q) {
+  std::vector<float> f(q.size());
+  for (size_t i = 0; i < q.size(); ++i) f[i] = fm::ref::e4m3_to_float(q[i]);
+  return f;
+}
+
+float log_uniform(std::mt19937_64& rng, double lo, double hi) {
+  std::uniform_real_distribution<double> u(std::log(lo), std::log(hi));
+  return static_cast<float>(std::exp(u(rng)));
+}
+
+struct Groups {
+  std::vector<int32_t> counts, a_off, o_off;  // a_off: G + 1 padded offsets (rows of 8, a gap of 8)
+  int64_t a_rows = 0, o_rows = 0;
+};
+
+Groups make_groups(const std::vector<int32_t>& counts) {
+  Groups g;
+  g.counts = counts;
+  for (int32_t c : counts) {
+    g.a_off.push_back(static_cast<int32_t>(g.a_rows));
+    g.o_off.push_back(static_cast<int32_t>(g.o_rows));
+    g.a_rows += (c + 7) / 8 * 8 + 8;
+    g.o_rows += c;
+  }
+  g.a_off.push_back(static_cast<int32_t>(g.a_rows));
+  g.o_off.push_back(static_cast<int32_t>(g.o_rows));
+  return g;
+}
+
+// Relative L2 error of the GPU's rows against `ref` ([o_rows, n] doubles); the rows after the last
+// group (4 of them) must still hold the poison.
+double compare(const std::vector<uint16_t>& got, const std::vector<double>& ref, int64_t o_rows, int n) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < o_rows * n; ++i) {
+    const double v = fm::ref::bf16_to_float(got[static_cast<size_t>(i)]);
+    if (!std::isfinite(v)) {
+      ADD_FAILURE() << "row " << i / n << " col " << i % n << " unwritten or not finite";
+      return 1.0;
+    }
+    num += (v - ref[static_cast<size_t>(i)]) * (v - ref[static_cast<size_t>(i)]);
+    den += ref[static_cast<size_t>(i)] * ref[static_cast<size_t>(i)];
+  }
+  for (size_t i = static_cast<size_t>(o_rows) * n; i < got.size(); ++i)
+    if (got[i] != 0xFFFF) {
+      ADD_FAILURE() << "written past the last group's rows";
+      break;
+    }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// Blockwise: activation scales [K/128, stride] in padded row order, weight scales [G, N/128, K/128]
+// float32 or UE8M0 bytes.
+void check_block(int n, int k, const std::vector<int32_t>& counts, bool ue8m0) {
+  const uint64_t seed = fm::gputest::test_seed();
+  SCOPED_TRACE("N=" + std::to_string(n) + " K=" + std::to_string(k) + (ue8m0 ? " ue8m0" : " f32") +
+               " seed=" + std::to_string(seed));
+  const Groups gr = make_groups(counts);
+  const int groups = static_cast<int>(counts.size()), kb_n = k / 128, nb_n = n / 128;
+  const int64_t stride = (gr.a_rows + 3) / 4 * 4;
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> a(static_cast<size_t>(gr.a_rows) * k), w(static_cast<size_t>(groups) * n * k);
+  for (auto& v : a) v = random_e4m3(rng);
+  for (auto& v : w) v = random_e4m3(rng);
+  std::vector<float> sa(static_cast<size_t>(kb_n) * stride, 0.f), sw_f(static_cast<size_t>(groups) * nb_n * kb_n);
+  std::vector<uint8_t> sw_b(sw_f.size());
+  for (auto& v : sa) v = log_uniform(rng, 1e-3, 10.0);
+  for (size_t i = 0; i < sw_f.size(); ++i) {
+    if (ue8m0) {
+      sw_b[i] = fm::ref::float_to_ue8m0(log_uniform(rng, 1e-8, 1e4));
+      sw_f[i] = fm::ref::ue8m0_to_float(sw_b[i]);
+    } else {
+      sw_f[i] = log_uniform(rng, 1e-8, 1e4);
+    }
+  }
+  // float64 reference of the quantised math, per output row of each group
+  const std::vector<float> af = decode(a), wf = decode(w);
+  std::vector<double> ref(static_cast<size_t>(gr.o_rows) * n);
+  for (int g = 0; g < groups; ++g)
+    for (int i = 0; i < counts[g]; ++i) {
+      const int64_t r = gr.a_off[g] + i;
+      for (int c = 0; c < n; ++c) {
+        double acc = 0;
+        for (int kb = 0; kb < kb_n; ++kb) {
+          double part = 0;
+          for (int j = kb * 128; j < kb * 128 + 128; ++j)
+            part += double(af[static_cast<size_t>(r) * k + j]) * wf[(static_cast<size_t>(g) * n + c) * k + j];
+          acc += part * sa[static_cast<size_t>(kb) * stride + r] *
+                 sw_f[(static_cast<size_t>(g) * nb_n + c / 128) * kb_n + kb];
+        }
+        ref[static_cast<size_t>(gr.o_off[g] + i) * n + c] = acc;
+      }
+    }
+  DeviceBuffer da = to_device(a), dw = to_device(w), dsa = to_device(sa), dc = to_device(counts),
+               dao = to_device(gr.a_off), doo = to_device(gr.o_off);
+  DeviceBuffer dsw = ue8m0 ? to_device(sw_b) : to_device(sw_f);
+  DeviceBuffer out(static_cast<size_t>(gr.o_rows + 4) * n * 2);
+  DeviceBuffer scratch(fm::kernels::cutlass_fp8_block_scratch_bytes(groups, n, k, gr.a_rows));
+  for (int c = 1; c <= fm::kernels::kCutlassFp8Configs; ++c) {
+    const auto cfg = static_cast<CutlassFp8Config>(c);
+    out.poison();
+    fm::kernels::CutlassFp8BlockArgs args;
+    args.a = da.get();
+    args.a_scale = dsa.as<float>();
+    args.a_scale_stride = stride;
+    args.w = dw.get();
+    args.w_scale = dsw.get();
+    args.w_scale_ue8m0 = ue8m0;
+    args.out = out.get();
+    args.counts = dc.as<int32_t>();
+    args.a_offsets = dao.as<int32_t>();
+    args.out_offsets = doo.as<int32_t>();
+    args.num_groups = groups;
+    args.n = n;
+    args.k = k;
+    args.max_rows = gr.a_rows;
+    args.config = cfg;
+    args.scratch = scratch.get();
+    args.scratch_bytes = scratch.bytes();
+    ASSERT_EQ(fm::kernels::launch_cutlass_fp8_block_gemm(args, nullptr), cudaSuccess);
+    FM_CUDA_CHECK(cudaDeviceSynchronize());
+    const double err =
+        compare(to_host<uint16_t>(out.get(), static_cast<size_t>(gr.o_rows + 4) * n), ref, gr.o_rows, n);
+    std::printf("[ cutlass  ] %-70s N=%-5d K=%-5d groups %-3d rows %-6lld rel_err %.3e\n",
+                fm::kernels::cutlass_fp8_block_gemm_name(cfg), n, k, groups, static_cast<long long>(gr.o_rows), err);
+    EXPECT_LE(err, kTol) << fm::kernels::cutlass_fp8_block_gemm_name(cfg);
+  }
+}
+
+// Row-scaled: activation scales per token (padded row order, a_offsets[g] the first of group g) or
+// one value; weight scales per output channel [G, N] or one per group.
+void check_row(int n, int k, const std::vector<int32_t>& counts, bool per_token, bool per_channel) {
+  const uint64_t seed = fm::gputest::test_seed();
+  SCOPED_TRACE("N=" + std::to_string(n) + " K=" + std::to_string(k) + (per_token ? " per-token" : " per-tensor") +
+               (per_channel ? " per-channel" : " per-tensor") + " seed=" + std::to_string(seed));
+  const Groups gr = make_groups(counts);
+  const int groups = static_cast<int>(counts.size());
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> a(static_cast<size_t>(gr.a_rows) * k), w(static_cast<size_t>(groups) * n * k);
+  for (auto& v : a) v = random_e4m3(rng);
+  for (auto& v : w) v = random_e4m3(rng);
+  std::vector<float> sa(per_token ? static_cast<size_t>(gr.a_rows) : 1),
+      sw(per_channel ? static_cast<size_t>(groups) * n : static_cast<size_t>(groups));
+  for (auto& v : sa) v = log_uniform(rng, 1e-3, 10.0);
+  for (auto& v : sw) v = log_uniform(rng, 1e-8, 1e4);
+  const std::vector<float> af = decode(a), wf = decode(w);
+  std::vector<double> ref(static_cast<size_t>(gr.o_rows) * n);
+  for (int g = 0; g < groups; ++g)
+    for (int i = 0; i < counts[g]; ++i) {
+      const int64_t r = gr.a_off[g] + i;
+      for (int c = 0; c < n; ++c) {
+        double acc = 0;
+        for (int j = 0; j < k; ++j)
+          acc += double(af[static_cast<size_t>(r) * k + j]) * wf[(static_cast<size_t>(g) * n + c) * k + j];
+        const double s_a = per_token ? sa[static_cast<size_t>(r)] : sa[0];
+        const double s_w = per_channel ? sw[static_cast<size_t>(g) * n + c] : sw[static_cast<size_t>(g)];
+        ref[static_cast<size_t>(gr.o_off[g] + i) * n + c] = acc * s_a * s_w;
+      }
+    }
+  DeviceBuffer da = to_device(a), dw = to_device(w), dsa = to_device(sa), dsw = to_device(sw), dc = to_device(counts),
+               dao = to_device(gr.a_off), doo = to_device(gr.o_off);
+  DeviceBuffer out(static_cast<size_t>(gr.o_rows + 4) * n * 2);
+  DeviceBuffer scratch(fm::kernels::cutlass_fp8_row_scratch_bytes(groups));
+  for (int c = 1; c <= fm::kernels::kCutlassFp8Configs; ++c) {
+    const auto cfg = static_cast<CutlassFp8Config>(c);
+    out.poison();
+    fm::kernels::CutlassFp8RowArgs args;
+    args.a = da.get();
+    args.a_scale = dsa.as<float>();
+    args.a_scale_per_token = per_token;
+    args.w = dw.get();
+    args.w_scale = dsw.as<float>();
+    args.w_scale_per_channel = per_channel;
+    args.out = out.get();
+    args.counts = dc.as<int32_t>();
+    args.a_offsets = dao.as<int32_t>();
+    args.out_offsets = doo.as<int32_t>();
+    args.num_groups = groups;
+    args.n = n;
+    args.k = k;
+    args.max_rows = gr.a_rows;
+    args.config = cfg;
+    args.scratch = scratch.get();
+    args.scratch_bytes = scratch.bytes();
+    ASSERT_EQ(fm::kernels::launch_cutlass_fp8_row_gemm(args, nullptr), cudaSuccess);
+    FM_CUDA_CHECK(cudaDeviceSynchronize());
+    const double err =
+        compare(to_host<uint16_t>(out.get(), static_cast<size_t>(gr.o_rows + 4) * n), ref, gr.o_rows, n);
+    std::printf("[ cutlass  ] %-70s N=%-5d K=%-5d groups %-3d rows %-6lld rel_err %.3e\n",
+                fm::kernels::cutlass_fp8_row_gemm_name(cfg), n, k, groups, static_cast<long long>(gr.o_rows), err);
+    EXPECT_LE(err, kTol) << fm::kernels::cutlass_fp8_row_gemm_name(cfg);
+  }
+}
+
+const std::vector<int32_t> kRagged = {0, 1, 127, 128, 129, 0, 300, 7, 255, 257, 64, 63, 65, 0};
+
+}  // namespace
+
+TEST(CutlassFp8Gemm, BlockwiseEveryConfigRaggedGroups) {
+  check_block(256, 512, kRagged, false);   // 2 N tiles
+  check_block(384, 256, kRagged, true);    // 3 N tiles: a 1x2 cluster's second CTA past the last one
+  check_block(128, 1024, {513, 0, 1, 64}, false);  // 1 N tile, long K
+}
+
+TEST(CutlassFp8Gemm, RowScaledEveryConfigRaggedGroups) {
+  check_row(256, 512, kRagged, true, true);
+  check_row(272, 208, kRagged, false, false);  // N 2.1 tiles (3, odd), K 1.6 steps: partial tiles
+  check_row(400, 128, {513, 0, 1, 64}, true, false);
+  check_row(128, 1040, {0, 200, 17}, false, true);
+}
+
+TEST(CutlassFp8Gemm, RejectsAConfigOutOfRange) {
+  DeviceBuffer buf(1 << 16), scratch(fm::kernels::cutlass_fp8_row_scratch_bytes(4) +
+                                     fm::kernels::cutlass_fp8_block_scratch_bytes(4, 128, 128, 64));
+  fm::kernels::CutlassFp8RowArgs r;
+  r.a = r.w = buf.get();
+  r.a_scale = r.w_scale = buf.as<float>();
+  r.out = buf.get();
+  r.counts = r.a_offsets = r.out_offsets = buf.as<int32_t>();
+  r.num_groups = 4;
+  r.n = r.k = 128;
+  r.max_rows = 64;
+  r.scratch = scratch.get();
+  r.scratch_bytes = scratch.bytes();
+  r.config = static_cast<CutlassFp8Config>(fm::kernels::kCutlassFp8Configs + 1);
+  EXPECT_EQ(fm::kernels::launch_cutlass_fp8_row_gemm(r, nullptr), cudaErrorInvalidValue);
+  fm::kernels::CutlassFp8BlockArgs b;
+  b.a = b.w = b.w_scale = buf.get();
+  b.a_scale = buf.as<float>();
+  b.a_scale_stride = 64;
+  b.out = buf.get();
+  b.counts = b.a_offsets = b.out_offsets = buf.as<int32_t>();
+  b.num_groups = 4;
+  b.n = b.k = 128;
+  b.max_rows = 64;
+  b.scratch = scratch.get();
+  b.scratch_bytes = scratch.bytes();
+  b.config = static_cast<CutlassFp8Config>(-1);
+  EXPECT_EQ(fm::kernels::launch_cutlass_fp8_block_gemm(b, nullptr), cudaErrorInvalidValue);
+  cudaGetLastError();
+}
+
+// Informational (prints, asserts only that the launches succeed): each blockwise configuration at
+// dsv3-tp8's two GEMM shapes at 16384 tokens (131072 rows in 256 equal groups; GEMM1 N = 512,
+// K = 7168; GEMM2 N = 7168, K = 256), constant data, the median of 5 timed launches after 2. The
+// layer benchmark (`bench --suite layer`, FUSEDMOE_CUTLASS_FP8_CONFIG) times them on real data.
+TEST(CutlassFp8Timing, BlockwiseConfigsAtDsv3Shapes) {
+  constexpr int64_t kRows = 131072;
+  constexpr int kGroups = 256;
+  cudaEvent_t e0, e1;
+  FM_CUDA_CHECK(cudaEventCreate(&e0));
+  FM_CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<int32_t> counts(kGroups, static_cast<int32_t>(kRows / kGroups)), offs(kGroups + 1);
+  for (int g = 0; g <= kGroups; ++g) offs[g] = static_cast<int32_t>(g * (kRows / kGroups));
+  DeviceBuffer dc = to_device(counts), doff = to_device(offs);
+  for (const auto& [n, k] : {std::pair<int, int>{512, 7168}, std::pair<int, int>{7168, 256}}) {
+    DeviceBuffer a(static_cast<size_t>(kRows) * k), w(static_cast<size_t>(kGroups) * n * k),
+        out(static_cast<size_t>(kRows) * n * 2), sa(static_cast<size_t>(k / 128) * kRows * 4),
+        sw(static_cast<size_t>(kGroups) * (n / 128) * (k / 128) * 4);
+    FM_CUDA_CHECK(cudaMemset(a.get(), 0x30, a.bytes()));  // e4m3 0x30 = 0.5
+    FM_CUDA_CHECK(cudaMemset(w.get(), 0x30, w.bytes()));
+    FM_CUDA_CHECK(cudaMemset(sa.get(), 0x3c, sa.bytes()));  // float 0x3c3c3c3c ~ 0.0115
+    FM_CUDA_CHECK(cudaMemset(sw.get(), 0x3c, sw.bytes()));
+    DeviceBuffer scratch(fm::kernels::cutlass_fp8_block_scratch_bytes(kGroups, n, k, kRows));
+    for (int c = 1; c <= fm::kernels::kCutlassFp8Configs; ++c) {
+      fm::kernels::CutlassFp8BlockArgs args;
+      args.a = a.get();
+      args.a_scale = sa.as<float>();
+      args.a_scale_stride = kRows;
+      args.w = w.get();
+      args.w_scale = sw.get();
+      args.out = out.get();
+      args.counts = dc.as<int32_t>();
+      args.a_offsets = args.out_offsets = doff.as<int32_t>();
+      args.num_groups = kGroups;
+      args.n = n;
+      args.k = k;
+      args.max_rows = kRows;
+      args.config = static_cast<CutlassFp8Config>(c);
+      args.scratch = scratch.get();
+      args.scratch_bytes = scratch.bytes();
+      std::vector<float> ms;
+      for (int it = 0; it < 7; ++it) {
+        FM_CUDA_CHECK(cudaEventRecord(e0));
+        ASSERT_EQ(fm::kernels::launch_cutlass_fp8_block_gemm(args, nullptr), cudaSuccess);
+        FM_CUDA_CHECK(cudaEventRecord(e1));
+        FM_CUDA_CHECK(cudaEventSynchronize(e1));
+        float t = 0;
+        FM_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+        if (it > 1) ms.push_back(t);
+      }
+      std::sort(ms.begin(), ms.end());
+      const double us = ms[ms.size() / 2] * 1e3;
+      std::printf("[ cutlass  ] timing %-70s rows %lld N %d K %d: %.1f us, %.0f TFLOP/s\n",
+                  fm::kernels::cutlass_fp8_block_gemm_name(args.config), static_cast<long long>(kRows), n, k, us,
+                  2.0 * kRows * n * k / (us * 1e-6) / 1e12);
+    }
+  }
+  FM_CUDA_CHECK(cudaEventDestroy(e0));
+  FM_CUDA_CHECK(cudaEventDestroy(e1));
+}
