@@ -451,8 +451,8 @@ static bool g_zero_bias = false;
 // (MoeTensors::w1_packed / w2_packed, pack_weights), which the default then uses; the variant
 // "packed off" times the 2D weight boxes of the same call.
 static bool g_packed = false;
-// --fused-act (layer suite): BF16 cases with gate and up as W1's halves also get
-// MoeTensors::w1_gate_up_blocks (pack_gate_up_blocks); the variants force
+// --fused-act (layer suite): BF16 and FP8 128x128-block cases with gate and up as W1's halves also
+// get MoeTensors::w1_gate_up_blocks (pack_gate_up_blocks); the variants force
 // ForwardOptions::fused_activation on and off (the CUTLASS GEMM1 with the activation in its epilogue).
 static bool g_fused_act = false;
 
@@ -524,7 +524,9 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
       std::fprintf(stderr, "bench: pack_weights failed for %s\n", c.name.c_str());
       return false;
     }
-    const bool gate_up_blocks = g_fused_act && !fp8 && p.quant.weight.format == fm::WeightFormat::kBF16 &&
+    const bool fp8_blocks = p.quant.weight.format == fm::WeightFormat::kFP8E4M3 &&
+                            p.quant.weight.granularity == fm::ScaleGranularity::kBlock;
+    const bool gate_up_blocks = g_fused_act && (p.quant.weight.format == fm::WeightFormat::kBF16 || fp8_blocks) &&
                                 p.activation.gated() && !p.activation.interleaved;
     Buf w1b(gate_up_blocks ? w1_bytes : 16);
     if (gate_up_blocks && !fm::pack_gate_up_blocks(p, w1.p, w1b.p, s).ok()) {

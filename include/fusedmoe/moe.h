@@ -212,7 +212,10 @@ struct ForwardOptions {
   // its cooperative 128x256 tile (the fused kernel's); off otherwise. H200, session 43: GEMM1 +
   // activation 1-10 % faster at 12 of 12 such prefill points (mixtral-tp2 at 16384 tokens 6571 ->
   // 6155 us, layer 75.0 -> 77.2 % of the floor); on qwen235-tp8 (2N = 384) the layer was slower at
-  // 4096 and 16384 tokens; bench --fused-act compares.
+  // 4096 and 16384 tokens; bench --fused-act compares. FP8 e4m3 with 128x128 blocks (session 46):
+  // forced on, CUTLASS's blockwise GEMM1 does the same (W1 from MoeTensors::w1_gate_up_blocks in
+  // e4m3 for split halves, one weight scale per 8 rows re-laid from w1_scale per call) and H is then
+  // quantised as before; auto off (built and tested, not yet measured). Other FP8 schemes: off.
   Toggle fused_activation = Toggle::kAuto;
   // Benchmarking aid: stop after this stage (kDispatch: route + plan + permute; kGemm1; kGemm2;
   // kAll: the whole layer). The output is left unwritten when it stops early; timing prefixes
@@ -264,12 +267,13 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
 Status packed_weights_size(const MoeProblem& p, int gemm, size_t* bytes);
 Status pack_weights(const MoeProblem& p, int gemm, const void* w, void* packed, Stream stream);
 
-// MoeTensors::w1_gate_up_blocks: for BF16 weights with a gated activation that is not interleaved,
-// W1's rows of each expert reordered into alternating blocks of 8 gate and 8 up rows (out row
-// 16b + q = gate row 8b + q for q < 8, up row 8b + q - 8 otherwise), written to `out` on `stream`:
-// a one-off at load time (one kernel; no allocation). `out` holds w1's bytes (weight_experts() x 2N
-// x K bf16), 16-byte aligned, and must not overlap w1. Errors: other weight formats or activations,
-// null, misaligned or overlapping pointers.
+// MoeTensors::w1_gate_up_blocks: for BF16 weights, or FP8 e4m3 weights with 128x128 blocks, with a
+// gated activation that is not interleaved, W1's rows of each expert reordered into alternating
+// blocks of 8 gate and 8 up rows (out row 16b + q = gate row 8b + q for q < 8, up row 8b + q - 8
+// otherwise), written to `out` on `stream`: a one-off at load time (one kernel; no allocation).
+// `out` holds w1's bytes (weight_experts() x 2N x K elements: bf16 or e4m3), 16-byte aligned, and
+// must not overlap w1; FP8 scales stay w1_scale as they are. Errors: other weight formats or
+// activations, null, misaligned or overlapping pointers.
 Status pack_gate_up_blocks(const MoeProblem& p, const void* w1, void* out, Stream stream);
 
 // The plan forward() would run for p, and why (backend, kernels, tiles), as text.

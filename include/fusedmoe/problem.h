@@ -83,11 +83,12 @@ struct MoeTensors {
   // w1 / w2 stay required: the normal tiles and the CUTLASS backend (prefill) read them.
   const void* w1_packed = nullptr;
   const void* w2_packed = nullptr;
-  // Optional, BF16 weights with a gated activation whose gate and up rows are W1's two halves (not
-  // `interleaved`): the same rows alternating in blocks of 8 (gate 0-7, up 0-7, gate 8-15, up 8-15,
-  // ...), written once by pack_gate_up_blocks() (moe.h), w1's size, 16-byte aligned. The CUTLASS
-  // backend's GEMM1 reads it to apply the activation in its epilogue (ForwardOptions::
-  // fused_activation). w1 stays required (every other GEMM1 reads it).
+  // Optional, BF16 (or FP8 e4m3 128x128-block) weights with a gated activation whose gate and up rows
+  // are W1's two halves (not `interleaved`): the same rows alternating in blocks of 8 (gate 0-7, up
+  // 0-7, gate 8-15, up 8-15, ...), written once by pack_gate_up_blocks() (moe.h), w1's size, 16-byte
+  // aligned. The CUTLASS backend's GEMM1 reads it to apply the activation in its epilogue
+  // (ForwardOptions::fused_activation); FP8 keeps w1_scale in the checkpoint's order. w1 stays
+  // required (every other GEMM1 reads it).
   const void* w1_gate_up_blocks = nullptr;
 
   void* out = nullptr;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <type_traits>
 
 #include "core/check.h"
 #include "core/stages.h"
@@ -251,14 +252,18 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
     *why << "    (not applicable: BF16 x and weights, and not with cutlass_gemm2)\n";
   // The activation in the CUTLASS GEMM1's epilogue (split gate / up halves: MoeTensors::
   // w1_gate_up_blocks, checked by forward(), which has the tensors)
-  const bool fused_act_ok = bf16_weights && p.act_dtype == DType::kBFloat16 && !r.cutlass_gemm2;
+  // (FP8 128x128 blocks: CUTLASS's blockwise GEMM1 with the same epilogue, forced only until measured)
+  const bool fp8_blocks = fp8_weights && p.quant.weight.granularity == ScaleGranularity::kBlock;
+  const bool fused_act_ok = (bf16_weights && p.act_dtype == DType::kBFloat16 && !r.cutlass_gemm2) || fp8_blocks;
   r.fused_activation = pick("fused_activation", o.fused_activation, false,
-                            "auto: forward() turns it on where the CUTLASS backend runs the layer, "
-                            "MoeTensors::w1_gate_up_blocks is given and CUTLASS's GEMM1 would run its 128x256 tile "
-                            "over whole 256-row tiles of W1 (measured faster there)") &&
+                            fp8_blocks ? "auto: off for FP8 128x128 blocks (built, not yet measured); forced on it "
+                                         "applies where the CUTLASS backend runs the layer"
+                                       : "auto: forward() turns it on where the CUTLASS backend runs the layer, "
+                                         "MoeTensors::w1_gate_up_blocks is given and CUTLASS's GEMM1 would run its "
+                                         "128x256 tile over whole 256-row tiles of W1 (measured faster there)") &&
                        fused_act_ok;
   if (why && o.fused_activation == Toggle::kOn && !fused_act_ok)
-    *why << "    (not applicable: BF16 x and weights, and not with cutlass_gemm2)\n";
+    *why << "    (not applicable: BF16 x and weights or FP8 128x128 blocks, and not with cutlass_gemm2)\n";
   if (why && r.fused_activation && p.activation.gated() && !p.activation.interleaved)
     *why << "    (reads MoeTensors::w1_gate_up_blocks: pack_gate_up_blocks())\n";
   return r;
@@ -497,10 +502,41 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     f.config = cutlass_fp8_override().gemm1;
     f.scratch = base + w.cutlass_scratch.offset;
     f.scratch_bytes = half;
-    cudaError_t e = launch(f, stream);
-    FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM1: " << cudaGetErrorString(e));
-    e = activation();
-    FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
+    cudaError_t e = cudaSuccess;
+    if constexpr (std::is_same_v<decltype(f), kernels::CutlassFp8BlockArgs>) {
+      if (fused_activation) {
+        // GEMM1 writes H itself (bf16): b1 and the activation in its epilogue, W1 with gate / up in
+        // blocks of 8 where they are W1's halves (checked by forward()); then H is quantised below
+        const bool blocks = p.activation.gated() && !p.activation.interleaved;
+        kernels::CutlassFp8GatedArgs c;
+        c.a = f.a;
+        c.a_scale = f.a_scale;
+        c.a_scale_stride = f.a_scale_stride;
+        c.w = blocks ? t.w1_gate_up_blocks : t.w1;
+        c.w_scale = t.w1_scale;
+        c.w_scale_ue8m0 = f.w_scale_ue8m0;
+        c.out = inter;  // H [R_pad, N], padded row order
+        c.bias = p.has_expert_bias ? t.b1 : nullptr;
+        c.counts = r.counts;
+        c.a_offsets = r.padded_offsets;
+        c.out_offsets = r.padded_offsets;
+        c.num_groups = r.num_groups;
+        c.n = p.intermediate;
+        c.k = p.hidden;
+        c.activation = p.activation;
+        c.max_rows = r.act_rows;
+        c.scratch = f.scratch;
+        c.scratch_bytes = half;
+        e = kernels::launch_cutlass_fp8_gated_gemm1(c, stream);
+        FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM1 with the activation: " << cudaGetErrorString(e));
+      }
+    }
+    if (!fused_activation) {
+      e = launch(f, stream);
+      FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM1: " << cudaGetErrorString(e));
+      e = activation();
+      FM_REQUIRE(e == cudaSuccess, kCudaError, "activation: " << cudaGetErrorString(e));
+    }
     if (options.stop_after == Stage::kGemm1) return Status::Ok();
     e = quantise_intermediate(p, t, r, r.act_rows, w, base, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "quantise the intermediate: " << cudaGetErrorString(e));
@@ -623,7 +659,7 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
     const bool ping = ro.pingpong_gemm2 && detail::WorkspaceLayout::plan(p).holds_cutlass_rows(p, 128);
     o.tile_m = ping ? 128 : detail::kCutlassTileRows;
     o.group_scales_by_token = false;  // FP8 blocks: row-order scales, re-laid for CUTLASS per group
-    // (BF16 only: resolve() turns fused_activation off for FP8)
+    // (FP8: forced only, and only with 128x128 blocks; resolve() turns it off otherwise)
     const bool fused_act = fused_activation_runs(p, options, ro, t.w1_gate_up_blocks != nullptr);
     FM_REQUIRE(!fused_act || !p.activation.gated() || p.activation.interleaved || t.w1_gate_up_blocks != nullptr,
                kInvalidArgument,
@@ -883,10 +919,18 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
                    ? "; overridden by FUSEDMOE_CUTLASS_FP8_CONFIG"
                    : "")
            << ")\n";
+        const bool fused = block && ro.fused_activation;  // (FP8: forced only)
         os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
-           << ", permute + e4m3 quantise, " << fp8_name(fo.gemm1)
-           << (block ? " (GEMM1; scales re-laid per group)" : " (GEMM1; scales in the epilogue)")
-           << ", grouped_activation, quantise the intermediate, " << fp8_name(fo.gemm2) << " (GEMM2), combine\n";
+           << ", permute + e4m3 quantise, "
+           << (fused ? std::string(kernels::cutlass_fp8_gated_gemm1_name()) +
+                           (p.activation.gated() && !p.activation.interleaved
+                                ? " (GEMM1 over MoeTensors::w1_gate_up_blocks, b1 and the activation in its epilogue: "
+                                  "ForwardOptions::fused_activation)"
+                                : " (GEMM1, b1 and the activation in its epilogue: ForwardOptions::fused_activation)")
+                     : std::string(fp8_name(fo.gemm1)) +
+                           (block ? " (GEMM1; scales re-laid per group), grouped_activation"
+                                  : " (GEMM1; scales in the epilogue), grouped_activation"))
+           << ", quantise the intermediate, " << fp8_name(fo.gemm2) << " (GEMM2), combine\n";
         return os.str();
       }
       if (ro.cutlass_gemm2) {
@@ -1027,14 +1071,18 @@ Status pack_weights(const MoeProblem& p, int gemm, const void* w, void* packed, 
 
 Status pack_gate_up_blocks(const MoeProblem& p, const void* w1, void* out, Stream stream) {
   FM_TRY(validate(p));
-  FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16, kUnsupported,
-             "pack_gate_up_blocks: BF16 weights only (weight format " << to_string(p.quant.weight.format) << ")");
+  const bool fp8_blocks = p.quant.weight.format == WeightFormat::kFP8E4M3 &&
+                          p.quant.weight.granularity == ScaleGranularity::kBlock;
+  FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16 || fp8_blocks, kUnsupported,
+             "pack_gate_up_blocks: BF16 weights or FP8 e4m3 with 128x128 blocks only (weight format "
+                 << to_string(p.quant.weight.format) << ")");
+  const int elem_bytes = fp8_blocks ? 1 : 2;
   FM_REQUIRE(p.activation.gated() && !p.activation.interleaved, kUnsupported,
              "pack_gate_up_blocks: for gated activations with gate and up as W1's two halves (activation "
                  << to_string(p.activation.kind) << (p.activation.interleaved ? ", interleaved" : "") << ")");
   FM_REQUIRE(w1 != nullptr && reinterpret_cast<uintptr_t>(w1) % 16 == 0, kMisaligned, "w1 must be non-null and 16-byte aligned");
   FM_REQUIRE(out != nullptr && reinterpret_cast<uintptr_t>(out) % 16 == 0, kMisaligned, "out must be non-null and 16-byte aligned");
-  const uintptr_t bytes = static_cast<uintptr_t>(p.weight_experts()) * 2 * p.intermediate * p.hidden * 2;
+  const uintptr_t bytes = static_cast<uintptr_t>(p.weight_experts()) * 2 * p.intermediate * p.hidden * elem_bytes;
   const uintptr_t a = reinterpret_cast<uintptr_t>(w1), b = reinterpret_cast<uintptr_t>(out);
   FM_REQUIRE(a + bytes <= b || b + bytes <= a, kInvalidArgument, "pack_gate_up_blocks: out overlaps w1");
 #if !defined(FUSEDMOE_WITH_CUDA)
@@ -1043,7 +1091,7 @@ Status pack_gate_up_blocks(const MoeProblem& p, const void* w1, void* out, Strea
 #else
   FM_TRY(detail::check_device());
   const cudaError_t e = kernels::launch_gate_up_blocks8(w1, out, p.weight_experts(), static_cast<int>(p.intermediate),
-                                                        static_cast<int>(p.hidden), stream);
+                                                        static_cast<int>(p.hidden), stream, elem_bytes);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "pack_gate_up_blocks: " << cudaGetErrorString(e));
   return Status::Ok();
 #endif

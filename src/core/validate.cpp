@@ -185,10 +185,12 @@ Status validate(const MoeProblem& p, const MoeTensors& t) {
   FM_TRY(check_ptr(t.w1, "w1", 16));
   FM_TRY(check_ptr(t.w2, "w2", 16));
   if (t.w1_gate_up_blocks != nullptr) {
-    FM_REQUIRE(p.quant.weight.format == WeightFormat::kBF16 && p.activation.gated() && !p.activation.interleaved,
-               kUnsupported,
-               "w1_gate_up_blocks: for BF16 weights with a gated activation whose gate and up are W1's halves "
-               "(pack_gate_up_blocks)");
+    const bool formats = p.quant.weight.format == WeightFormat::kBF16 ||
+                         (p.quant.weight.format == WeightFormat::kFP8E4M3 &&
+                          p.quant.weight.granularity == ScaleGranularity::kBlock);
+    FM_REQUIRE(formats && p.activation.gated() && !p.activation.interleaved, kUnsupported,
+               "w1_gate_up_blocks: for BF16 or FP8 128x128-block weights with a gated activation whose gate and up "
+               "are W1's halves (pack_gate_up_blocks)");
     FM_TRY(check_ptr(t.w1_gate_up_blocks, "w1_gate_up_blocks", 16));
   }
   if (t.w1_packed != nullptr || t.w2_packed != nullptr) {

@@ -82,15 +82,18 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
   const int64_t hq_rows = static_cast<int64_t>(rows_pad);
   w.hq_partials = b.take(hq ? size_t(kernels::fp8_hq_partials_floats(hq_rows, p.intermediate, p.activation.gated())) * 4 : 0);
   w.hq_counters = b.take(hq ? size_t(kernels::fp8_hq_counter_words(hq_rows, p.intermediate, p.quant.act)) * 4 : 0);
-  // (one half per GEMM; FP8 blocks: also the re-laid scales of the larger of the two GEMMs)
+  // (one half per GEMM; FP8 blocks: also the re-laid scales of the largest of the GEMMs)
   const int gi = static_cast<int>(groups);
   const size_t fp8_half =
       fp8_row ? kernels::cutlass_fp8_row_scratch_bytes(gi)
       : fp8_block && p.hidden % 128 == 0 && p.intermediate % 128 == 0
-          ? std::max(kernels::cutlass_fp8_block_scratch_bytes(gi, static_cast<int>(r1), p.hidden,
-                                                              static_cast<int64_t>(rows_pad_cutlass)),
-                     kernels::cutlass_fp8_block_scratch_bytes(gi, p.hidden, p.intermediate,
-                                                              static_cast<int64_t>(rows_pad_cutlass)))
+          ? std::max({kernels::cutlass_fp8_block_scratch_bytes(gi, static_cast<int>(r1), p.hidden,
+                                                               static_cast<int64_t>(rows_pad_cutlass)),
+                      kernels::cutlass_fp8_block_scratch_bytes(gi, p.hidden, p.intermediate,
+                                                               static_cast<int64_t>(rows_pad_cutlass)),
+                      // GEMM1 with the activation in its epilogue (ForwardOptions::fused_activation)
+                      kernels::cutlass_fp8_gated_scratch_bytes(gi, static_cast<int>(p.intermediate), p.hidden,
+                                                               static_cast<int64_t>(rows_pad_cutlass), p.activation)})
           : 0;
   w.cutlass_scratch = b.take(bf16_weights ? 2 * kernels::cutlass_grouped_scratch_bytes(gi) : 2 * fp8_half);
 #endif

@@ -72,8 +72,16 @@ TEST(FusedActivation, SwitchResolution) {
   fm::MoeProblem f = p;
   f.quant = fm::QuantScheme::fp8_per_channel();
   EXPECT_FALSE(fm::resolve_options(f, on).fused_activation);
-  EXPECT_NE(fm::resolve_options(f, on).why.find("not applicable: BF16 x and weights, and not with cutlass_gemm2"),
+  EXPECT_NE(fm::resolve_options(f, on).why.find(
+                "not applicable: BF16 x and weights or FP8 128x128 blocks, and not with cutlass_gemm2"),
             std::string::npos);
+  // FP8 128x128 blocks: forced only (auto off until measured), also where cutlass_gemm2 is asked for
+  // (that switch is BF16's)
+  fm::MoeProblem fb = p;
+  fb.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  EXPECT_FALSE(fm::resolve_options(fb, {}).fused_activation);
+  EXPECT_TRUE(fm::resolve_options(fb, on).fused_activation);
+  EXPECT_NE(fm::resolve_options(fb, {}).why.find("auto: off for FP8 128x128 blocks"), std::string::npos);
 #if defined(FUSEDMOE_WITH_CUDA)
   const std::string ex = fm::explain(p, on);
   EXPECT_NE(ex.find(fm::kernels::cutlass_gated_gemm1_name()), std::string::npos) << ex;
@@ -94,6 +102,15 @@ TEST(FusedActivation, SwitchResolution) {
   const std::string exs = fm::explain(s, on);
   EXPECT_NE(exs.find(fm::kernels::cutlass_gated_gemm1_name()), std::string::npos) << exs;
   EXPECT_EQ(exs.find("w1_gate_up_blocks"), std::string::npos) << exs;
+  // FP8 blocks: the blockwise GEMM1 with the activation, then H quantised as before; not by default
+  const std::string exf = fm::explain(fb, on);
+  EXPECT_NE(exf.find(std::string(fm::kernels::cutlass_fp8_gated_gemm1_name()) + " (GEMM1 over MoeTensors::w1_gate_up_blocks"),
+            std::string::npos) << exf;
+  EXPECT_EQ(exf.find("grouped_activation"), std::string::npos) << exf;
+  EXPECT_NE(exf.find("quantise the intermediate"), std::string::npos) << exf;
+  const std::string exd = fm::explain(fb);
+  EXPECT_EQ(exd.find(fm::kernels::cutlass_fp8_gated_gemm1_name()), std::string::npos) << exd;
+  EXPECT_NE(exd.find("grouped_activation"), std::string::npos) << exd;
 #endif
 }
 
@@ -104,6 +121,11 @@ TEST(FusedActivation, PackAndValidateErrors) {
   fm::MoeProblem f = p;
   f.quant = fm::QuantScheme::fp8_per_channel();
   EXPECT_EQ(fm::pack_gate_up_blocks(f, a, b, nullptr).code(), fm::StatusCode::kUnsupported);
+  // FP8 128x128 blocks are accepted (1-byte rows): the overlap check counts bytes of e4m3
+  fm::MoeProblem fb = bf16_prefill("dsv3-tp8", 64);
+  fb.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  EXPECT_NE(fm::pack_gate_up_blocks(fb, a, b, nullptr).code(), fm::StatusCode::kUnsupported);
+  EXPECT_EQ(fm::pack_gate_up_blocks(fb, a, a, nullptr).code(), fm::StatusCode::kInvalidArgument);  // overlap
   fm::MoeProblem i = p;
   i.activation = fm::Activation::swiglu_oai();
   EXPECT_EQ(fm::pack_gate_up_blocks(i, a, b, nullptr).code(), fm::StatusCode::kUnsupported);
@@ -125,4 +147,5 @@ TEST(FusedActivation, PackAndValidateErrors) {
   EXPECT_EQ(fm::validate(p, t).code(), fm::StatusCode::kMisaligned);
   t.w1_gate_up_blocks = b;
   EXPECT_EQ(fm::validate(i, t).code(), fm::StatusCode::kUnsupported);
+  EXPECT_EQ(fm::validate(f, t).code(), fm::StatusCode::kUnsupported);  // FP8 per channel: no fused GEMM1
 }

@@ -1,4 +1,5 @@
 // The CUTLASS FP8 grouped GEMMs (kernels/gemm/cutlass_grouped_gemm.h), every compiled configuration
+// (and the blockwise GEMM1 with the activation in its epilogue, below)
 // (CutlassFp8Config: cooperative 128x128, the same on 1x2 clusters, ping-pong 64x128 on 1x2
 // clusters), at kernel level against a float64 reference of the quantised math (the same e4m3 bytes
 // and scales): ragged groups (empty first / middle / last, one row, tile heights +- 1, long), N
@@ -230,6 +231,115 @@ void check_row(int n, int k, const std::vector<int32_t>& counts, bool per_token,
   }
 }
 
+// The blockwise GEMM1 with the activation in its epilogue (launch_cutlass_fp8_gated_gemm1): W1 in the
+// checkpoint's order with its 128x128 block scales; split gate / up halves go to the GEMM in blocks
+// of 8 rows (launch_gate_up_blocks8 with 1-byte elements, checked bitwise against a host reorder).
+// H (bf16) against float64: the quantised math's pre-activation rows (+ b1), then the activation of
+// reference::activate. Relative L2 <= 5e-3 (one bf16 rounding, the epilogue's fast quotient); rows
+// outside the groups keep their poison.
+void check_fp8_gated(const fm::Activation& act, int n, int k, bool with_bias, bool ue8m0,
+                     const std::vector<int32_t>& counts) {
+  const uint64_t seed = fm::gputest::test_seed();
+  const int n_w = act.gemm1_rows(n), groups = static_cast<int>(counts.size()), kb_n = k / 128;
+  const bool blocks = act.gated() && !act.interleaved;
+  SCOPED_TRACE(std::string(fm::to_string(act.kind)) + (act.interleaved ? " interleaved" : "") + (with_bias ? " b1" : "") +
+               (ue8m0 ? " ue8m0" : " f32") + " N=" + std::to_string(n) + " K=" + std::to_string(k) +
+               " seed=" + std::to_string(seed));
+  const Groups gr = make_groups(counts);
+  const int64_t stride = (gr.a_rows + 3) / 4 * 4;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<uint8_t> a(static_cast<size_t>(gr.a_rows) * k), w(static_cast<size_t>(groups) * n_w * k);
+  for (auto& v : a) v = random_e4m3(rng);
+  for (auto& v : w) v = random_e4m3(rng);
+  std::vector<float> sa(static_cast<size_t>(kb_n) * stride), sw_f(static_cast<size_t>(groups) * (n_w / 128) * kb_n);
+  std::vector<uint8_t> sw_b(sw_f.size());
+  for (auto& v : sa) v = log_uniform(rng, 1e-2, 1.0);
+  for (size_t i = 0; i < sw_f.size(); ++i) {  // pre-activations of order 1-10: the activations' own range
+    const float v = log_uniform(rng, 1e-3, 1e-2);
+    sw_b[i] = fm::ref::float_to_ue8m0(v);
+    sw_f[i] = ue8m0 ? fm::ref::ue8m0_to_float(sw_b[i]) : v;
+  }
+  std::vector<float> b1(with_bias ? static_cast<size_t>(groups) * n_w : 0);
+  for (auto& v : b1) v = nd(rng) * 0.5f;
+  DeviceBuffer da = to_device(a), dw = to_device(w), dsa = to_device(sa), dc = to_device(counts),
+               dao = to_device(gr.a_off), db1 = to_device(b1);
+  DeviceBuffer dsw = ue8m0 ? to_device(sw_b) : to_device(sw_f);
+  DeviceBuffer dwb(blocks ? w.size() : 16);
+  if (blocks) {
+    dwb.poison();
+    ASSERT_EQ(fm::kernels::launch_gate_up_blocks8(dw.get(), dwb.get(), groups, n, k, nullptr, 1), cudaSuccess);
+    std::vector<uint8_t> wb(w.size());
+    for (int g = 0; g < groups; ++g)
+      for (int r = 0; r < n_w; ++r) {
+        const int b = r / 16, q = r % 16, src = q < 8 ? 8 * b + q : n + 8 * b + q - 8;
+        std::copy_n(&w[(static_cast<size_t>(g) * n_w + src) * k], k, &wb[(static_cast<size_t>(g) * n_w + r) * k]);
+      }
+    FM_CUDA_CHECK(cudaDeviceSynchronize());
+    ASSERT_EQ(to_host<uint8_t>(dwb.get(), wb.size()), wb) << "gate / up blocks of 8 differ from the reference";
+  }
+  DeviceBuffer out(static_cast<size_t>(gr.a_rows) * n * 2),
+      scratch(fm::kernels::cutlass_fp8_gated_scratch_bytes(groups, n, k, gr.a_rows, act));
+  out.poison();
+  fm::kernels::CutlassFp8GatedArgs args;
+  args.a = da.get();
+  args.a_scale = dsa.as<float>();
+  args.a_scale_stride = stride;
+  args.w = blocks ? dwb.get() : dw.get();
+  args.w_scale = dsw.get();
+  args.w_scale_ue8m0 = ue8m0;
+  args.out = out.get();
+  args.bias = with_bias ? db1.as<float>() : nullptr;
+  args.counts = dc.as<int32_t>();
+  args.a_offsets = args.out_offsets = dao.as<int32_t>();
+  args.num_groups = groups;
+  args.n = n;
+  args.k = k;
+  args.activation = act;
+  args.max_rows = gr.a_rows;
+  args.scratch = scratch.get();
+  args.scratch_bytes = scratch.bytes();
+  ASSERT_EQ(fm::kernels::launch_cutlass_fp8_gated_gemm1(args, nullptr), cudaSuccess);
+  FM_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got = to_host<uint16_t>(out.get(), static_cast<size_t>(gr.a_rows) * n);
+  const std::vector<float> af = decode(a), wf = decode(w);
+  std::vector<char> inside(static_cast<size_t>(gr.a_rows), 0);
+  std::vector<double> acc(static_cast<size_t>(n_w));
+  double num = 0, den = 0;
+  for (int g = 0; g < groups; ++g)
+    for (int i = 0; i < counts[g]; ++i) {
+      const int64_t row = gr.a_off[g] + i;
+      inside[static_cast<size_t>(row)] = 1;
+      for (int r = 0; r < n_w; ++r) {
+        double s = 0;
+        for (int kb = 0; kb < kb_n; ++kb) {
+          double part = 0;
+          for (int j = kb * 128; j < kb * 128 + 128; ++j)
+            part += double(af[static_cast<size_t>(row) * k + j]) * wf[(static_cast<size_t>(g) * n_w + r) * k + j];
+          s += part * sa[static_cast<size_t>(kb) * stride + row] * sw_f[(static_cast<size_t>(g) * (n_w / 128) + r / 128) * kb_n + kb];
+        }
+        acc[static_cast<size_t>(r)] = s + (with_bias ? b1[static_cast<size_t>(g) * n_w + r] : 0.f);
+      }
+      for (int c = 0; c < n; ++c) {
+        const int gi = !act.gated() ? c : act.interleaved ? 2 * c : c;
+        const int ui = !act.gated() ? c : act.interleaved ? 2 * c + 1 : n + c;
+        const double ref = fm::ref::activate(act, acc[static_cast<size_t>(gi)], acc[static_cast<size_t>(ui)]);
+        const double v = fm::ref::bf16_to_float(got[static_cast<size_t>(row) * n + c]);
+        ASSERT_TRUE(std::isfinite(v)) << "group " << g << " row " << i << " col " << c << " unwritten";
+        num += (v - ref) * (v - ref);
+        den += ref * ref;
+      }
+    }
+  for (int64_t r = 0; r < gr.a_rows; ++r)
+    if (!inside[static_cast<size_t>(r)])
+      for (int c = 0; c < n; ++c)
+        ASSERT_EQ(got[static_cast<size_t>(r) * n + c], 0xFFFF) << "row " << r << " outside the groups written";
+  const double err = std::sqrt(num / std::max(den, 1e-300));
+  std::printf("[ cutlass  ] %-62s %-14s%s N=%-4d K=%-5d rel_err %.3e\n", fm::kernels::cutlass_fp8_gated_gemm1_name(),
+              fm::to_string(act.kind), act.interleaved ? " (il)" : "", n, k, err);
+  EXPECT_LE(err, 5e-3);
+}
+
 const std::vector<int32_t> kRagged = {0, 1, 127, 128, 129, 0, 300, 7, 255, 257, 64, 63, 65, 0};
 
 }  // namespace
@@ -245,6 +355,19 @@ TEST(CutlassFp8Gemm, RowScaledEveryConfigRaggedGroups) {
   check_row(272, 208, kRagged, false, false);  // N 2.1 tiles (3, odd), K 1.6 steps: partial tiles
   check_row(400, 128, {513, 0, 1, 64}, true, false);
   check_row(128, 1040, {0, 200, 17}, false, true);
+}
+
+TEST(CutlassFp8Gemm, GatedGemm1EveryPairing) {
+  const std::vector<int32_t> counts = {0, 1, 127, 128, 129, 0, 300, 7};
+  for (fm::Activation act : {fm::Activation::silu(), fm::Activation{fm::ActivationKind::kGeluTanhGated},
+                             fm::Activation::clamped_swiglu(1.5f), fm::Activation::swiglu_oai(1.702f, 7.f, true),
+                             fm::Activation::squared_relu()}) {
+    check_fp8_gated(act, 256, 512, true, false, counts);
+    check_fp8_gated(act, 128, 256, act.interleaved, true, counts);
+  }
+  check_fp8_gated(fm::Activation::silu(), 192, 384, false, true, {5, 0, 200, 64});  // 2N = 384: 3 N tiles
+  check_fp8_gated(fm::Activation::gelu(), 64, 128, true, false, {33, 17});            // 2N = 128: one tile
+  check_fp8_gated(fm::Activation::silu(), 256, 256, false, false, {0, 0, 0});         // nothing to do
 }
 
 TEST(CutlassFp8Gemm, RejectsAConfigOutOfRange) {

@@ -126,9 +126,11 @@ void upload(const fm::MoeProblem& p, uint64_t seed, fm::testing::Skew skew, Laye
     t.w1_packed = L->w1_packed.get();
     t.w2_packed = L->w2_packed.get();
   }
-  if (g_upload_gate_up_blocks && p.quant.weight.format == fm::WeightFormat::kBF16 && p.activation.gated() &&
-      !p.activation.interleaved) {
-    L->w1_blocks.resize(static_cast<size_t>(p.weight_experts()) * 2 * p.intermediate * p.hidden * 2);
+  const bool fp8_blocks = p.quant.weight.format == fm::WeightFormat::kFP8E4M3 &&
+                          p.quant.weight.granularity == fm::ScaleGranularity::kBlock;
+  if (g_upload_gate_up_blocks && (p.quant.weight.format == fm::WeightFormat::kBF16 || fp8_blocks) &&
+      p.activation.gated() && !p.activation.interleaved) {
+    L->w1_blocks.resize(static_cast<size_t>(p.weight_experts()) * 2 * p.intermediate * p.hidden * (fp8_blocks ? 1 : 2));
     L->w1_blocks.poison();
     ASSERT_TRUE(fm::pack_gate_up_blocks(p, t.w1, L->w1_blocks.get(), nullptr).ok());
     FM_CUDA_CHECK(cudaDeviceSynchronize());
@@ -1454,6 +1456,44 @@ TEST(Forward, CutlassBackendFp8BlockScaled) {
   fm::MoeProblem w = small_problem(8, 2, 384, 640);  // N, K odd multiples of 128
   w.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
   check_forward(w, 200, cutlass_backend(), "cutlass fp8 N384 K640");
+}
+
+// ForwardOptions::fused_activation with FP8 128x128 blocks (session 46, forced only): CUTLASS's
+// blockwise GEMM1 with b1 and the activation in its epilogue (W1 in blocks of 8 gate / up rows from
+// pack_gate_up_blocks(), one weight scale per 8 rows re-laid from the checkpoint's blocks), H then
+// quantised by the separate pass as before. GEMM1 (H) and GEMM2 checked apart against the float64
+// reference of the quantised math (check_forward), float32 and UE8M0 scales, ragged token counts,
+// one hot expert, a DeepSeek-like layer (grouped router, shared expert), N and K odd multiples of 128,
+// interleaved gate / up (read from w1), expert parallelism; explain() names the kernel.
+TEST(Forward, CutlassFp8FusedActivation) {
+  fm::ForwardOptions o = cutlass_backend();
+  o.fused_activation = fm::Toggle::kOn;
+  struct Blocks {  // (reset however the test ends)
+    Blocks() { g_upload_gate_up_blocks = true; }
+    ~Blocks() { g_upload_gate_up_blocks = false; }
+  } blocks_on;
+  fm::MoeProblem p = small_problem(16, 4, 256, 512);
+  for (const fm::ScaleFormat f : {fm::ScaleFormat::kFloat32, fm::ScaleFormat::kUE8M0}) {
+    p.quant = fm::QuantScheme::fp8_block128(f);
+    const std::string ex = fm::explain(p, o);
+    EXPECT_NE(ex.find(fm::kernels::cutlass_fp8_gated_gemm1_name()), std::string::npos) << ex;
+    const std::string label = f == fm::ScaleFormat::kUE8M0 ? "fp8 fused-act ue8m0" : "fp8 fused-act f32";
+    for (int64_t t : {1, 3, 64, 65, 1000, 2100}) check_forward(p, t, o, label);
+    check_forward(p, 700, o, label + " one hot", fm::testing::Skew::kOneHot);
+  }
+  fm::MoeProblem d = fm::find_preset("tiny-dsv3")->problem;  // grouped router, shared expert, block FP8
+  check_forward(d, 300, o, "fp8 fused-act tiny-dsv3", fm::testing::Skew::kZipf);
+  fm::MoeProblem w = small_problem(8, 2, 384, 640);  // N, K odd multiples of 128: 2N = 768, 6 tiles
+  w.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  check_forward(w, 200, o, "fp8 fused-act N384 K640");
+  fm::MoeProblem i = small_problem(8, 2, 128, 256, fm::Activation::swiglu_oai(1.702f, 7.f, true));  // interleaved
+  i.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  check_forward(i, 300, o, "fp8 fused-act swiglu_oai interleaved");
+  fm::MoeProblem ep = small_problem(64, 8, 128, 512);
+  ep.router = fm::RouterConfig::deepseek_v3(8, 8, 4, 2.5f);
+  ep.num_local_experts = 8;
+  ep.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  check_forward(ep, 500, o, "fp8 fused-act dsv3-like EP 8 of 64 local");
 }
 
 // FP8 with per-channel / per-tensor weight scales on the CUTLASS backend (session 19): CUTLASS's FP8

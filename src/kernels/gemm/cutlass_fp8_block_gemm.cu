@@ -9,8 +9,8 @@ namespace {
 
 __global__ void fp8_scales_kernel(float* sfa, float* sfb, const float* a_scale, int64_t a_stride, const void* w_scale,
                                   bool ue8m0, const int32_t* counts, const int32_t* a_offsets, int groups, int n,
-                                  int k, int64_t max_rows) {
-  const int kb_n = k / 128, nb_n = n / 128;
+                                  int k, int64_t max_rows, int gran_n, int blocks8_half) {
+  const int kb_n = k / 128, nb_n = n / gran_n, src_nb_n = n / 128;
   const int64_t rows = min(static_cast<int64_t>(__ldg(a_offsets + groups)), max_rows);
   const int64_t a_total = rows * kb_n;
   const int64_t w_total = static_cast<int64_t>(groups) * nb_n * kb_n;
@@ -26,11 +26,14 @@ __global__ void fp8_scales_kernel(float* sfa, float* sfb, const float* a_scale, 
       sfa[static_cast<int64_t>(kb_n) * __ldg(a_offsets + g) + static_cast<int64_t>(kb) * m + i] =
           __ldg(a_scale + kb * a_stride + r);
     } else {
-      const int64_t u = t - a_total;  // destination order [g][kb][nb]
+      const int64_t u = t - a_total;  // destination order [g][kb][nb], nb: blocks of gran_n weight rows
       const int nb = static_cast<int>(u % nb_n);
       const int kb = static_cast<int>((u / nb_n) % kb_n);
       const int64_t g = u / (static_cast<int64_t>(nb_n) * kb_n);
-      const int64_t src = (g * nb_n + nb) * kb_n + kb;
+      // the first weight row of block nb as the caller's scales count it: rows in blocks of 8
+      // alternating gate / up (gran_n 8, blocks8_half = N): gate row 8b or up row N + 8b
+      const int row = blocks8_half > 0 ? ((nb & 1) ? blocks8_half : 0) + 8 * (nb >> 1) : nb * gran_n;
+      const int64_t src = (g * src_nb_n + row / 128) * kb_n + kb;
       float v;
       if (ue8m0) {
         const unsigned b = static_cast<const uint8_t*>(w_scale)[src];
@@ -46,12 +49,13 @@ __global__ void fp8_scales_kernel(float* sfa, float* sfb, const float* a_scale, 
 
 }  // namespace
 
-void launch_fp8_scales(float* sfa, float* sfb, const CutlassFp8BlockArgs& args, int sms, cudaStream_t stream) {
-  const int64_t work = args.max_rows * (args.k / 128) + int64_t(args.num_groups) * (args.n / 128) * (args.k / 128);
+void launch_fp8_scales(float* sfa, float* sfb, const CutlassFp8BlockArgs& args, int sms, cudaStream_t stream,
+                       int gran_n, int blocks8_half) {
+  const int64_t work = args.max_rows * (args.k / 128) + int64_t(args.num_groups) * (args.n / gran_n) * (args.k / 128);
   const int grid = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((work + 255) / 256, int64_t(sms) * 8)));
   fp8_scales_kernel<<<grid, 256, 0, stream>>>(sfa, sfb, args.a_scale, args.a_scale_stride, args.w_scale,
                                               args.w_scale_ue8m0, args.counts, args.a_offsets, args.num_groups, args.n,
-                                              args.k, args.max_rows);
+                                              args.k, args.max_rows, gran_n, blocks8_half);
 }
 
 const void* fp8_scales_kernel_ptr() { return reinterpret_cast<const void*>(&fp8_scales_kernel); }

@@ -44,7 +44,8 @@ struct Fp8BlockGemm {
   // tile is loaded once and multicast to both (the group scheduler rounds a group's N tiles up to
   // even: every 128-block N of the suite has an even count at 128 columns).
   using ClusterShape = ClusterShape_;
-  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128>;
+  static constexpr int kScaleN = 128;  // weight rows per scale (the checkpoint's 128-row blocks)
+  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, kScaleN, 128>;
   using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
   using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
 
@@ -123,7 +124,7 @@ size_t fp8_block_arrays_bytes(int groups, int n, int k, int64_t max_rows) {
          align256(g * sizeof(typename G::StrideA)) + align256(g * sizeof(typename G::StrideB)) +
          align256(g * sizeof(typename G::StrideD)) + align256(g * sizeof(typename G::LayoutSFA)) +
          align256(g * sizeof(typename G::LayoutSFB)) + align256(static_cast<size_t>(k / 128) * max_rows * 4) +
-         align256(g * static_cast<size_t>(n / 128) * (k / 128) * 4);
+         align256(g * static_cast<size_t>(n / G::kScaleN) * (k / 128) * 4);
 }
 
 template <class G>
@@ -143,7 +144,7 @@ Fp8BlockArrays<G> fp8_block_carve(const CutlassFp8BlockArgs& a) {
   r.layout_sfa = c.take<typename G::LayoutSFA>(g);
   r.layout_sfb = c.take<typename G::LayoutSFB>(g);
   r.sfa = c.take<float>(static_cast<size_t>(a.k / 128) * a.max_rows);
-  r.sfb = c.take<float>(g * static_cast<size_t>(a.n / 128) * (a.k / 128));
+  r.sfb = c.take<float>(g * static_cast<size_t>(a.n / G::kScaleN) * (a.k / 128));
   const size_t used = static_cast<size_t>(c.p - static_cast<char*>(a.scratch));
   r.cutlass_workspace = c.p;
   r.cutlass_workspace_bytes = a.scratch_bytes > used ? a.scratch_bytes - used : 0;
@@ -160,33 +161,38 @@ __device__ __forceinline__ int fp8_group_of(const int32_t* po, int groups, int64
   return lo;
 }
 
-// One thread per group: shapes, pointers, strides, scale pointers and layouts.
+// One thread per group: shapes, pointers, strides, scale pointers and layouts. The output rows have
+// n_out columns (0: N; the GEMM1 with the activation in its epilogue writes H, N of W1's 2N rows).
 template <class G>
 __global__ void fp8_setup_groups_kernel(Fp8BlockArrays<G> arr, const typename G::ElementAB* a,
                                         const typename G::ElementAB* w, typename G::ElementD* out,
                                         const int32_t* counts, const int32_t* a_offsets, const int32_t* out_offsets,
-                                        int groups, int n, int k) {
+                                        int groups, int n, int k, int n_out = 0) {
   const int g = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (g >= groups) return;
   const int m = counts[g];
+  if (n_out <= 0) n_out = n;
   arr.shapes[g] = typename G::Shape(m, n, k);
   arr.ptr_a[g] = a + static_cast<int64_t>(a_offsets[g]) * k;
   arr.ptr_b[g] = w + static_cast<int64_t>(g) * n * k;
-  arr.ptr_d[g] = out + static_cast<int64_t>(out_offsets[g]) * n;
+  arr.ptr_d[g] = out + static_cast<int64_t>(out_offsets[g]) * n_out;
   arr.stride_a[g] = cutlass::make_cute_packed_stride(typename G::StrideA{}, cute::make_shape(m, k, 1));
   arr.stride_b[g] = cutlass::make_cute_packed_stride(typename G::StrideB{}, cute::make_shape(n, k, 1));
-  arr.stride_d[g] = cutlass::make_cute_packed_stride(typename G::StrideD{}, cute::make_shape(m, n, 1));
+  arr.stride_d[g] = cutlass::make_cute_packed_stride(typename G::StrideD{}, cute::make_shape(m, n_out, 1));
   arr.ptr_sfa[g] = arr.sfa + static_cast<int64_t>(k / 128) * a_offsets[g];
-  arr.ptr_sfb[g] = arr.sfb + static_cast<int64_t>(g) * (n / 128) * (k / 128);
+  arr.ptr_sfb[g] = arr.sfb + static_cast<int64_t>(g) * (n / G::kScaleN) * (k / 128);
   arr.layout_sfa[g] = G::ScaleConfig::tile_atom_to_shape_SFA(cute::make_shape(m, n, k, 1));
   arr.layout_sfb[g] = G::ScaleConfig::tile_atom_to_shape_SFB(cute::make_shape(m, n, k, 1));
 }
 
 // Activation scales: padded row r of group g (i = r - a_offsets[g] < counts[g]), K block kb ->
 // sfa[(K/128) * a_offsets[g] + kb * counts[g] + i]. Weight scales: [G, N/128, K/128] ->
-// [G, K/128, N/128] float (UE8M0 bytes: 2^(b - 127)). The same for every configuration (only the
-// two float arrays are written): one kernel, launched by cutlass_fp8_block_gemm.cu's function.
-void launch_fp8_scales(float* sfa, float* sfb, const CutlassFp8BlockArgs& args, int sms, cudaStream_t stream);
+// [G, K/128, N/gran_n] float (UE8M0 bytes: 2^(b - 127)), each block of gran_n weight rows taking
+// its 128-row block's scale (gran_n 8 with blocks8_half = N: W1's rows alternating in blocks of 8
+// gate and 8 up rows, cutlass_fp8_gated_gemm.cu). The same for every configuration (only the two
+// float arrays are written): one kernel, launched by cutlass_fp8_block_gemm.cu's function.
+void launch_fp8_scales(float* sfa, float* sfb, const CutlassFp8BlockArgs& args, int sms, cudaStream_t stream,
+                       int gran_n = 128, int blocks8_half = 0);
 const void* fp8_scales_kernel_ptr();
 
 template <class G>

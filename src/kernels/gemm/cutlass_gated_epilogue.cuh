@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -222,5 +224,53 @@ class GatedEpilogue {
  private:
   Params params_;
 };
+
+// The epilogue's value-index pairing against CuTe's own partition of a kM x kN tile, for every
+// consumer thread (host only): every (m, n) of the tile exactly once; i + 1 = (m, n + 1) for even
+// i, i + 2 = (m + 8, n), and for an even 8-column block j = i / 4: i + 4 = (m, n + 8) with n % 16 < 8.
+template <class TiledMma, int kM, int kN>
+std::string gated_layout_check_of() {
+  using namespace cute;
+  TiledMma mma;
+  std::string err;
+  static_assert(decltype(size(TiledMma{}))::value == 256, "two consumer warpgroups");
+  static int seen[kM][kN];
+  for (auto& row : seen)
+    for (int& v : row) v = 0;
+  auto c_mn = make_identity_tensor(make_shape(Int<kM>{}, Int<kN>{}));
+  for (int t = 0; t < 256 && err.empty(); ++t) {
+    auto tc = mma.get_thread_slice(t).partition_C(c_mn);
+    constexpr int kVals = decltype(size(tc))::value;
+    if (kVals != kM * kN / 256) return "values per thread: " + std::to_string(kVals);
+    if (size<1>(tc) != 1 || size<2>(tc) != 1) return "more than one WGMMA atom per warpgroup tile";
+    for (int i = 0; i < kVals; ++i) {
+      const int m = get<0>(tc(i)), n = get<1>(tc(i));
+      if (m < 0 || m >= kM || n < 0 || n >= kN) return "coordinate out of the tile";
+      ++seen[m][n];
+      char buf[160];
+      auto expect = [&](int idx, int em, int en, const char* what) {
+        if (get<0>(tc(idx)) != em || get<1>(tc(idx)) != en) {
+          std::snprintf(buf, sizeof buf, "thread %d value %d at (%d, %d): value %d is not %s", t, i, m, n, idx, what);
+          err = buf;
+        }
+      };
+      if (i % 2 == 0) {
+        if (n % 2 != 0) err = "an even value index on an odd column";
+        expect(i + 1, m, n + 1, "(m, n + 1)");
+      }
+      if ((i / 2) % 2 == 0) expect(i + 2, m + 8, n, "(m + 8, n)");
+      if ((i / 4) % 2 == 0) {
+        if (n % 16 >= 8) err = "an even 8-column block not at n % 16 < 8";
+        expect(i + 4, m, n + 8, "(m, n + 8)");
+      }
+      if (!err.empty()) return err;
+    }
+  }
+  for (int m = 0; m < kM; ++m)
+    for (int n = 0; n < kN; ++n)
+      if (seen[m][n] != 1) return "tile element (" + std::to_string(m) + ", " + std::to_string(n) + ") held " +
+                                  std::to_string(seen[m][n]) + " times";
+  return err;
+}
 
 }  // namespace fusedmoe::kernels::cutlass_grouped

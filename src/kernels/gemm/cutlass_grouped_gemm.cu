@@ -60,6 +60,7 @@ int fp8_config_index(CutlassFp8Config c) {
 }
 constexpr const char* kActName = "grouped_activation<bf16>";
 constexpr const char* kGatedName = "cutlass_sm90_bf16_grouped_gemm1_act_coop_128x256x64";
+constexpr const char* kFp8GatedName = "cutlass_sm90_fp8e4m3_blockwise_grouped_gemm1_act_coop_128x128x128";
 constexpr const char* kGatedSetup = "cutlass_grouped_setup<gemm1_act_coop_128x256x64>";
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -222,18 +223,50 @@ cudaError_t launch_cutlass_gated_gemm1(const CutlassGatedArgs& a, cudaStream_t s
   return run_gated(a, stream);
 }
 
-cudaError_t launch_gate_up_blocks8(const void* w, void* out, int64_t experts, int n, int k, cudaStream_t stream) {
+cudaError_t launch_gate_up_blocks8(const void* w, void* out, int64_t experts, int n, int k, cudaStream_t stream,
+                                   int elem_bytes) {
   using namespace cutlass_grouped;
-  if (experts < 1 || n <= 0 || k <= 0 || n % 8 != 0 || k % 8 != 0 || w == nullptr || out == nullptr || !aligned16(w) ||
+  if (experts < 1 || n <= 0 || k <= 0 || n % 8 != 0 || (elem_bytes != 1 && elem_bytes != 2) ||
+      (static_cast<int64_t>(k) * elem_bytes) % 16 != 0 || w == nullptr || out == nullptr || !aligned16(w) ||
       !aligned16(out))
     return cudaErrorInvalidValue;
   const uintptr_t wb = reinterpret_cast<uintptr_t>(w), ob = reinterpret_cast<uintptr_t>(out);
-  const uintptr_t bytes = static_cast<uintptr_t>(experts) * 2 * n * k * 2;
+  const uintptr_t bytes = static_cast<uintptr_t>(experts) * 2 * n * k * elem_bytes;
   if (wb < ob + bytes && ob < wb + bytes) return cudaErrorInvalidValue;  // overlapping
-  return run_gate_up_blocks8(w, out, experts, n, k, stream);
+  return run_gate_up_blocks8(w, out, experts, n, static_cast<int>(static_cast<int64_t>(k) * elem_bytes / 16), stream);
 }
 
-std::string cutlass_gated_layout_check() { return cutlass_grouped::gated_layout_check(); }
+std::string cutlass_gated_layout_check() {
+  const std::string bf16 = cutlass_grouped::gated_layout_check();
+  if (!bf16.empty()) return "BF16 128x256 tile: " + bf16;
+  const std::string fp8 = cutlass_grouped::fp8_gated_layout_check();
+  return fp8.empty() ? fp8 : "FP8 128x128 tile: " + fp8;
+}
+
+size_t cutlass_fp8_gated_scratch_bytes(int num_groups, int n, int k, int64_t max_rows, const Activation& activation) {
+  return cutlass_grouped::scratch_fp8_gated(std::max(num_groups, 1), std::max(activation.gemm1_rows(n), 128), k,
+                                            std::max<int64_t>(max_rows, 1));
+}
+
+const char* cutlass_fp8_gated_gemm1_name() { return cutlass_grouped::kFp8GatedName; }
+
+cudaError_t launch_cutlass_fp8_gated_gemm1(const CutlassFp8GatedArgs& a, cudaStream_t stream) {
+  using namespace cutlass_grouped;
+  const int n_w = a.activation.gemm1_rows(a.n);
+  if (a.num_groups < 1 || a.n <= 0 || a.k <= 0 || n_w % 128 != 0 || a.k % 128 != 0 || a.max_rows < 0)
+    return cudaErrorInvalidValue;
+  if (a.a == nullptr || a.a_scale == nullptr || a.w == nullptr || a.w_scale == nullptr || a.out == nullptr ||
+      a.counts == nullptr || a.a_offsets == nullptr || a.out_offsets == nullptr || a.scratch == nullptr ||
+      a.a_scale_stride < a.max_rows)
+    return cudaErrorInvalidValue;
+  if (!aligned16(a.a) || !aligned16(a.w) || !aligned16(a.out) || (reinterpret_cast<uintptr_t>(a.scratch) & 255u) != 0 ||
+      (reinterpret_cast<uintptr_t>(a.bias) & 3u) != 0)
+    return cudaErrorInvalidValue;
+  if (a.scratch_bytes < cutlass_fp8_gated_scratch_bytes(a.num_groups, a.n, a.k, a.max_rows, a.activation))
+    return cudaErrorInvalidValue;
+  if (a.max_rows == 0) return cudaSuccess;
+  return run_fp8_gated(a, stream);
+}
 
 cudaError_t launch_grouped_activation(const ActivationArgs& a, cudaStream_t stream) {
   using namespace cutlass_grouped;
@@ -348,6 +381,7 @@ void append_cutlass_grouped_instances(KernelList* out) {
   append_fp8_block_c12(out, kFp8Names[1]);
   append_fp8_block_pp64c12(out, kFp8Names[2]);
   out->push_back({"cutlass_grouped", "cutlass_fp8_block_scales", fp8_scales_kernel_ptr()});
+  append_fp8_gated(out, kFp8GatedName);
   append_fp8_row(out, kFp8RowNames[0]);
   append_fp8_row_c12(out, kFp8RowNames[1]);
   append_fp8_row_pp64c12(out, kFp8RowNames[2]);

@@ -119,13 +119,16 @@ struct CutlassGatedArgs {
 cudaError_t launch_cutlass_gated_gemm1(const CutlassGatedArgs& args, cudaStream_t stream);
 const char* cutlass_gated_gemm1_name();
 
-// W1 [experts, 2N, K] bf16 (gate rows, then up rows) -> `out` (same size, not overlapping w): the rows
-// alternating in blocks of 8 (out row 16b + q = gate row 8b + q for q < 8, up row 8b + q - 8 else).
-// N and K positive multiples of 8, both pointers 16-byte aligned; else cudaErrorInvalidValue.
-cudaError_t launch_gate_up_blocks8(const void* w, void* out, int64_t experts, int n, int k, cudaStream_t stream);
+// W1 [experts, 2N, K] (gate rows, then up rows; elements of elem_bytes: 2 for bf16, 1 for e4m3) ->
+// `out` (same size, not overlapping w): the rows alternating in blocks of 8 (out row 16b + q = gate
+// row 8b + q for q < 8, up row 8b + q - 8 else). N a positive multiple of 8, K * elem_bytes a positive
+// multiple of 16, both pointers 16-byte aligned; else cudaErrorInvalidValue.
+cudaError_t launch_gate_up_blocks8(const void* w, void* out, int64_t experts, int n, int k, cudaStream_t stream,
+                                   int elem_bytes = 2);
 
 // Host check of the gated epilogue's assumption on CUTLASS's accumulator layout (every consumer
-// thread of the tile); empty when it holds, else what failed. No GPU needed.
+// thread of the tile, for the BF16 and the FP8 GEMM1's tiles); empty when it holds, else what
+// failed. No GPU needed.
 std::string cutlass_gated_layout_check();
 
 // Registry (kernels/registry.h): the CUTLASS GEMM instances, their setup kernels and the activation.
@@ -185,6 +188,41 @@ size_t cutlass_fp8_block_scratch_bytes(int num_groups, int n, int k, int64_t max
 // or unaligned pointers, a_scale_stride < max_rows, scratch too small.
 cudaError_t launch_cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& args, cudaStream_t stream);
 const char* cutlass_fp8_block_gemm_name(CutlassFp8Config config = CutlassFp8Config::kAuto);
+
+// ---- FP8 e4m3, 128x128 blocks: GEMM1 with the activation in its epilogue ----
+// CUTLASS's cooperative 128x128x128 blockwise mainloop over W1 in the epilogue's pairing order and
+// the BF16 path's GatedEpilogue (cutlass_gated_epilogue.cuh): b1 added, the activation applied to the
+// fp32 accumulators (whose block scales the mainloop has applied), H written in bf16 for valid rows:
+//   out[out_offsets[g] + i, c] = act(gate(c) + b1[g, gate(c)], up(c) + b1[g, up(c)])   i < counts[g]
+// W1's row orders as CutlassGatedArgs (split halves: in blocks of 8, launch_gate_up_blocks8 with
+// 1-byte elements); w_scale stays the checkpoint's [G, gemm1_rows(N)/128, K/128] in the checkpoint's
+// row order (float32 or UE8M0 bytes), re-laid per call to one scale per 8 rows. Activation scales as
+// CutlassFp8BlockArgs (padded row order, [K/128, a_scale_stride]).
+struct CutlassFp8GatedArgs {
+  const void* a = nullptr;             // [rows, K] e4m3, rows of group g from a_offsets[g]
+  const float* a_scale = nullptr;      // [K/128, a_scale_stride] float, padded row order
+  int64_t a_scale_stride = 0;
+  const void* w = nullptr;             // [G, gemm1_rows(N), K] e4m3 in the pairing order above
+  const void* w_scale = nullptr;       // [G, gemm1_rows(N)/128, K/128] float32 or UE8M0 bytes
+  bool w_scale_ue8m0 = false;
+  void* out = nullptr;                 // H [rows_out, N] bf16, 16-byte aligned
+  const float* bias = nullptr;         // [G, gemm1_rows(N)] or null (checkpoint order)
+  const int32_t* counts = nullptr;
+  const int32_t* a_offsets = nullptr;  // [G + 1] padded offsets
+  const int32_t* out_offsets = nullptr;
+  int num_groups = 0;
+  int n = 0;                           // N: H columns (gemm1_rows(N) a multiple of 128)
+  int k = 0;                           // multiple of 128
+  Activation activation;
+  int64_t max_rows = 0;                // host bound of a_offsets[G]
+  void* scratch = nullptr;             // >= cutlass_fp8_gated_scratch_bytes(G, N, K, max_rows), 256-B aligned
+  size_t scratch_bytes = 0;
+};
+size_t cutlass_fp8_gated_scratch_bytes(int num_groups, int n, int k, int64_t max_rows, const Activation& activation);
+// cudaErrorInvalidValue for: gemm1_rows(N) or K not a positive multiple of 128, G < 1, null or
+// unaligned pointers, a_scale_stride < max_rows, scratch too small.
+cudaError_t launch_cutlass_fp8_gated_gemm1(const CutlassFp8GatedArgs& args, cudaStream_t stream);
+const char* cutlass_fp8_gated_gemm1_name();
 
 // ---- FP8 e4m3 with "row" scales: per-tensor / per-channel weights, per-tensor / per-token activations ----
 // CUTLASS's sm90 pointer-array FP8 grouped GEMM (fp32 accumulation promoted every 128 K, as the

@@ -54,7 +54,8 @@ __global__ void gated_setup_kernel(GroupArrays<GatedGemm> arr, const GatedGemm::
 }
 
 // W1 [G, 2N, K] (gate rows, then up rows) -> the same rows alternating in blocks of 8: row
-// 16b + q <- gate row 8b + q (q < 8), up row 8b + q - 8 (q >= 8). One thread: 16 bytes of a row.
+// 16b + q <- gate row 8b + q (q < 8), up row 8b + q - 8 (q >= 8). One thread: 16 bytes of a row
+// (`units` per row: any element size).
 __global__ void __launch_bounds__(256) gate_up_blocks8_kernel(const uint4* w, uint4* out, int64_t rows, int n,
                                                               int units) {
   const int64_t total = rows * units;
@@ -121,11 +122,10 @@ size_t scratch_gated(int groups) { return scratch_bytes<GatedGemm>(groups); }
 void append_gated(KernelList* out, const char* name, const char* setup_name) {
   out->push_back({"cutlass_grouped", name, reinterpret_cast<const void*>(&cutlass::device_kernel<GatedGemm::Kernel>)});
   out->push_back({"cutlass_grouped", setup_name, reinterpret_cast<const void*>(&gated_setup_kernel)});
-  out->push_back({"cutlass_grouped", "gate_up_blocks8<bf16>", reinterpret_cast<const void*>(&gate_up_blocks8_kernel)});
+  out->push_back({"cutlass_grouped", "gate_up_blocks8", reinterpret_cast<const void*>(&gate_up_blocks8_kernel)});
 }
 
-cudaError_t run_gate_up_blocks8(const void* w, void* out, int64_t experts, int n, int k, cudaStream_t stream) {
-  const int units = k / 8;
+cudaError_t run_gate_up_blocks8(const void* w, void* out, int64_t experts, int n, int units, cudaStream_t stream) {
   const int64_t total = experts * 2 * n * units;
   const int sms = std::max(device_sm_count(), 1);
   const int grid = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((total + 255) / 256, int64_t(sms) * 16)));
@@ -134,53 +134,7 @@ cudaError_t run_gate_up_blocks8(const void* w, void* out, int64_t experts, int n
   return cudaGetLastError();
 }
 
-// The epilogue's value-index pairing against CuTe's own partition of the tile, for every consumer
-// thread (host only): every (m, n) of the 128 x 256 tile exactly once; i + 1 = (m, n + 1) for even
-// i, i + 2 = (m + 8, n), and for an even 8-column block j = i / 4: i + 4 = (m, n + 8) with n % 16 < 8.
-std::string gated_layout_check() {
-  using namespace cute;
-  using G = GatedGemm;
-  typename G::TiledMma mma;
-  constexpr int kM = 128, kN = 256;
-  std::string err;
-  static_assert(decltype(size(typename G::TiledMma{}))::value == 256, "two consumer warpgroups");
-  static int seen[kM][kN];
-  for (auto& row : seen)
-    for (int& v : row) v = 0;
-  auto c_mn = make_identity_tensor(make_shape(Int<kM>{}, Int<kN>{}));
-  for (int t = 0; t < 256 && err.empty(); ++t) {
-    auto tc = mma.get_thread_slice(t).partition_C(c_mn);
-    constexpr int kVals = decltype(size(tc))::value;
-    if (kVals != kM * kN / 256) return "values per thread: " + std::to_string(kVals);
-    if (size<1>(tc) != 1 || size<2>(tc) != 1) return "more than one WGMMA atom per warpgroup tile";
-    for (int i = 0; i < kVals; ++i) {
-      const int m = get<0>(tc(i)), n = get<1>(tc(i));
-      if (m < 0 || m >= kM || n < 0 || n >= kN) return "coordinate out of the tile";
-      ++seen[m][n];
-      char buf[160];
-      auto expect = [&](int idx, int em, int en, const char* what) {
-        if (get<0>(tc(idx)) != em || get<1>(tc(idx)) != en) {
-          std::snprintf(buf, sizeof buf, "thread %d value %d at (%d, %d): value %d is not %s", t, i, m, n, idx, what);
-          err = buf;
-        }
-      };
-      if (i % 2 == 0) {
-        if (n % 2 != 0) err = "an even value index on an odd column";
-        expect(i + 1, m, n + 1, "(m, n + 1)");
-      }
-      if ((i / 2) % 2 == 0) expect(i + 2, m + 8, n, "(m + 8, n)");
-      if ((i / 4) % 2 == 0) {
-        if (n % 16 >= 8) err = "an even 8-column block not at n % 16 < 8";
-        expect(i + 4, m, n + 8, "(m, n + 8)");
-      }
-      if (!err.empty()) return err;
-    }
-  }
-  for (int m = 0; m < kM; ++m)
-    for (int n = 0; n < kN; ++n)
-      if (seen[m][n] != 1) return "tile element (" + std::to_string(m) + ", " + std::to_string(n) + ") held " +
-                                  std::to_string(seen[m][n]) + " times";
-  return err;
-}
+// The epilogue's pairing against CuTe's partition of this kernel's 128 x 256 tile (host only).
+std::string gated_layout_check() { return gated_layout_check_of<GatedGemm::TiledMma, 128, 256>(); }
 
 }  // namespace fusedmoe::kernels::cutlass_grouped
