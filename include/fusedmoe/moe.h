@@ -214,7 +214,7 @@ struct ForwardOptions {
   // 6155 us, layer 75.0 -> 77.2 % of the floor); on qwen235-tp8 (2N = 384) the layer was slower at
   // 4096 and 16384 tokens; bench --fused-act compares. FP8 e4m3 with 128x128 blocks (session 46):
   // forced on, CUTLASS's blockwise GEMM1 does the same (W1 from MoeTensors::w1_gate_up_blocks in
-  // e4m3 for split halves, one weight scale per 8 rows re-laid from w1_scale per call) and H is then
+  // e4m3 for split halves, one weight scale per 4 rows re-laid from w1_scale per call) and H is then
   // quantised as before; auto off (built and tested, not yet measured). Other FP8 schemes: off.
   Toggle fused_activation = Toggle::kAuto;
   // Benchmarking aid: stop after this stage (kDispatch: route + plan + permute; kGemm1; kGemm2;

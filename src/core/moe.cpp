@@ -279,53 +279,40 @@ ResolvedOptions resolve_options(const MoeProblem& p, const ForwardOptions& o) {
 
 #if defined(FUSEDMOE_WITH_CUDA)
 namespace {
-// FUSEDMOE_CUTLASS_CONFIG=c1,c2 (environment, read once; kernels::CutlassConfig: 1 = cooperative
-// 128x256, 2 = ping-pong 128x128, 3 = cooperative 128x256 on 2x1 clusters, 4 = cooperative 256x128,
-// 5 = ping-pong 64x256, 6 = cooperative 128x256 on 1x2 clusters, 0 = auto) forces the CUTLASS
-// configuration of GEMM1 and GEMM2: a tuning override.
-struct CutlassOverride {
-  kernels::CutlassConfig gemm1 = kernels::CutlassConfig::kAuto, gemm2 = kernels::CutlassConfig::kAuto;
+// A pair of CUTLASS configurations (GEMM1, GEMM2) read once from `var` = "c1,c2": values 1..count,
+// anything else (0, missing, out of range) the auto choice.
+template <class Config>
+struct ConfigPair {
+  Config gemm1 = Config::kAuto, gemm2 = Config::kAuto;
 };
+template <class Config>
+ConfigPair<Config> read_config_pair(const char* var, int count) {
+  ConfigPair<Config> r;
+  int a = 0, b = 0;
+  if (const char* e = std::getenv(var); e != nullptr && std::sscanf(e, "%d,%d", &a, &b) >= 1) {
+    auto cfg = [count](int v) { return v >= 1 && v <= count ? Config(v) : Config::kAuto; };
+    r.gemm1 = cfg(a);
+    r.gemm2 = cfg(b);
+  }
+  return r;
+}
+// FUSEDMOE_CUTLASS_CONFIG=c1,c2 (kernels::CutlassConfig: 1 = cooperative 128x256, 2 = ping-pong
+// 128x128, 3 = cooperative 128x256 on 2x1 clusters, 4 = cooperative 256x128, 5 = ping-pong 64x256,
+// 6 = cooperative 128x256 on 1x2 clusters, 0 = auto) forces the CUTLASS configuration of GEMM1 and
+// GEMM2: a tuning override.
+using CutlassOverride = ConfigPair<kernels::CutlassConfig>;
 const CutlassOverride& cutlass_override() {
-  static const CutlassOverride o = [] {
-    CutlassOverride r;
-    if (const char* e = std::getenv("FUSEDMOE_CUTLASS_CONFIG")) {
-      int a = 0, b = 0;
-      if (std::sscanf(e, "%d,%d", &a, &b) >= 1) {
-        auto cfg = [](int v) {
-          return v >= 1 && v <= kernels::kCutlassConfigs ? kernels::CutlassConfig(v) : kernels::CutlassConfig::kAuto;
-        };
-        r.gemm1 = cfg(a);
-        r.gemm2 = cfg(b);
-      }
-    }
-    return r;
-  }();
+  static const CutlassOverride o =
+      read_config_pair<kernels::CutlassConfig>("FUSEDMOE_CUTLASS_CONFIG", kernels::kCutlassConfigs);
   return o;
 }
-
-// FUSEDMOE_CUTLASS_FP8_CONFIG=c1,c2 (environment, read once; kernels::CutlassFp8Config: 1 = cooperative
-// 128x128, 2 = the same on 1x2 clusters, 3 = ping-pong 64x128 on 1x2 clusters, 0 = auto) forces the
-// configuration of the CUTLASS FP8 GEMM1 and GEMM2 (blockwise and row-scaled): a tuning override.
-struct CutlassFp8Override {
-  kernels::CutlassFp8Config gemm1 = kernels::CutlassFp8Config::kAuto, gemm2 = kernels::CutlassFp8Config::kAuto;
-};
+// FUSEDMOE_CUTLASS_FP8_CONFIG=c1,c2 (kernels::CutlassFp8Config: 1 = cooperative 128x128, 2 = the same
+// on 1x2 clusters, 3 = ping-pong 64x128 on 1x2 clusters, 0 = auto) forces the configuration of the
+// CUTLASS FP8 GEMM1 and GEMM2 (blockwise and row-scaled): a tuning override.
+using CutlassFp8Override = ConfigPair<kernels::CutlassFp8Config>;
 const CutlassFp8Override& cutlass_fp8_override() {
-  static const CutlassFp8Override o = [] {
-    CutlassFp8Override r;
-    if (const char* e = std::getenv("FUSEDMOE_CUTLASS_FP8_CONFIG")) {
-      int a = 0, b = 0;
-      if (std::sscanf(e, "%d,%d", &a, &b) >= 1) {
-        auto cfg = [](int v) {
-          return v >= 1 && v <= kernels::kCutlassFp8Configs ? kernels::CutlassFp8Config(v)
-                                                            : kernels::CutlassFp8Config::kAuto;
-        };
-        r.gemm1 = cfg(a);
-        r.gemm2 = cfg(b);
-      }
-    }
-    return r;
-  }();
+  static const CutlassFp8Override o =
+      read_config_pair<kernels::CutlassFp8Config>("FUSEDMOE_CUTLASS_FP8_CONFIG", kernels::kCutlassFp8Configs);
   return o;
 }
 
@@ -911,15 +898,16 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         auto fp8_name = [&](kernels::CutlassFp8Config c) {
           return block ? kernels::cutlass_fp8_block_gemm_name(c) : kernels::cutlass_fp8_row_gemm_name(c);
         };
+        const bool fused = block && ro.fused_activation;  // (FP8: forced only; its own 128x128 kernel)
         os << "tiles: cutlass fp8 " << (block ? "blockwise " : "row-scaled ")
-           << kernels::cutlass_fp8_config_brief(fo.gemm1) << " + " << kernels::cutlass_fp8_config_brief(fo.gemm2)
+           << (fused ? "coop 128x128 + activation" : kernels::cutlass_fp8_config_brief(fo.gemm1)) << " + "
+           << kernels::cutlass_fp8_config_brief(fo.gemm2)
            << " (GEMM1 + GEMM2 configurations: the cooperative 128x128 on 1x1 clusters, measured in sessions 10 "
               "and 19; the others are built, not yet measured"
-           << (fo.gemm1 != kernels::CutlassFp8Config::kAuto || fo.gemm2 != kernels::CutlassFp8Config::kAuto
+           << ((fo.gemm1 != kernels::CutlassFp8Config::kAuto && !fused) || fo.gemm2 != kernels::CutlassFp8Config::kAuto
                    ? "; overridden by FUSEDMOE_CUTLASS_FP8_CONFIG"
                    : "")
            << ")\n";
-        const bool fused = block && ro.fused_activation;  // (FP8: forced only)
         os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
            << ", permute + e4m3 quantise, "
            << (fused ? std::string(kernels::cutlass_fp8_gated_gemm1_name()) +

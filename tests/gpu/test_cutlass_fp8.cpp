@@ -5,8 +5,8 @@
 // and scales): ragged groups (empty first / middle / last, one row, tile heights +- 1, long), N
 // tile counts odd and even (a 1x2 cluster's second CTA past the last N tile), rows read at padded
 // offsets and written packed. Every output element of a group is checked; the rows after the last
-// group must keep their poison. Relative L2 error <= 2e-3 per GEMM (one bf16 rounding of the output:
-// ~1e-3).
+// group must keep their poison. Relative L2 error <= 2e-3 per GEMM (issue #5) against the reference
+// rounded to bf16 as stored (the rounding alone is ~1.6e-3 of relative L2 on such data).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -67,18 +67,19 @@ Groups make_groups(const std::vector<int32_t>& counts) {
   return g;
 }
 
-// Relative L2 error of the GPU's rows against `ref` ([o_rows, n] doubles); the rows after the last
-// group (4 of them) must still hold the poison.
+// Relative L2 error of the GPU's rows against `ref` ([o_rows, n] doubles) rounded to bf16 as the GPU
+// stores it; the rows after the last group (4 of them) must still hold the poison.
 double compare(const std::vector<uint16_t>& got, const std::vector<double>& ref, int64_t o_rows, int n) {
   double num = 0, den = 0;
   for (int64_t i = 0; i < o_rows * n; ++i) {
     const double v = fm::ref::bf16_to_float(got[static_cast<size_t>(i)]);
+    const double r = fm::ref::bf16_to_float(fm::ref::float_to_bf16(static_cast<float>(ref[static_cast<size_t>(i)])));
     if (!std::isfinite(v)) {
       ADD_FAILURE() << "row " << i / n << " col " << i % n << " unwritten or not finite";
       return 1.0;
     }
-    num += (v - ref[static_cast<size_t>(i)]) * (v - ref[static_cast<size_t>(i)]);
-    den += ref[static_cast<size_t>(i)] * ref[static_cast<size_t>(i)];
+    num += (v - r) * (v - r);
+    den += r * r;
   }
   for (size_t i = static_cast<size_t>(o_rows) * n; i < got.size(); ++i)
     if (got[i] != 0xFFFF) {
@@ -86,6 +87,24 @@ double compare(const std::vector<uint16_t>& got, const std::vector<double>& ref,
       break;
     }
   return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// Each configuration in turn on `args` (its config field set here): output poisoned, launched,
+// compared with `ref`.
+template <class Args, class Launch, class Name>
+void every_config(Args args, Launch launch, Name name, const DeviceBuffer& out, const std::vector<double>& ref,
+                  const Groups& gr, int n, int k) {
+  for (int c = 1; c <= fm::kernels::kCutlassFp8Configs; ++c) {
+    args.config = static_cast<CutlassFp8Config>(c);
+    out.poison();
+    ASSERT_EQ(launch(args, nullptr), cudaSuccess) << name(args.config);
+    FM_CUDA_CHECK(cudaDeviceSynchronize());
+    const double err =
+        compare(to_host<uint16_t>(out.get(), static_cast<size_t>(gr.o_rows + 4) * n), ref, gr.o_rows, n);
+    std::printf("[ cutlass  ] %-70s N=%-5d K=%-5d groups %-3zu rows %-6lld rel_err %.3e\n", name(args.config), n, k,
+                gr.counts.size(), static_cast<long long>(gr.o_rows), err);
+    EXPECT_LE(err, kTol) << name(args.config);
+  }
 }
 
 // Blockwise: activation scales [K/128, stride] in padded row order, weight scales [G, N/128, K/128]
@@ -135,35 +154,25 @@ void check_block(int n, int k, const std::vector<int32_t>& counts, bool ue8m0) {
   DeviceBuffer dsw = ue8m0 ? to_device(sw_b) : to_device(sw_f);
   DeviceBuffer out(static_cast<size_t>(gr.o_rows + 4) * n * 2);
   DeviceBuffer scratch(fm::kernels::cutlass_fp8_block_scratch_bytes(groups, n, k, gr.a_rows));
-  for (int c = 1; c <= fm::kernels::kCutlassFp8Configs; ++c) {
-    const auto cfg = static_cast<CutlassFp8Config>(c);
-    out.poison();
-    fm::kernels::CutlassFp8BlockArgs args;
-    args.a = da.get();
-    args.a_scale = dsa.as<float>();
-    args.a_scale_stride = stride;
-    args.w = dw.get();
-    args.w_scale = dsw.get();
-    args.w_scale_ue8m0 = ue8m0;
-    args.out = out.get();
-    args.counts = dc.as<int32_t>();
-    args.a_offsets = dao.as<int32_t>();
-    args.out_offsets = doo.as<int32_t>();
-    args.num_groups = groups;
-    args.n = n;
-    args.k = k;
-    args.max_rows = gr.a_rows;
-    args.config = cfg;
-    args.scratch = scratch.get();
-    args.scratch_bytes = scratch.bytes();
-    ASSERT_EQ(fm::kernels::launch_cutlass_fp8_block_gemm(args, nullptr), cudaSuccess);
-    FM_CUDA_CHECK(cudaDeviceSynchronize());
-    const double err =
-        compare(to_host<uint16_t>(out.get(), static_cast<size_t>(gr.o_rows + 4) * n), ref, gr.o_rows, n);
-    std::printf("[ cutlass  ] %-70s N=%-5d K=%-5d groups %-3d rows %-6lld rel_err %.3e\n",
-                fm::kernels::cutlass_fp8_block_gemm_name(cfg), n, k, groups, static_cast<long long>(gr.o_rows), err);
-    EXPECT_LE(err, kTol) << fm::kernels::cutlass_fp8_block_gemm_name(cfg);
-  }
+  fm::kernels::CutlassFp8BlockArgs args;
+  args.a = da.get();
+  args.a_scale = dsa.as<float>();
+  args.a_scale_stride = stride;
+  args.w = dw.get();
+  args.w_scale = dsw.get();
+  args.w_scale_ue8m0 = ue8m0;
+  args.out = out.get();
+  args.counts = dc.as<int32_t>();
+  args.a_offsets = dao.as<int32_t>();
+  args.out_offsets = doo.as<int32_t>();
+  args.num_groups = groups;
+  args.n = n;
+  args.k = k;
+  args.max_rows = gr.a_rows;
+  args.scratch = scratch.get();
+  args.scratch_bytes = scratch.bytes();
+  every_config(args, fm::kernels::launch_cutlass_fp8_block_gemm, fm::kernels::cutlass_fp8_block_gemm_name, out, ref,
+               gr, n, k);
 }
 
 // Row-scaled: activation scales per token (padded row order, a_offsets[g] the first of group g) or
@@ -200,35 +209,25 @@ void check_row(int n, int k, const std::vector<int32_t>& counts, bool per_token,
                dao = to_device(gr.a_off), doo = to_device(gr.o_off);
   DeviceBuffer out(static_cast<size_t>(gr.o_rows + 4) * n * 2);
   DeviceBuffer scratch(fm::kernels::cutlass_fp8_row_scratch_bytes(groups));
-  for (int c = 1; c <= fm::kernels::kCutlassFp8Configs; ++c) {
-    const auto cfg = static_cast<CutlassFp8Config>(c);
-    out.poison();
-    fm::kernels::CutlassFp8RowArgs args;
-    args.a = da.get();
-    args.a_scale = dsa.as<float>();
-    args.a_scale_per_token = per_token;
-    args.w = dw.get();
-    args.w_scale = dsw.as<float>();
-    args.w_scale_per_channel = per_channel;
-    args.out = out.get();
-    args.counts = dc.as<int32_t>();
-    args.a_offsets = dao.as<int32_t>();
-    args.out_offsets = doo.as<int32_t>();
-    args.num_groups = groups;
-    args.n = n;
-    args.k = k;
-    args.max_rows = gr.a_rows;
-    args.config = cfg;
-    args.scratch = scratch.get();
-    args.scratch_bytes = scratch.bytes();
-    ASSERT_EQ(fm::kernels::launch_cutlass_fp8_row_gemm(args, nullptr), cudaSuccess);
-    FM_CUDA_CHECK(cudaDeviceSynchronize());
-    const double err =
-        compare(to_host<uint16_t>(out.get(), static_cast<size_t>(gr.o_rows + 4) * n), ref, gr.o_rows, n);
-    std::printf("[ cutlass  ] %-70s N=%-5d K=%-5d groups %-3d rows %-6lld rel_err %.3e\n",
-                fm::kernels::cutlass_fp8_row_gemm_name(cfg), n, k, groups, static_cast<long long>(gr.o_rows), err);
-    EXPECT_LE(err, kTol) << fm::kernels::cutlass_fp8_row_gemm_name(cfg);
-  }
+  fm::kernels::CutlassFp8RowArgs args;
+  args.a = da.get();
+  args.a_scale = dsa.as<float>();
+  args.a_scale_per_token = per_token;
+  args.w = dw.get();
+  args.w_scale = dsw.as<float>();
+  args.w_scale_per_channel = per_channel;
+  args.out = out.get();
+  args.counts = dc.as<int32_t>();
+  args.a_offsets = dao.as<int32_t>();
+  args.out_offsets = doo.as<int32_t>();
+  args.num_groups = groups;
+  args.n = n;
+  args.k = k;
+  args.max_rows = gr.a_rows;
+  args.scratch = scratch.get();
+  args.scratch_bytes = scratch.bytes();
+  every_config(args, fm::kernels::launch_cutlass_fp8_row_gemm, fm::kernels::cutlass_fp8_row_gemm_name, out, ref, gr,
+               n, k);
 }
 
 // The blockwise GEMM1 with the activation in its epilogue (launch_cutlass_fp8_gated_gemm1): W1 in the
@@ -403,14 +402,11 @@ TEST(CutlassFp8Gemm, RejectsAConfigOutOfRange) {
 
 // Informational (prints, asserts only that the launches succeed): each blockwise configuration at
 // dsv3-tp8's two GEMM shapes at 16384 tokens (131072 rows in 256 equal groups; GEMM1 N = 512,
-// K = 7168; GEMM2 N = 7168, K = 256), constant data, the median of 5 timed launches after 2. The
+// K = 7168; GEMM2 N = 7168, K = 256), constant data, the median of 5 timed launches after 5. The
 // layer benchmark (`bench --suite layer`, FUSEDMOE_CUTLASS_FP8_CONFIG) times them on real data.
 TEST(CutlassFp8Timing, BlockwiseConfigsAtDsv3Shapes) {
   constexpr int64_t kRows = 131072;
   constexpr int kGroups = 256;
-  cudaEvent_t e0, e1;
-  FM_CUDA_CHECK(cudaEventCreate(&e0));
-  FM_CUDA_CHECK(cudaEventCreate(&e1));
   std::vector<int32_t> counts(kGroups, static_cast<int32_t>(kRows / kGroups)), offs(kGroups + 1);
   for (int g = 0; g <= kGroups; ++g) offs[g] = static_cast<int32_t>(g * (kRows / kGroups));
   DeviceBuffer dc = to_device(counts), doff = to_device(offs);
@@ -440,23 +436,17 @@ TEST(CutlassFp8Timing, BlockwiseConfigsAtDsv3Shapes) {
       args.config = static_cast<CutlassFp8Config>(c);
       args.scratch = scratch.get();
       args.scratch_bytes = scratch.bytes();
-      std::vector<float> ms;
-      for (int it = 0; it < 7; ++it) {
-        FM_CUDA_CHECK(cudaEventRecord(e0));
-        ASSERT_EQ(fm::kernels::launch_cutlass_fp8_block_gemm(args, nullptr), cudaSuccess);
-        FM_CUDA_CHECK(cudaEventRecord(e1));
-        FM_CUDA_CHECK(cudaEventSynchronize(e1));
-        float t = 0;
-        FM_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-        if (it > 1) ms.push_back(t);
-      }
-      std::sort(ms.begin(), ms.end());
-      const double us = ms[ms.size() / 2] * 1e3;
+      cudaError_t launched = cudaSuccess;
+      const double us = fm::gputest::median_us(
+          [&](cudaStream_t st) {
+            const cudaError_t e = fm::kernels::launch_cutlass_fp8_block_gemm(args, st);
+            if (e != cudaSuccess) launched = e;
+          },
+          5);
+      ASSERT_EQ(launched, cudaSuccess);
       std::printf("[ cutlass  ] timing %-70s rows %lld N %d K %d: %.1f us, %.0f TFLOP/s\n",
                   fm::kernels::cutlass_fp8_block_gemm_name(args.config), static_cast<long long>(kRows), n, k, us,
                   2.0 * kRows * n * k / (us * 1e-6) / 1e12);
     }
   }
-  FM_CUDA_CHECK(cudaEventDestroy(e0));
-  FM_CUDA_CHECK(cudaEventDestroy(e1));
 }

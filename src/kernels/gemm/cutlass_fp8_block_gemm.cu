@@ -30,9 +30,11 @@ __global__ void fp8_scales_kernel(float* sfa, float* sfb, const float* a_scale, 
       const int nb = static_cast<int>(u % nb_n);
       const int kb = static_cast<int>((u / nb_n) % kb_n);
       const int64_t g = u / (static_cast<int64_t>(nb_n) * kb_n);
-      // the first weight row of block nb as the caller's scales count it: rows in blocks of 8
-      // alternating gate / up (gran_n 8, blocks8_half = N): gate row 8b or up row N + 8b
-      const int row = blocks8_half > 0 ? ((nb & 1) ? blocks8_half : 0) + 8 * (nb >> 1) : nb * gran_n;
+      // the first weight row of block nb as the caller's scales count it: with blocks8_half = N the
+      // GEMM's rows alternate in blocks of 8 gate and 8 up rows (row 16b + q: gate row 8b + q for
+      // q < 8, up row N + 8b + q - 8), and gran_n divides 8
+      const int r = nb * gran_n, b = r >> 4, q = r & 15;
+      const int row = blocks8_half > 0 ? (q < 8 ? 8 * b + q : blocks8_half + 8 * b + q - 8) : r;
       const int64_t src = (g * src_nb_n + row / 128) * kb_n + kb;
       float v;
       if (ue8m0) {

@@ -188,8 +188,8 @@ __global__ void fp8_setup_groups_kernel(Fp8BlockArrays<G> arr, const typename G:
 // Activation scales: padded row r of group g (i = r - a_offsets[g] < counts[g]), K block kb ->
 // sfa[(K/128) * a_offsets[g] + kb * counts[g] + i]. Weight scales: [G, N/128, K/128] ->
 // [G, K/128, N/gran_n] float (UE8M0 bytes: 2^(b - 127)), each block of gran_n weight rows taking
-// its 128-row block's scale (gran_n 8 with blocks8_half = N: W1's rows alternating in blocks of 8
-// gate and 8 up rows, cutlass_fp8_gated_gemm.cu). The same for every configuration (only the two
+// its 128-row block's scale (blocks8_half = N: W1's rows alternating in blocks of 8 gate and 8 up
+// rows, gran_n dividing 8: cutlass_fp8_gated_gemm.cu). The same for every configuration (only the two
 // float arrays are written): one kernel, launched by cutlass_fp8_block_gemm.cu's function.
 void launch_fp8_scales(float* sfa, float* sfb, const CutlassFp8BlockArgs& args, int sms, cudaStream_t stream,
                        int gran_n = 128, int blocks8_half = 0);

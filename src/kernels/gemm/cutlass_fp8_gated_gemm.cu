@@ -7,8 +7,13 @@
 //
 // Scales. W1 as this GEMM reads it alternates gate and up rows in blocks of 8 (split halves), so a
 // 128-row tile mixes two of the checkpoint's 128-row scale blocks: the mainloop takes one weight
-// scale per 8 rows (Sm90BlockwiseScaleConfig<1, 8, 128>), re-laid per call from the checkpoint's
+// scale per 4 rows (Sm90BlockwiseScaleConfig<1, 4, 128>), re-laid per call from the checkpoint's
 // [G, 2N/128, K/128] by the blockwise GEMM's scale kernel (launch_fp8_scales, blocks8_half = N).
+// Not 8 rows: CUTLASS 4.2's mainloop copies a tile's weight scales with one warp whose lane t takes
+// columns t, t + 32, t + 64, t + 96 and only lanes t < (scales per tile): with 16 scales per 128
+// columns lanes 16-31 would skip blocks 2, 3, 6, 7, ... (a review reproduced the partition on the
+// host). With 4 rows (32 scales) every lane copies and every block is loaded; a thread's columns
+// 8j + 2(t % 4) + {0, 1} still meet one scale per 8-column block, so the K loop's work is the same.
 #include <algorithm>
 #include <string>
 
@@ -28,7 +33,7 @@ struct Fp8GatedGemm {
   using LayoutB = cutlass::layout::ColumnMajor;
   using TileShape = cute::Shape<cute::_128, cute::_128, cute::_128>;
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
-  static constexpr int kScaleN = 8;  // one weight scale per 8 rows: the gate / up blocks
+  static constexpr int kScaleN = 4;  // one weight scale per 4 rows (see above: not 8)
   using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, kScaleN, 128>;
   using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
   using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
@@ -82,17 +87,8 @@ cudaError_t run_fp8_gated(const CutlassFp8GatedArgs& a, cudaStream_t stream) {
   launch_fp8_scales(arr.sfa, arr.sfb, b, sms, stream, G::kScaleN, blocks8 ? a.n : 0);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  GatedEpilogueArgs ep;
-  ep.ptr_out = reinterpret_cast<__nv_bfloat16**>(arr.ptr_d);
-  ep.bias = a.bias;
-  ep.n_out = a.n;
-  ep.n_bias = n_w;
-  ep.pairing = !a.activation.gated()     ? int(GatePairing::kPlain)
-               : a.activation.interleaved ? int(GatePairing::kPairAdjacent)
-                                          : int(GatePairing::kPairBlocks8);
-  ep.kind = static_cast<int>(a.activation.kind);
-  ep.alpha = a.activation.alpha;
-  ep.limit = a.activation.limit;
+  const GatedEpilogueArgs ep =
+      gated_epilogue_args(reinterpret_cast<void* const*>(arr.ptr_d), a.bias, a.n, a.activation);
   cutlass::KernelHardwareInfo hw;
   cudaGetDevice(&hw.device_id);
   hw.sm_count = sms;
@@ -102,15 +98,7 @@ cudaError_t run_fp8_gated(const CutlassFp8GatedArgs& a, cudaStream_t stream) {
       {arr.ptr_a, arr.stride_a, arr.ptr_b, arr.stride_b, arr.ptr_sfa, arr.layout_sfa, arr.ptr_sfb, arr.layout_sfb},
       ep,
       hw};
-  typename G::Gemm gemm;
-  if (G::Gemm::get_workspace_size(ga) > arr.cutlass_workspace_bytes) return cudaErrorInvalidValue;
-  if (gemm.can_implement(ga) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
-  if (gemm.initialize(ga, arr.cutlass_workspace, stream) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
-  if (gemm.run(stream) != cutlass::Status::kSuccess) {
-    e = cudaGetLastError();
-    return e != cudaSuccess ? e : cudaErrorLaunchFailure;
-  }
-  return cudaGetLastError();
+  return launch_gemm<typename G::Gemm>(ga, arr.cutlass_workspace, arr.cutlass_workspace_bytes, stream, true);
 }
 
 size_t scratch_fp8_gated(int groups, int n_w, int k, int64_t max_rows) {

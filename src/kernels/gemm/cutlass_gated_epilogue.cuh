@@ -76,6 +76,25 @@ struct GatedEpilogueArgs {
   float alpha = 0.f, limit = 0.f;
 };
 
+// The arguments for H [rows, n] bf16 at the per-group pointers `ptr_out` (the setup kernel's ptr_d),
+// W1 in the pairing order `activation` implies (split halves: blocks of 8), b1 [G, gemm1_rows(n)] or
+// null.
+inline GatedEpilogueArgs gated_epilogue_args(void* const* ptr_out, const float* bias, int n,
+                                             const Activation& activation) {
+  GatedEpilogueArgs ep;
+  ep.ptr_out = reinterpret_cast<__nv_bfloat16**>(const_cast<void**>(ptr_out));
+  ep.bias = bias;
+  ep.n_out = n;
+  ep.n_bias = activation.gemm1_rows(n);
+  ep.pairing = !activation.gated()     ? int(GatePairing::kPlain)
+               : activation.interleaved ? int(GatePairing::kPairAdjacent)
+                                        : int(GatePairing::kPairBlocks8);
+  ep.kind = static_cast<int>(activation.kind);
+  ep.alpha = activation.alpha;
+  ep.limit = activation.limit;
+  return ep;
+}
+
 class GatedEpilogue {
  public:
   // The types CUTLASS's kernel and device adapter name (C is never read: no source).

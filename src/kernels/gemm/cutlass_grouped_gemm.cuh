@@ -148,20 +148,29 @@ __global__ void setup_groups_kernel(GroupArrays<G> arr, const typename G::Elemen
 
 int device_sm_count();  // cutlass_grouped_gemm.cu: cached per device
 
-// D = 1 * acc (no source), the workspace checked against what CUTLASS asks for, then the launch.
+// The workspace checked against what CUTLASS asks for (and with `check`, the arguments against what
+// the kernel can implement: our gated epilogue's own checks), then the launch.
 template <class Gemm>
-cudaError_t initialize_and_run(typename Gemm::Arguments& ga, void* workspace, size_t workspace_bytes,
-                               cudaStream_t stream) {
-  ga.epilogue.thread.alpha = 1.f;
-  ga.epilogue.thread.beta = 0.f;
+cudaError_t launch_gemm(const typename Gemm::Arguments& ga, void* workspace, size_t workspace_bytes,
+                        cudaStream_t stream, bool check = false) {
   Gemm gemm;
   if (Gemm::get_workspace_size(ga) > workspace_bytes) return cudaErrorInvalidValue;
+  if (check && gemm.can_implement(ga) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
   if (gemm.initialize(ga, workspace, stream) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
   if (gemm.run(stream) != cutlass::Status::kSuccess) {
     const cudaError_t e = cudaGetLastError();
     return e != cudaSuccess ? e : cudaErrorLaunchFailure;
   }
   return cudaGetLastError();
+}
+
+// D = 1 * acc (no source), then launch_gemm.
+template <class Gemm>
+cudaError_t initialize_and_run(typename Gemm::Arguments& ga, void* workspace, size_t workspace_bytes,
+                               cudaStream_t stream) {
+  ga.epilogue.thread.alpha = 1.f;
+  ga.epilogue.thread.beta = 0.f;
+  return launch_gemm<Gemm>(ga, workspace, workspace_bytes, stream);
 }
 
 template <class G>

@@ -86,18 +86,8 @@ cudaError_t run_gated(const CutlassGatedArgs& a, cudaStream_t stream) {
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
 
-  GatedEpilogueArgs ep;
-  ep.ptr_out = reinterpret_cast<__nv_bfloat16**>(arr.ptr_d);
-  ep.bias = a.bias;
-  ep.n_out = a.n;
-  ep.n_bias = n_w;
-  ep.pairing = !a.activation.gated()     ? int(GatePairing::kPlain)
-               : a.activation.interleaved ? int(GatePairing::kPairAdjacent)
-                                          : int(GatePairing::kPairBlocks8);
-  ep.kind = static_cast<int>(a.activation.kind);
-  ep.alpha = a.activation.alpha;
-  ep.limit = a.activation.limit;
-
+  const GatedEpilogueArgs ep =
+      gated_epilogue_args(reinterpret_cast<void* const*>(arr.ptr_d), a.bias, a.n, a.activation);
   cutlass::KernelHardwareInfo hw;
   cudaGetDevice(&hw.device_id);
   hw.sm_count = sms;
@@ -106,15 +96,7 @@ cudaError_t run_gated(const CutlassGatedArgs& a, cudaStream_t stream) {
                                  {arr.ptr_a, arr.stride_a, arr.ptr_b, arr.stride_b},
                                  ep,
                                  hw};
-  typename G::Gemm gemm;
-  if (G::Gemm::get_workspace_size(ga) > arr.cutlass_workspace_bytes) return cudaErrorInvalidValue;
-  if (gemm.can_implement(ga) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
-  if (gemm.initialize(ga, arr.cutlass_workspace, stream) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
-  if (gemm.run(stream) != cutlass::Status::kSuccess) {
-    e = cudaGetLastError();
-    return e != cudaSuccess ? e : cudaErrorLaunchFailure;
-  }
-  return cudaGetLastError();
+  return launch_gemm<typename G::Gemm>(ga, arr.cutlass_workspace, arr.cutlass_workspace_bytes, stream, true);
 }
 
 size_t scratch_gated(int groups) { return scratch_bytes<GatedGemm>(groups); }
