@@ -21,6 +21,11 @@ namespace fm = fusedmoe;
 TEST(FusedActivation, EpiloguePairingMatchesCutlassAccumulatorLayout) {
   EXPECT_EQ(fm::kernels::cutlass_gated_layout_check(), "");
 }
+
+// CUTLASS's blockwise mainloop loads every activation and weight scale block of a tile, for every
+// FP8 blockwise configuration and the FP8 GEMM1 with the activation (one weight scale per 4 rows;
+// per 8 rows, blocks 2, 3, 6, 7, ... of each tile would be left out: session 46's review).
+TEST(FusedActivation, BlockwiseScalesAllLoaded) { EXPECT_EQ(fm::kernels::cutlass_fp8_scale_load_check(), ""); }
 #endif
 
 // Row 16b + q of an expert = gate row 8b + q (q < 8), up row 8b + q - 8 (q >= 8); every row once.

@@ -68,4 +68,6 @@ size_t scratch_fp8_block(int groups, int n, int k, int64_t max_rows) {
 }
 void append_fp8_block(KernelList* out, const char* name) { fp8_block_append<Fp8BlockCoop128>(out, name); }
 
+std::string fp8_block_scale_check() { return blockwise_scale_load_check<Fp8BlockCoop128>(); }
+
 }  // namespace fusedmoe::kernels::cutlass_grouped

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime.h>
 
+#include <cute/atom/copy_traits_sm80.hpp>
 #include <cute/tensor.hpp>
 #include <cutlass/cutlass.h>
 #include <cutlass/detail/blockwise_scale_layout.hpp>
@@ -44,8 +46,9 @@ struct Fp8BlockGemm {
   // tile is loaded once and multicast to both (the group scheduler rounds a group's N tiles up to
   // even: every 128-block N of the suite has an even count at 128 columns).
   using ClusterShape = ClusterShape_;
+  static constexpr int kScaleM = 1;    // activation rows per scale (1x128 groups)
   static constexpr int kScaleN = 128;  // weight rows per scale (the checkpoint's 128-row blocks)
-  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, kScaleN, 128>;
+  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<kScaleM, kScaleN, 128>;
   using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
   using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
 
@@ -85,6 +88,52 @@ using Fp8BlockPing64C12 =
     Fp8BlockGemm<cute::Shape<cute::_64, cute::_128, cute::_128>, cute::Shape<cute::_1, cute::_2, cute::_1>,
                  cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpongFP8BlockScaledAccum,
                  cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong>;
+
+// Host check (no GPU) that CUTLASS 4.2's blockwise mainloop loads every scale a tile of G needs: its
+// producer copies a tile's activation and weight scales into shared memory with one warp (a 32-thread
+// tiled copy of single floats over the tile's rows / columns), where lane t copies only while
+// t < the scales per tile. Replays that partition for an M / N tile in the middle of a problem and
+// lists the scale blocks no lane loads (empty: all loaded). 16 weight scales per 128 columns, for
+// one, leave blocks 2, 3, 6, 7, ... unloaded (lanes 16-31 hold them).
+template <class G>
+std::string blockwise_scale_load_check() {
+  using namespace cute;
+  using TileShape = typename G::TileShape;
+  constexpr int kTM = size<0>(TileShape{}), kTN = size<1>(TileShape{}), kTK = size<2>(TileShape{});
+  const int m = 3 * kTM, n = 3 * kTN, k = 2 * kTK;
+  using Atom = Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS<float>, float>;
+  auto tiled = make_tiled_copy(Atom{}, Layout<Shape<_32>>{}, Layout<Shape<_1>>{});
+  std::string missing;
+  // (the scale tensors hold their own indices, so a copied element says which block it is)
+  auto check = [&](auto layout, auto step, int per_tile, const char* what) {
+    std::vector<float> buf(static_cast<size_t>(cosize(layout)));
+    for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(i);
+    Tensor full = make_tensor(make_gmem_ptr(buf.data()), layout);
+    Tensor tiles = local_tile(full, TileShape{}, make_coord(_, _, _), step);  // (BLK, BLK_K, tiles, k tiles, l)
+    Tensor one = tiles(_, _, 1, 0, 0);                                          // tile 1, k tile 0
+    std::vector<int> distinct;  // the tile's scale indices, in order
+    for (int i = 0; i < size(one); ++i) {
+      const int v = static_cast<int>(one(i));
+      if (std::find(distinct.begin(), distinct.end(), v) == distinct.end()) distinct.push_back(v);
+    }
+    std::vector<char> loaded(distinct.size(), 0);
+    for (int t = 0; t < 32; ++t) {
+      if (t >= per_tile) continue;
+      Tensor part = filter_zeros(tiled.get_slice(t).partition_S(one));
+      for (int i = 0; i < size(part); ++i) {
+        const auto at = std::find(distinct.begin(), distinct.end(), static_cast<int>(part(i)));
+        if (at != distinct.end()) loaded[static_cast<size_t>(at - distinct.begin())] = 1;
+      }
+    }
+    for (size_t b = 0; b < distinct.size(); ++b)
+      if (!loaded[b]) missing += std::string(missing.empty() ? "" : ", ") + what + " block " + std::to_string(b);
+  };
+  constexpr int kMs = kTM / G::kScaleM;
+  constexpr int kNs = kTN / G::kScaleN;
+  check(G::ScaleConfig::tile_atom_to_shape_SFA(make_shape(m, n, k, 1)), Step<_1, X, _1>{}, kMs, "activation");
+  check(G::ScaleConfig::tile_atom_to_shape_SFB(make_shape(m, n, k, 1)), Step<X, _1, _1>{}, kNs, "weight");
+  return missing;
+}
 
 template <class G>
 struct Fp8BlockArrays {

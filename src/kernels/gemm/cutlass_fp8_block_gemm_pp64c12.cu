@@ -12,4 +12,6 @@ size_t scratch_fp8_block_pp64c12(int groups, int n, int k, int64_t max_rows) {
 }
 void append_fp8_block_pp64c12(KernelList* out, const char* name) { fp8_block_append<Fp8BlockPing64C12>(out, name); }
 
+std::string fp8_block_scale_check_pp64c12() { return blockwise_scale_load_check<Fp8BlockPing64C12>(); }
+
 }  // namespace fusedmoe::kernels::cutlass_grouped

@@ -33,8 +33,9 @@ struct Fp8GatedGemm {
   using LayoutB = cutlass::layout::ColumnMajor;
   using TileShape = cute::Shape<cute::_128, cute::_128, cute::_128>;
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+  static constexpr int kScaleM = 1;  // 1x128 activation groups
   static constexpr int kScaleN = 4;  // one weight scale per 4 rows (see above: not 8)
-  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, kScaleN, 128>;
+  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<kScaleM, kScaleN, 128>;
   using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
   using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
   using CollectiveEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<GatedEpilogue>;
@@ -107,7 +108,9 @@ size_t scratch_fp8_gated(int groups, int n_w, int k, int64_t max_rows) {
 
 void append_fp8_gated(KernelList* out, const char* name) { fp8_block_append<Fp8GatedGemm>(out, name); }
 
-// The epilogue's pairing against CuTe's partition of this kernel's 128 x 128 tile (host only).
+// The epilogue's pairing against CuTe's partition of this kernel's 128 x 128 tile, and that the
+// mainloop's scale copy loads every scale block of a tile (host only).
 std::string fp8_gated_layout_check() { return gated_layout_check_of<Fp8GatedGemm::TiledMma, 128, 128>(); }
+std::string fp8_gated_scale_check() { return blockwise_scale_load_check<Fp8GatedGemm>(); }
 
 }  // namespace fusedmoe::kernels::cutlass_grouped

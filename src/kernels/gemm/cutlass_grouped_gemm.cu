@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <utility>
 #include <cstdint>
 
 #include "kernels/common/activation_math.cuh"
@@ -241,6 +242,19 @@ std::string cutlass_gated_layout_check() {
   if (!bf16.empty()) return "BF16 128x256 tile: " + bf16;
   const std::string fp8 = cutlass_grouped::fp8_gated_layout_check();
   return fp8.empty() ? fp8 : "FP8 128x128 tile: " + fp8;
+}
+
+std::string cutlass_fp8_scale_load_check() {
+  using namespace cutlass_grouped;
+  const std::pair<const char*, std::string> checks[] = {
+      {kFp8Names[0], fp8_block_scale_check()},
+      {kFp8Names[1], fp8_block_scale_check_c12()},
+      {kFp8Names[2], fp8_block_scale_check_pp64c12()},
+      {kFp8GatedName, fp8_gated_scale_check()}};
+  std::string err;
+  for (const auto& [name, missing] : checks)
+    if (!missing.empty()) err += std::string(err.empty() ? "" : "; ") + name + ": " + missing + " not loaded";
+  return err;
 }
 
 size_t cutlass_fp8_gated_scratch_bytes(int num_groups, int n, int k, int64_t max_rows, const Activation& activation) {

@@ -219,6 +219,10 @@ struct CutlassFp8GatedArgs {
   size_t scratch_bytes = 0;
 };
 size_t cutlass_fp8_gated_scratch_bytes(int num_groups, int n, int k, int64_t max_rows, const Activation& activation);
+// Host check (no GPU) that CUTLASS's blockwise mainloop loads every activation and weight scale a
+// tile needs, for every blockwise configuration and the GEMM1 above (its copy warp's lane t loads
+// only below the tile's scale count); empty when it holds, else the blocks left out.
+std::string cutlass_fp8_scale_load_check();
 // cudaErrorInvalidValue for: gemm1_rows(N) or K not a positive multiple of 128, G < 1, null or
 // unaligned pointers, a_scale_stride < max_rows, scratch too small.
 cudaError_t launch_cutlass_fp8_gated_gemm1(const CutlassFp8GatedArgs& args, cudaStream_t stream);

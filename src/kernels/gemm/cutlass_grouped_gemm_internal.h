@@ -54,11 +54,15 @@ cudaError_t run_fp8_block_pp64c12(const CutlassFp8BlockArgs& a, cudaStream_t str
 size_t scratch_fp8_block_pp64c12(int groups, int n, int k, int64_t max_rows);
 void append_fp8_block_pp64c12(KernelList* out, const char* name);
 const void* fp8_scales_kernel_ptr();  // the scale re-layout kernel every block configuration launches
+std::string fp8_block_scale_check();  // blockwise_scale_load_check of each block configuration
+std::string fp8_block_scale_check_c12();
+std::string fp8_block_scale_check_pp64c12();
 
 cudaError_t run_fp8_gated(const CutlassFp8GatedArgs& a, cudaStream_t stream);  // cutlass_fp8_gated_gemm.cu
 size_t scratch_fp8_gated(int groups, int n_w, int k, int64_t max_rows);
 void append_fp8_gated(KernelList* out, const char* name);
 std::string fp8_gated_layout_check();
+std::string fp8_gated_scale_check();
 
 // CutlassFp8Config 1 / 2 / 3: cutlass_fp8_row_gemm.cu / _c12.cu / _pp64c12.cu
 cudaError_t run_fp8_row(const CutlassFp8RowArgs& a, cudaStream_t stream);
