@@ -895,15 +895,15 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
         const bool block = p.quant.weight.granularity == ScaleGranularity::kBlock;
         const CutlassFp8Override& fo = cutlass_fp8_override();
-        auto fp8_name = [&](kernels::CutlassFp8Config c) {
-          return block ? kernels::cutlass_fp8_block_gemm_name(c) : kernels::cutlass_fp8_row_gemm_name(c);
+        auto fp8_name = [&](kernels::CutlassFp8Config c, int n) {
+          return block ? kernels::cutlass_fp8_block_gemm_name(c, n) : kernels::cutlass_fp8_row_gemm_name(c, n);
         };
         const bool fused = block && ro.fused_activation;  // (FP8: forced only; its own 128x128 kernel)
         os << "tiles: cutlass fp8 " << (block ? "blockwise " : "row-scaled ")
-           << (fused ? "coop 128x128 + activation" : kernels::cutlass_fp8_config_brief(fo.gemm1)) << " + "
-           << kernels::cutlass_fp8_config_brief(fo.gemm2)
-           << " (GEMM1 + GEMM2 configurations: the cooperative 128x128 on 1x1 clusters, measured in sessions 10 "
-              "and 19; the others are built, not yet measured"
+           << (fused ? "coop 128x128 + activation" : kernels::cutlass_fp8_config_brief(fo.gemm1, r1)) << " + "
+           << kernels::cutlass_fp8_config_brief(fo.gemm2, static_cast<int>(p.hidden))
+           << " (GEMM1 + GEMM2 configurations: cooperative 128x128 tiles on 1x2 clusters where the GEMM's 128-wide "
+              "N tiles pair up, else on 1x1 clusters: measured, session 46"
            << ((fo.gemm1 != kernels::CutlassFp8Config::kAuto && !fused) || fo.gemm2 != kernels::CutlassFp8Config::kAuto
                    ? "; overridden by FUSEDMOE_CUTLASS_FP8_CONFIG"
                    : "")
@@ -915,10 +915,10 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
                                 ? " (GEMM1 over MoeTensors::w1_gate_up_blocks, b1 and the activation in its epilogue: "
                                   "ForwardOptions::fused_activation)"
                                 : " (GEMM1, b1 and the activation in its epilogue: ForwardOptions::fused_activation)")
-                     : std::string(fp8_name(fo.gemm1)) +
+                     : std::string(fp8_name(fo.gemm1, r1)) +
                            (block ? " (GEMM1; scales re-laid per group), grouped_activation"
                                   : " (GEMM1; scales in the epilogue), grouped_activation"))
-           << ", quantise the intermediate, " << fp8_name(fo.gemm2) << " (GEMM2), combine\n";
+           << ", quantise the intermediate, " << fp8_name(fo.gemm2, static_cast<int>(p.hidden)) << " (GEMM2), combine\n";
         return os.str();
       }
       if (ro.cutlass_gemm2) {

@@ -113,7 +113,7 @@ TEST(FusedActivation, SwitchResolution) {
             std::string::npos) << exf;
   EXPECT_EQ(exf.find("grouped_activation"), std::string::npos) << exf;
   EXPECT_NE(exf.find("quantise the intermediate"), std::string::npos) << exf;
-  EXPECT_NE(exf.find("tiles: cutlass fp8 blockwise coop 128x128 + activation + coop 128x128"), std::string::npos)
+  EXPECT_NE(exf.find("tiles: cutlass fp8 blockwise coop 128x128 + activation + coop 128x128 c1x2"), std::string::npos)
       << exf;
   const std::string exd = fm::explain(fb);
   EXPECT_EQ(exd.find(fm::kernels::cutlass_fp8_gated_gemm1_name()), std::string::npos) << exd;

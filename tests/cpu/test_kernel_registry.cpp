@@ -126,8 +126,9 @@ TEST(KernelRegistry, Fp8GemmNamesAreTheRegisteredInstances) {
 }
 
 // The CUTLASS FP8 configurations (CutlassFp8Config): every one named distinctly for both schemes,
-// listed in the registry under that name, kAuto resolving to the cooperative 128x128 on 1x1
-// clusters (the one measured) and a value out of range to "?".
+// listed in the registry under that name; kAuto resolving to the cooperative 128x128 on 1x2
+// clusters where the 128-wide N tiles pair up (session 46, measured), else on 1x1 clusters; a value
+// out of range to "?".
 TEST(KernelRegistry, CutlassFp8ConfigsAreNamedAndListed) {
   namespace k = fm::kernels;
   std::set<std::string> listed;
@@ -136,19 +137,22 @@ TEST(KernelRegistry, CutlassFp8ConfigsAreNamedAndListed) {
   std::set<std::string> names, briefs;
   for (int c = 1; c <= k::kCutlassFp8Configs; ++c) {
     const auto cfg = static_cast<k::CutlassFp8Config>(c);
-    for (const char* name : {k::cutlass_fp8_block_gemm_name(cfg), k::cutlass_fp8_row_gemm_name(cfg)}) {
+    for (const char* name : {k::cutlass_fp8_block_gemm_name(cfg, 512), k::cutlass_fp8_row_gemm_name(cfg, 512)}) {
       EXPECT_TRUE(names.insert(name).second) << name;
       EXPECT_EQ(listed.count(name), 1u) << name << " is not a registered instance";
       EXPECT_EQ(listed.count(std::string(name) + "<setup>"), 1u) << name << "'s setup kernel is not registered";
       EXPECT_EQ(std::string(name).find("_c1x2") != std::string::npos, c != 1) << name;
     }
-    EXPECT_TRUE(briefs.insert(k::cutlass_fp8_config_brief(cfg)).second);
+    EXPECT_TRUE(briefs.insert(k::cutlass_fp8_config_brief(cfg, 512)).second);
   }
   EXPECT_EQ(listed.count("cutlass_fp8_block_scales"), 1u);
-  EXPECT_EQ(k::cutlass_fp8_auto_config(), k::CutlassFp8Config::kCoop128x128);
-  EXPECT_STREQ(k::cutlass_fp8_block_gemm_name(), k::cutlass_fp8_block_gemm_name(k::CutlassFp8Config::kCoop128x128));
-  EXPECT_STREQ(k::cutlass_fp8_config_brief(k::CutlassFp8Config::kAuto), "coop 128x128");
-  EXPECT_STREQ(k::cutlass_fp8_row_gemm_name(static_cast<k::CutlassFp8Config>(k::kCutlassFp8Configs + 1)), "?");
+  for (int n : {256, 512, 768, 4096, 7168}) EXPECT_EQ(k::cutlass_fp8_auto_config(n), k::CutlassFp8Config::kCoop128x128Cluster1x2) << n;
+  for (int n : {128, 384, 208, 0}) EXPECT_EQ(k::cutlass_fp8_auto_config(n), k::CutlassFp8Config::kCoop128x128) << n;
+  EXPECT_STREQ(k::cutlass_fp8_block_gemm_name(k::CutlassFp8Config::kAuto, 7168),
+               k::cutlass_fp8_block_gemm_name(k::CutlassFp8Config::kCoop128x128Cluster1x2, 7168));
+  EXPECT_STREQ(k::cutlass_fp8_config_brief(k::CutlassFp8Config::kAuto, 384), "coop 128x128");
+  EXPECT_STREQ(k::cutlass_fp8_config_brief(k::CutlassFp8Config::kAuto, 512), "coop 128x128 c1x2");
+  EXPECT_STREQ(k::cutlass_fp8_row_gemm_name(static_cast<k::CutlassFp8Config>(k::kCutlassFp8Configs + 1), 512), "?");
 }
 #endif
 

@@ -132,7 +132,10 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
     EXPECT_EQ(fm::detail::decide(f, {}, true).chosen, fm::Backend::kCutlassGrouped);
     EXPECT_EQ(fm::detail::decide(f, {}, false).chosen, fm::Backend::kCutlassGrouped);
     const std::string exf = fm::explain(f);
+    // (qwen235-tp8: GEMM1's 2N = 384, three 128-wide tiles: 1x1 clusters; GEMM2's 4096: 1x2)
     EXPECT_NE(exf.find("cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_coop_128x128x128 (GEMM1"), std::string::npos) << exf;
+    EXPECT_NE(exf.find("cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_coop_128x128x128_c1x2 (GEMM2"), std::string::npos)
+        << exf;
     f.num_tokens = f.max_tokens = 1;
   }
   fm::MoeProblem b = fm::find_preset("dsv3-tp8")->problem;  // FP8 128x128 blocks: auto from 1024 tokens
@@ -143,9 +146,10 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   EXPECT_EQ(fm::detail::decide(b, {}, true).chosen, fm::Backend::kCutlassGrouped);
   EXPECT_EQ(fm::detail::decide(b, {}, false).chosen, fm::Backend::kCutlassGrouped);
   const std::string exb = fm::explain(b);
-  EXPECT_NE(exb.find("cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128 (GEMM1"), std::string::npos) << exb;
-  // the configurations of both GEMMs (kernels::CutlassFp8Config), auto: the measured one
-  EXPECT_NE(exb.find("tiles: cutlass fp8 blockwise coop 128x128 + coop 128x128 (GEMM1 + GEMM2"), std::string::npos)
+  EXPECT_NE(exb.find("cutlass_sm90_fp8e4m3_blockwise_grouped_gemm_coop_128x128x128_c1x2 (GEMM1"), std::string::npos) << exb;
+  // the configurations of both GEMMs (kernels::CutlassFp8Config), auto: 1x2 clusters where N pairs up
+  EXPECT_NE(exb.find("tiles: cutlass fp8 blockwise coop 128x128 c1x2 + coop 128x128 c1x2 (GEMM1 + GEMM2"),
+            std::string::npos)
       << exb;
   fm::MoeProblem g = fm::find_preset("gptoss-tp1")->problem;  // expert biases
   g.num_tokens = g.max_tokens = 4096;

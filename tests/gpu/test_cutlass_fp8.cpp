@@ -97,13 +97,13 @@ void every_config(Args args, Launch launch, Name name, const DeviceBuffer& out, 
   for (int c = 1; c <= fm::kernels::kCutlassFp8Configs; ++c) {
     args.config = static_cast<CutlassFp8Config>(c);
     out.poison();
-    ASSERT_EQ(launch(args, nullptr), cudaSuccess) << name(args.config);
+    ASSERT_EQ(launch(args, nullptr), cudaSuccess) << name(args.config, n);
     FM_CUDA_CHECK(cudaDeviceSynchronize());
     const double err =
         compare(to_host<uint16_t>(out.get(), static_cast<size_t>(gr.o_rows + 4) * n), ref, gr.o_rows, n);
-    std::printf("[ cutlass  ] %-70s N=%-5d K=%-5d groups %-3zu rows %-6lld rel_err %.3e\n", name(args.config), n, k,
+    std::printf("[ cutlass  ] %-70s N=%-5d K=%-5d groups %-3zu rows %-6lld rel_err %.3e\n", name(args.config, n), n, k,
                 gr.counts.size(), static_cast<long long>(gr.o_rows), err);
-    EXPECT_LE(err, kTol) << name(args.config);
+    EXPECT_LE(err, kTol) << name(args.config, n);
   }
 }
 
@@ -445,7 +445,7 @@ TEST(CutlassFp8Timing, BlockwiseConfigsAtDsv3Shapes) {
           5);
       ASSERT_EQ(launched, cudaSuccess);
       std::printf("[ cutlass  ] timing %-70s rows %lld N %d K %d: %.1f us, %.0f TFLOP/s\n",
-                  fm::kernels::cutlass_fp8_block_gemm_name(args.config), static_cast<long long>(kRows), n, k, us,
+                  fm::kernels::cutlass_fp8_block_gemm_name(args.config, n), static_cast<long long>(kRows), n, k, us,
                   2.0 * kRows * n * k / (us * 1e-6) / 1e12);
     }
   }

@@ -53,9 +53,9 @@ constexpr const char* kFp8RowNames[kCutlassFp8Configs] = {
     "cutlass_sm90_fp8e4m3_rowscaled_grouped_gemm_pingpong_64x128x128_c1x2"};
 constexpr const char* kFp8Briefs[kCutlassFp8Configs] = {"coop 128x128", "coop 128x128 c1x2", "pingpong 64x128 c1x2"};
 
-// kAuto resolved; -1 for a value out of range.
-int fp8_config_index(CutlassFp8Config c) {
-  if (c == CutlassFp8Config::kAuto) c = cutlass_fp8_auto_config();
+// kAuto resolved for n columns; -1 for a value out of range.
+int fp8_config_index(CutlassFp8Config c, int n) {
+  if (c == CutlassFp8Config::kAuto) c = cutlass_fp8_auto_config(n);
   const int i = static_cast<int>(c) - 1;
   return i >= 0 && i < kCutlassFp8Configs ? i : -1;
 }
@@ -312,10 +312,12 @@ cudaError_t launch_grouped_activation(const ActivationArgs& a, cudaStream_t stre
   return cudaGetLastError();
 }
 
-CutlassFp8Config cutlass_fp8_auto_config() { return CutlassFp8Config::kCoop128x128; }
+CutlassFp8Config cutlass_fp8_auto_config(int n) {
+  return n > 0 && n % 256 == 0 ? CutlassFp8Config::kCoop128x128Cluster1x2 : CutlassFp8Config::kCoop128x128;
+}
 
-const char* cutlass_fp8_config_brief(CutlassFp8Config config) {
-  const int i = cutlass_grouped::fp8_config_index(config);
+const char* cutlass_fp8_config_brief(CutlassFp8Config config, int n) {
+  const int i = cutlass_grouped::fp8_config_index(config, n);
   return i < 0 ? "?" : cutlass_grouped::kFp8Briefs[i];
 }
 
@@ -326,14 +328,14 @@ size_t cutlass_fp8_block_scratch_bytes(int num_groups, int n, int k, int64_t max
   return std::max({scratch_fp8_block(g, n, k, r), scratch_fp8_block_c12(g, n, k, r), scratch_fp8_block_pp64c12(g, n, k, r)});
 }
 
-const char* cutlass_fp8_block_gemm_name(CutlassFp8Config config) {
-  const int i = cutlass_grouped::fp8_config_index(config);
+const char* cutlass_fp8_block_gemm_name(CutlassFp8Config config, int n) {
+  const int i = cutlass_grouped::fp8_config_index(config, n);
   return i < 0 ? "?" : cutlass_grouped::kFp8Names[i];
 }
 
 cudaError_t launch_cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& a, cudaStream_t stream) {
   using namespace cutlass_grouped;
-  const int cfg = fp8_config_index(a.config);
+  const int cfg = fp8_config_index(a.config, a.n);
   if (cfg < 0 || a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 128 != 0 || a.k % 128 != 0 || a.max_rows < 0)
     return cudaErrorInvalidValue;
   if (a.a == nullptr || a.a_scale == nullptr || a.w == nullptr || a.w_scale == nullptr || a.out == nullptr ||
@@ -357,14 +359,14 @@ size_t cutlass_fp8_row_scratch_bytes(int num_groups) {
   return std::max({scratch_fp8_row(g), scratch_fp8_row_c12(g), scratch_fp8_row_pp64c12(g)});
 }
 
-const char* cutlass_fp8_row_gemm_name(CutlassFp8Config config) {
-  const int i = cutlass_grouped::fp8_config_index(config);
+const char* cutlass_fp8_row_gemm_name(CutlassFp8Config config, int n) {
+  const int i = cutlass_grouped::fp8_config_index(config, n);
   return i < 0 ? "?" : cutlass_grouped::kFp8RowNames[i];
 }
 
 cudaError_t launch_cutlass_fp8_row_gemm(const CutlassFp8RowArgs& a, cudaStream_t stream) {
   using namespace cutlass_grouped;
-  const int cfg = fp8_config_index(a.config);
+  const int cfg = fp8_config_index(a.config, a.n);
   if (cfg < 0 || a.num_groups < 1 || a.n <= 0 || a.k <= 0 || a.n % 16 != 0 || a.k % 16 != 0 || a.max_rows < 0)
     return cudaErrorInvalidValue;
   if (a.a == nullptr || a.a_scale == nullptr || a.w == nullptr || a.w_scale == nullptr || a.out == nullptr ||

@@ -139,21 +139,26 @@ void append_cutlass_grouped_instances(KernelList* out);
 namespace fusedmoe::kernels {
 
 // The compiled configurations of the two CUTLASS FP8 GEMMs below (blockwise and row-scaled alike):
-// the tile, the cluster and the kernel schedule. kAuto resolves to cutlass_fp8_auto_config().
+// the tile, the cluster and the kernel schedule. kAuto resolves to cutlass_fp8_auto_config(N).
 enum class CutlassFp8Config : int {
   kAuto = 0,
-  kCoop128x128 = 1,               // cooperative 128x128x128 on 1x1 clusters (measured in sessions 10 and 19)
+  kCoop128x128 = 1,               // cooperative 128x128x128 on 1x1 clusters (sessions 10 and 19)
   kCoop128x128Cluster1x2 = 2,     // the same on 1x2 clusters: the two CTAs of a cluster compute neighbouring
                                   // N tiles of the same rows, each activation tile loaded once, multicast
   kPingpong64x128Cluster1x2 = 3,  // ping-pong 64x128x128 on 1x2 clusters: each consumer warpgroup its own
                                   // tile, one's epilogue under the other's main loop (short-K GEMM2s)
 };
 inline constexpr int kCutlassFp8Configs = 3;
-// kAuto's choice. Not yet measured against the others: the cooperative 128x128 on 1x1 clusters.
-CutlassFp8Config cutlass_fp8_auto_config();
+// kAuto's choice for a GEMM of n output columns: the cooperative 128x128 on 1x2 clusters where the
+// 128-wide N tiles pair up (n a multiple of 256), else on 1x1 clusters (an odd tile count would
+// leave one CTA of a cluster computing nothing). Measured (H100, session 46, 16384 tokens, stages):
+// the 1x2 clusters' GEMM1 5.6-9.6 % and GEMM2 0.2-3.4 % faster on the four block-FP8 cases, layers
+// 3.5-8.9 % faster (dsv3-ep8-fp8b 2322 -> 2116 us); qwen235-tp8-fp8c's GEMM1 (2N = 384, 3 tiles)
+// 23 % slower on them; ping-pong 64x128 slower everywhere.
+CutlassFp8Config cutlass_fp8_auto_config(int n);
 // Short name of a configuration ("coop 128x128", "coop 128x128 c1x2", "pingpong 64x128 c1x2";
-// kAuto: its resolution's).
-const char* cutlass_fp8_config_brief(CutlassFp8Config config);
+// kAuto: its resolution for n columns).
+const char* cutlass_fp8_config_brief(CutlassFp8Config config, int n);
 
 // ---- FP8 e4m3 with 128x128 weight blocks and 1x128 activation groups (DeepSeek) ----
 // CUTLASS's sm90 pointer-array blockwise-scaled grouped GEMM (scales applied per 128-K block in
@@ -187,7 +192,7 @@ size_t cutlass_fp8_block_scratch_bytes(int num_groups, int n, int k, int64_t max
 // cudaErrorInvalidValue for: N or K not a positive multiple of 128, G < 1, a config out of range, null
 // or unaligned pointers, a_scale_stride < max_rows, scratch too small.
 cudaError_t launch_cutlass_fp8_block_gemm(const CutlassFp8BlockArgs& args, cudaStream_t stream);
-const char* cutlass_fp8_block_gemm_name(CutlassFp8Config config = CutlassFp8Config::kAuto);
+const char* cutlass_fp8_block_gemm_name(CutlassFp8Config config, int n);  // (kAuto: for n columns)
 
 // ---- FP8 e4m3, 128x128 blocks: GEMM1 with the activation in its epilogue ----
 // CUTLASS's cooperative 128x128x128 blockwise mainloop over W1 in the epilogue's pairing order and
@@ -259,6 +264,6 @@ size_t cutlass_fp8_row_scratch_bytes(int num_groups);
 // cudaErrorInvalidValue for: N or K not a positive multiple of 16, G < 1, a config out of range,
 // null or unaligned pointers, scratch too small; other CUDA errors as the launch reports them.
 cudaError_t launch_cutlass_fp8_row_gemm(const CutlassFp8RowArgs& args, cudaStream_t stream);
-const char* cutlass_fp8_row_gemm_name(CutlassFp8Config config = CutlassFp8Config::kAuto);
+const char* cutlass_fp8_row_gemm_name(CutlassFp8Config config, int n);  // (kAuto: for n columns)
 
 }  // namespace fusedmoe::kernels
