@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Session 47, device call 3 (same pack): the 32 GPU tests that call 1's two timed-out shards (7, 9:
+# long CPU references behind them) did not reach, with FUSEDMOE_SWAP_STSM=1, 8 shards; memcheck of
+# two Swap-AB kernel cases with the stmatrix puts.
+set -uo pipefail
+out=${OUT:-out}; mkdir -p "$out"
+rm -rf .gpu && tar -xJf build_pack/gpu_main.tar.xz
+FUSEDMOE_SWAP_STSM=1 OUT=$out GPU_TEST_SHARDS=8 GPU_TEST_TIMEOUT=230 GPU_TEST_FILTER='Cases/GroupedGemm.MatchesFloat64Reference/act_gelu_128_staged:Cases/GroupedGemm.MatchesFloat64Reference/act_gelu_32:Cases/GroupedGemm.MatchesFloat64Reference/act_silu_128_staged:Cases/GroupedGemm.MatchesFloat64Reference/act_silu_32:Cases/GroupedGemm.MatchesFloat64Reference/act_silu_nobias_128:Cases/GroupedGemm.MatchesFloat64Reference/act_swiglu_oai_128:Cases/GroupedGemm.MatchesFloat64Reference/balanced_g1290_raster_32:Cases/GroupedGemm.MatchesFloat64Reference/balanced_rule_qwen235_tp8_like_8:Cases/GroupedGemm.MatchesFloat64Reference/dsv3_tp8_like_128_staged:Cases/GroupedGemm.MatchesFloat64Reference/nk_136x128_128_staged:Cases/GroupedGemm.MatchesFloat64Reference/nk_136x7168_128:Cases/GroupedGemm.MatchesFloat64Reference/nk_2880x2688_16:Cases/GroupedGemm.MatchesFloat64Reference/nk_320x2688_128_pingpong:Cases/GroupedGemm.MatchesFloat64Reference/nk_352x128_16:Cases/GroupedGemm.MatchesFloat64Reference/nk_360x2880_128:Cases/GroupedGemm.MatchesFloat64Reference/nk_360x2880_128_pingpong:Cases/GroupedGemm.MatchesFloat64Reference/nk_96x128_128_staged:Cases/GroupedGemm.MatchesFloat64Reference/qwen235_tp8_like_128_pingpong:Cases/GroupedGemm.MatchesFloat64Reference/simple_view_il_16:Cases/GroupedGemm.MatchesFloat64Reference/split_k4_32_512x1000:Cases/GroupedGemm.MatchesFloat64Reference/split_k8_8_200x200:Cases/GroupedGemm.MatchesFloat64Reference/tiles_per_cta_3:Cases/GroupedGemm.MatchesFloat64Reference/tiles_per_cta_3_normal_short_k_staged:Cases/GroupedGemm.MatchesFloat64Reference/tokens_sweep_32:Cases/GroupedGemm.MatchesFloat64Reference/tokens_sweep_8:GroupedGemmPacked.SameBitsAndTiming:PermuteQuant.LargeTokenCounts:PlanGraph.CapturePlanAndPermuteQuantReplay:RopeQuantGpu.BitExactFlashShape:RouterGpu.HashOutOfRange:RouterGpu.NonFiniteLogitsAndExactTies:Shapes/SmokeGemm.MatchesFloat64Reference/128x128x64' \
+  SANITIZE=1 SANITIZE_TIMEOUT=100 SANITIZE_FILTER='Cases/GroupedGemm.MatchesFloat64Reference/tokens_sweep_8:Cases/GroupedGemm.MatchesFloat64Reference/tokens_sweep_32' \
+  SASS=0 MAIN=0 scripts/gpu_run.sh > /dev/null
+gzip -f "$out/gpu_tests.log"
+cat "$out/summary.txt"
