@@ -56,9 +56,13 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                             decode ? "auto: <= 256 tokens, launch latency and weight prefetch matter"
                                    : "auto: > 256 tokens, no gain measured");
   r.staged_epilogue = pick("staged_epilogue", o.staged_epilogue, true, "auto: measured faster at prefill");
-  // FP8 (session 45, built and CPU-tested, not yet run on a GPU): x quantised in token order (T
-  // rows instead of T*k) and GEMM1 gathering its e4m3 rows, on the Swap-AB tiles (forward() keeps the
-  // permuted rows on normal tiles); forced only (ForwardOptions::gather_rows = kOn) until measured.
+  // FP8 (session 45): x quantised in token order (T rows instead of T*k) and GEMM1 gathering its
+  // e4m3 rows, on the Swap-AB tiles (forward() keeps the permuted rows on normal tiles); forced only
+  // (ForwardOptions::gather_rows = kOn): H200, session 47 call 1 (two rounds, on / off interleaved,
+  // 1-256 tokens, four FP8 cases, packed weights) slower at 13 of 16 points, by up to 33 %
+  // (dsv3-tp8-fp8b at 256 tokens 361.5 -> 481.7 us; at 16 tokens 148.0 -> 168.4; the gathering
+  // GEMM1 gives up its early weights and the pair / dense instances the rules otherwise pick);
+  // faster only on qwen235-tp8-fp8c at 1-64 tokens (1-3 %, 64 tokens 97.0 -> 94.3).
   // (K % 16 == 0, the gathered rows' 16-byte chunks: validate() requires it of every FP8 problem)
   const bool fp8_gather_ok = p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.act != ActQuant::kNone &&
                              !p.router.weight_on_input;
@@ -107,7 +111,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                      "tokens: the fused front), or experts of "
                                      "<= 6 MB (measured)"
                                    : !gather_ok ? "auto: off (quantised x or weights on the input: not applicable)"
-                                   : fp8_gather_ok ? "auto: off for FP8 (the gathered e4m3 rows are not measured yet; kOn runs them)"
+                                   : fp8_gather_ok ? "auto: off for FP8 (gathered e4m3 rows measured slower at 13 of 16 decode points; kOn runs them)"
                                                 : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
                   gather_ok;
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)
@@ -188,6 +192,13 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                                 "given (pack_weights; measured faster), each GEMM whose reduction fills "
                                                 "its last 128-byte K step")
          << "\n";
+  // The Swap-AB epilogues' puts (kernels: sm90_grouped::swap_stsm_on, FUSEDMOE_SWAP_STSM overrides).
+  if (why && (p.quant.weight.format == WeightFormat::kBF16 || p.quant.weight.format == WeightFormat::kFP8E4M3))
+    *why << "  swap_ab_epilogue: "
+         << (p.quant.weight.format == WeightFormat::kFP8E4M3
+                 ? "stmatrix puts (FP8 kernel; measured 0-4 % faster layers at 16-256 tokens)"
+                 : "per-value puts (BF16 kernel; stmatrix measured level to 1.7 % slower)")
+         << " (FUSEDMOE_SWAP_STSM=0 / 1 forces one)\n";
   if (fp8_weights && p.quant.act != ActQuant::kNone) {
     const bool hq_ok = p.quant.act != ActQuant::kPerTensorDynamic &&
                        (p.quant.act != ActQuant::kGroup128 || p.intermediate % 128 == 0);

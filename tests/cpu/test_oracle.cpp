@@ -151,6 +151,13 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   EXPECT_NE(exb.find("tiles: cutlass fp8 blockwise coop 128x128 c1x2 + coop 128x128 c1x2 (GEMM1 + GEMM2"),
             std::string::npos)
       << exb;
+  // the Swap-AB epilogues' puts (measured, session 47): stmatrix in the FP8 kernel, per value in BF16's
+  fm::MoeProblem bd = b;  // (decode: the grouped backend's Swap-AB tiles)
+  bd.num_tokens = bd.max_tokens = 64;
+  const std::string ex_fp8 = fm::explain(bd);
+  EXPECT_NE(ex_fp8.find("swap_ab_epilogue: stmatrix puts (FP8 kernel"), std::string::npos) << ex_fp8;
+  const std::string ex_bf16 = fm::explain(fm::find_preset("qwen235-tp8")->problem);  // (BF16 weights)
+  EXPECT_NE(ex_bf16.find("swap_ab_epilogue: per-value puts (BF16 kernel"), std::string::npos) << ex_bf16;
   fm::MoeProblem g = fm::find_preset("gptoss-tp1")->problem;  // expert biases
   g.num_tokens = g.max_tokens = 4096;
   EXPECT_EQ(fm::detail::decide(g, {}, true).chosen, fm::Backend::kGrouped);

@@ -34,7 +34,8 @@ enum class CutlassConfig : int {
   kPingpong64x256 = 5,   // ping-pong, 64 rows x 256 columns per tile (an expert's last tile pads
                          // at most 63 rows: few rows per expert)
   kCoop128x256Cluster1x2 = 6,  // kCoop128x256 on 1x2 clusters: the two CTAs compute neighbouring N tiles
-                               // of the same rows, each activation tile multicast to both (not measured)
+                               // of the same rows, each activation tile multicast to both (H200, session
+                               // 47: layers 0.1-0.5 % slower than the default at 16384 tokens)
 };
 inline constexpr int kCutlassConfigs = 6;
 
@@ -154,7 +155,12 @@ inline constexpr int kCutlassFp8Configs = 3;
 // leave one CTA of a cluster computing nothing). Measured (H100, session 46, 16384 tokens, stages):
 // the 1x2 clusters' GEMM1 5.6-9.6 % and GEMM2 0.2-3.4 % faster on the four block-FP8 cases, layers
 // 3.5-8.9 % faster (dsv3-ep8-fp8b 2322 -> 2116 us); qwen235-tp8-fp8c's GEMM1 (2N = 384, 3 tiles)
-// 23 % slower on them; ping-pong 64x128 slower everywhere.
+// 23 % slower on them; ping-pong 64x128 slower everywhere. H200 (session 47, calls 2 and 6, one run
+// each, 4096 / 16384 tokens): the 1x2 clusters' GEMM1 up to 6.9 % faster on the four block-FP8 cases
+// (dsv3-ep8-fp8b 399.5 -> 371.8 us at 4096 tokens, 1158.7 -> 1120.5 at 16384; one point 0.4 % slower),
+// the auto layers 0.9-7.8 % faster than 1x1 at 7 of 8 points (dsv3-ep8-fp8b at 4096 746.6 -> 688.7;
+// qwen235-tp4-fp8b at 4096 1.3 % slower, inside the run's spread); qwen235-tp8's GEMM1 17-19 % slower
+// on them (the rule keeps 1x1); ping-pong 64x128 slower (GEMM1 0.7-76 % at all 12 points).
 CutlassFp8Config cutlass_fp8_auto_config(int n);
 // Short name of a configuration ("coop 128x128", "coop 128x128 c1x2", "pingpong 64x128 c1x2";
 // kAuto: its resolution for n columns).
