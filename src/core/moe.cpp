@@ -62,7 +62,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // 1-256 tokens, four FP8 cases, packed weights) slower at 13 of 16 points, by up to 33 %
   // (dsv3-tp8-fp8b at 256 tokens 361.5 -> 481.7 us; at 16 tokens 148.0 -> 168.4; the gathering
   // GEMM1 gives up its early weights and the pair / dense instances the rules otherwise pick);
-  // faster only on qwen235-tp8-fp8c at 1-64 tokens (1-3 %, 64 tokens 97.0 -> 94.3).
+  // faster only on qwen235-tp8-fp8c at 1-64 tokens (0.7-2.8 %, 64 tokens 97.0 -> 94.3).
   // (K % 16 == 0, the gathered rows' 16-byte chunks: validate() requires it of every FP8 problem)
   const bool fp8_gather_ok = p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.act != ActQuant::kNone &&
                              !p.router.weight_on_input;
@@ -196,7 +196,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   if (why && (p.quant.weight.format == WeightFormat::kBF16 || p.quant.weight.format == WeightFormat::kFP8E4M3))
     *why << "  swap_ab_epilogue: "
          << (p.quant.weight.format == WeightFormat::kFP8E4M3
-                 ? "stmatrix puts (FP8 kernel; measured 0-4 % faster layers at 16-256 tokens)"
+                 ? "stmatrix puts (FP8 kernel; measured level or faster at 11 of 12 decode points, up to 4.2 %)"
                  : "per-value puts (BF16 kernel; stmatrix measured level to 1.7 % slower)")
          << " (FUSEDMOE_SWAP_STSM=0 / 1 forces one)\n";
   if (fp8_weights && p.quant.act != ActQuant::kNone) {

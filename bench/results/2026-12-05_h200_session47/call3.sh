@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 47, device call 3 (same pack): the 32 GPU tests that call 1's two timed-out shards (7, 9:
 # long CPU references behind them) did not reach, with FUSEDMOE_SWAP_STSM=1, 8 shards; memcheck of
-# two Swap-AB kernel cases with the stmatrix puts.
+# two Swap-AB kernel cases with the stmatrix puts (both BF16 kernels, it turned out).
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
 rm -rf .gpu && tar -xJf build_pack/gpu_main.tar.xz

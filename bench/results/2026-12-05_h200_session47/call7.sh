@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 47, device call 7 (two calls on one warm machine; the packs are too large to carry
 # together with the tree): is BF16 qwen235-tp8 at 256 tokens slower in today's code than in session
-# 37's (173.4-175.0 us then, 180.5-181.3 in sessions 43-47, while every other BF16 decode point is
-# level or faster)? The same bench command on one machine, builds alternated.
+# 37's (173.4-175.0 us then, 179.3-181.5 in sessions 43-47, while every other BF16 decode point is
+# level within ~2 %)? The same bench command on one machine, builds alternated.
 #   7a: carry ["build_pack/gpu_s37.tar.xz"] (the library and tool of 583a3be, session 37's final
 #       code): extracted into build_pack/s37 (ignored: kept on the warm machine), one run (old).
 #   7b: carry ["build_pack/gpu_main.tar.xz"] (de76ee6): new, old (if build_pack/s37 is still

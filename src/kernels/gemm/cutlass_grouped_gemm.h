@@ -159,7 +159,7 @@ inline constexpr int kCutlassFp8Configs = 3;
 // each, 4096 / 16384 tokens): the 1x2 clusters' GEMM1 up to 6.9 % faster on the four block-FP8 cases
 // (dsv3-ep8-fp8b 399.5 -> 371.8 us at 4096 tokens, 1158.7 -> 1120.5 at 16384; one point 0.4 % slower),
 // the auto layers 0.9-7.8 % faster than 1x1 at 7 of 8 points (dsv3-ep8-fp8b at 4096 746.6 -> 688.7;
-// qwen235-tp4-fp8b at 4096 1.3 % slower, inside the run's spread); qwen235-tp8's GEMM1 17-19 % slower
+// qwen235-tp4-fp8b at 4096 1.3 % slower, inside the run's spread); qwen235-tp8's GEMM1 16-19 % slower
 // on them (the rule keeps 1x1); ping-pong 64x128 slower (GEMM1 0.7-76 % at all 12 points).
 CutlassFp8Config cutlass_fp8_auto_config(int n);
 // Short name of a configuration ("coop 128x128", "coop 128x128 c1x2", "pingpong 64x128 c1x2";
