@@ -1307,17 +1307,6 @@ inline cudaError_t record_splits(bool gemm2, int splits, int64_t grid, const voi
   return cudaSuccess;
 }
 
-// The Swap-AB epilogues' puts (Params::swap_stsm): by stmatrix in the FP8 kernel, one value at a
-// time in the BF16 kernel, as measured. H200, session 47 call 1 (two alternated rounds, 16 / 64 / 256
-// tokens, packed weights): FP8 layers 0-4.2 % faster with stmatrix at 11 of 12 points (qwen235-tp8-fp8c
-// at 256 tokens 131.7 -> 126.1 us, its GEMM2 52.7 -> 46.3; dsv4f-tp4-fp8b at 64 +0.3 %), BF16 level
-// to 1.7 % slower (qwen235-tp8 at 64 tokens 149.6 -> 152.1). FUSEDMOE_SWAP_STSM=0 / 1 (read once)
-// forces one for both kernels.
-inline bool swap_stsm_on(bool fp8) {
-  static const int env = env_int("FUSEDMOE_SWAP_STSM").value_or(-1);
-  return env < 0 ? fp8 : env != 0;
-}
-
 // Weight tiles per CTA. Forced (> 0) as given; with split-K one (the split reduction reuses the
 // weight ring). Otherwise, for short reductions (e.g. GEMM2 with a small N): several weight tiles
 // per CTA so that it streams a few ring lengths (amortising CTA start-up, the expert lookup and
@@ -1453,7 +1442,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.limit = a.activation.limit;
   p.out_unpadded = gemm2 ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
-  p.swap_stsm = (Cfg::kSwapAB && swap_stsm_on(false)) ? 1 : 0;
+  p.swap_stsm = (Cfg::kSwapAB && grouped_schedule::swap_stsm_on(false)) ? 1 : 0;
   p.early_weights = (a.early_weights && a.gather_x == nullptr) ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;

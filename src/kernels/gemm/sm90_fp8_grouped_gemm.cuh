@@ -1506,7 +1506,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.w_packed = (Cfg::kSwapAB && red % Cfg::kTileK == 0) ? static_cast<const uint8_t*>(a.w_packed) : nullptr;
   p.early_span = a.early_weights_span ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
-  p.swap_stsm = (Cfg::kSwapAB && sm90_grouped::swap_stsm_on(true)) ? 1 : 0;
+  p.swap_stsm = (Cfg::kSwapAB && grouped_schedule::swap_stsm_on(true)) ? 1 : 0;
   p.red = red;
   if (gather) {
     p.gather_x = static_cast<const uint8_t*>(a.gather_x);
