@@ -8,7 +8,7 @@
 #   c: carry ["build_pack/gpu_main.tar.xz"] main (40e7be9 = e44ddb1's code): new / old / new on
 #      the call-a timing, main / wip / main decode tables, memcheck of the wip's FP8 Swap-AB kernel
 #      tests (the stmatrix path).
-# Run from the repo root: bash bench/results/2026-12-05_h200_session48/call.sh a|b|c
+# Run from the repo root: bash bench/results/2026-12-05_h100_session48/call.sh a|b|c
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
 step=${1:-a}
