@@ -192,15 +192,13 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                                 "given (pack_weights; measured faster), each GEMM whose reduction fills "
                                                 "its last 128-byte K step")
          << "\n";
-  // The Swap-AB epilogues' puts: the launchers' rule (kernels::grouped_schedule::swap_stsm_on).
-  if (why && (p.quant.weight.format == WeightFormat::kBF16 || p.quant.weight.format == WeightFormat::kFP8E4M3)) {
-    const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
-    *why << "  swap_ab_epilogue: " << (kernels::grouped_schedule::swap_stsm_on(fp8) ? "stmatrix puts" : "per-value puts")
-         << (kernels::grouped_schedule::swap_stsm_env() >= 0 ? " (forced by FUSEDMOE_SWAP_STSM)"
-             : fp8 ? " (FP8 kernel; measured level or faster at 11 of 12 decode points, up to 4.2 %)"
-                   : " (BF16 kernel; stmatrix measured level to 1.7 % slower)")
+  // The Swap-AB epilogues' puts: each kernel compiled with the one measured faster for it.
+  if (why && (p.quant.weight.format == WeightFormat::kBF16 || p.quant.weight.format == WeightFormat::kFP8E4M3))
+    *why << "  swap_ab_epilogue: "
+         << (p.quant.weight.format == WeightFormat::kFP8E4M3
+                 ? "stmatrix puts (FP8 kernel; measured level or faster at 11 of 12 decode points, up to 4.2 %)"
+                 : "per-value puts (BF16 kernel; stmatrix measured level to 1.7 % slower)")
          << "\n";
-  }
   if (fp8_weights && p.quant.act != ActQuant::kNone) {
     const bool hq_ok = p.quant.act != ActQuant::kPerTensorDynamic &&
                        (p.quant.act != ActQuant::kGroup128 || p.intermediate % 128 == 0);

@@ -29,19 +29,6 @@ int gemm1_one_wave(int64_t tokens, int top_k, int experts, int n, int k) {
 
 // The expected active token tiles (GEMM1's one-wave and dense rules): 1 - e^-mean of the groups,
 // ceil(mean / tile) tiles each; 0 for unknown rows.
-// The Swap-AB epilogues' puts as measured (session 47): stmatrix in the FP8 kernel, per value in the
-// BF16 kernel; FUSEDMOE_SWAP_STSM=0 / 1 forces one for both.
-TEST(GemmSchedule, SwapAbEpiloguePutsAsMeasured) {
-  namespace gs = fk::grouped_schedule;
-  if (gs::swap_stsm_env() >= 0) {
-    EXPECT_EQ(gs::swap_stsm_on(true), gs::swap_stsm_env() == 1);
-    EXPECT_EQ(gs::swap_stsm_on(false), gs::swap_stsm_env() == 1);
-    GTEST_SKIP() << "FUSEDMOE_SWAP_STSM is set: the forced value checked, not the rule";
-  }
-  EXPECT_TRUE(gs::swap_stsm_on(true));
-  EXPECT_FALSE(gs::swap_stsm_on(false));
-}
-
 TEST(GemmSchedule, ExpectedActiveTokenTiles) {
   EXPECT_EQ(fk::expected_active_token_tiles(32, 128, 8), 29);    // qwen30-tp1 at 4 tokens
   EXPECT_EQ(fk::expected_active_token_tiles(2048, 128, 32), 128);  // qwen235-tp8 at 256 tokens

@@ -1,4 +1,4 @@
-// The Swap-AB epilogue's stmatrix puts (SwapStage::put_values / put_matrices, FUSEDMOE_SWAP_STSM)
+// The Swap-AB epilogue's stmatrix puts (SwapStage::put_values / put_matrices: the FP8 kernel's)
 // against its per-value puts, on the host: CuTe's partition of the kernels' WGMMA accumulators and
 // stmatrix .trans's fragment layout (swap_stage_check.cu). The GPU tests run both paths on the H200.
 #include <gtest/gtest.h>

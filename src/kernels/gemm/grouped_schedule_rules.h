@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "kernels/common/hd.h"
 
@@ -12,22 +11,6 @@ namespace fusedmoe::kernels::grouped_schedule {
 // Static balanced ranges: at most this many CTAs (launch_schedule falls back to the raster above
 // it, and at 2^30 items or more), so that a range's start fits 32-bit arithmetic.
 constexpr int64_t kMaxBalancedGrid = 65535;
-
-// The Swap-AB epilogues' puts (the kernels' Params::swap_stsm): by stmatrix in the FP8 kernel, one
-// value at a time in the BF16 kernel, as measured. H200, session 47 call 1 (two alternated rounds,
-// 16 / 64 / 256 tokens, packed weights): FP8 layers level or faster with stmatrix at 11 of 12 points,
-// up to 4.2 % (qwen235-tp8-fp8c at 256 tokens 131.7 -> 126.1 us, its GEMM2 52.7 -> 46.3;
-// dsv4f-tp4-fp8b at 64 +0.3 %), BF16 level to 1.7 % slower (qwen235-tp8 at 64 tokens 149.6 ->
-// 152.1). FUSEDMOE_SWAP_STSM=0 / 1 (read once) forces one for both kernels: -1 when unset.
-// Plain C++: the launchers and explain() (the CPU-only build's too) read the same rule.
-inline int swap_stsm_env() {
-  static const int v = [] {
-    const char* e = std::getenv("FUSEDMOE_SWAP_STSM");
-    return (e == nullptr || *e == '\0') ? -1 : (std::atoi(e) != 0 ? 1 : 0);
-  }();
-  return v;
-}
-inline bool swap_stsm_on(bool fp8) { return swap_stsm_env() < 0 ? fp8 : swap_stsm_env() != 0; }
 
 // FP8 GEMM2 quantising H itself (Fp8GroupedGemmArgs::hs_src): H's K blocks of 128 must fit the
 // activation slots of the Swap-AB instance with the fewest stages (4), N a multiple of 16 (of 128

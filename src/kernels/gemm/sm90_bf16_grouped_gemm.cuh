@@ -221,7 +221,6 @@ struct Params {
   float alpha, limit;
   int out_unpadded;   // 1: out row = offsets[e] + i (GEMM2); 0: padded_offsets[e] + i (GEMM1)
   int staged_epilogue;  // normal family: outputs staged in shared memory, written as 16-byte row chunks
-  int swap_stsm;        // Swap-AB: the epilogue's puts as stmatrix (SwapStage::put_matrices); 0: per value
   // Under PDL: trigger dependents at once and issue the weight loads of the first ring of stages
   // before griddepcontrol.wait (only the activation loads wait), so that weight streaming overlaps
   // the predecessor's tail; the expert lookup reads the plan before the wait. Safe only when some
@@ -388,7 +387,7 @@ struct SwapStage {
   // Before the first put of a tile: every thread has read the previous tile's chunks.
   __device__ __forceinline__ void open() const { cutlass::arch::NamedBarrier::sync(128, kBarrier); }
   __device__ __forceinline__ void put(int t, int c, float v) const { buf[t * kLd + c] = __float2bfloat16_rn(v); }
-  // The consumer warpgroup's whole tile at once (Params::swap_stsm): stmatrix .trans of kMats 8x8
+  // The consumer warpgroup's whole tile at once (the FP8 kernel's Swap-AB puts): stmatrix .trans of kMats 8x8
   // bf16 matrices per warp. The accumulator fragment of one warp and one 8-token column block j is
   // two 8x8 matrices (its 16 weight rows) whose thread t holds row t/4, tokens 2(t%4) and +1, the
   // layout stmatrix takes; transposed, each lands as 8 token rows of 8 consecutive columns. Matrix
@@ -1058,31 +1057,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         // outputs staged in shared memory, stored as 16-byte row chunks (SwapStage)
         const SwapStage<Cfg::kTokTile, kGated ? 32 : 64> stage{reinterpret_cast<__nv_bfloat16*>(ss.stage_out.begin())};
         stage.open();
-        if (p.swap_stsm) {
-          // the same values as the per-value puts below, a whole warp's 8x8 blocks per instruction
-          with_activation<kGated>(p.act_kind, [&](auto kind) {
-            constexpr int kK = decltype(kind)::value;
-            if constexpr (kGated) {
-              const int r = get<0>(tCcC(0));
-              const int n = w * 32 + (r >> 4) * 8 + (r & 7);
-              const bool in = bias_e != nullptr && n < p.out_cols;
-              const float bg = in ? __ldg(bias_e + n * p.bias_row_mul) : 0.f;
-              const float bu = in ? __ldg(bias_e + n * p.bias_row_mul + p.bias_up_off) : 0.f;
-              stage.put_values([&](int i) { return activate_ct<kK>(accum(i) + bg, accum(i + 2) + bu, p.alpha, p.limit); },
-                               warp, lane);
-            } else {
-              float b[2];
-              CUTE_UNROLL
-              for (int v1 = 0; v1 < 2; ++v1) {
-                const int n = w * 64 + get<0>(tCcC(2 * v1));
-                b[v1] = (bias_e != nullptr && n < p.out_cols) ? __ldg(bias_e + n) : 0.f;
-              }
-              stage.put_values([&](int i) { return activate_ct<kK>(accum(i) + b[(i >> 1) & 1], 0.f, p.alpha, p.limit); },
-                               warp, lane);
-            }
-          });
-          stage.flush(out, out_row0, ld, w * (kGated ? 32 : 64), p.out_cols, rows_valid, tid);
-        } else if constexpr (kGated) {
+        // one value at a time (session 47: the stmatrix puts, SwapStage::put_values, which the FP8
+        // kernel runs, measured level to 1.7 % slower here)
+        if constexpr (kGated) {
           // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
           const int r = get<0>(tCcC(0));
           const int c = (r >> 4) * 8 + (r & 7);
@@ -1442,7 +1419,6 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.limit = a.activation.limit;
   p.out_unpadded = gemm2 ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
-  p.swap_stsm = (Cfg::kSwapAB && grouped_schedule::swap_stsm_on(false)) ? 1 : 0;
   p.early_weights = (a.early_weights && a.gather_x == nullptr) ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;

@@ -296,7 +296,7 @@ struct GroupedGemmSplits {
 };
 GroupedGemmSplits last_grouped_gemm_splits(bool gemm2);
 // Host check (swap_stage_check.cu; a CPU test, no GPU): the Swap-AB epilogue's stmatrix puts
-// (SwapStage::put_values, Params::swap_stsm) place every output where the per-value puts do, for
+// (SwapStage::put_values, the FP8 kernel's Swap-AB puts) place every output where the per-value puts do, for
 // every token tile and both kernels' WGMMA atoms, gated and plain; "" when they do, else the first
 // mismatch.
 std::string swap_stsm_layout_check();

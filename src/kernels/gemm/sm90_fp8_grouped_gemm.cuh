@@ -216,7 +216,6 @@ struct Params {
   uint64_t w_hint;      // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int early_span;       // GroupedGemmArgs::early_weights_span
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
-  int swap_stsm;        // Swap-AB: the epilogue's puts as stmatrix (the BF16 kernel's Params::swap_stsm)
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; with token-order scales: static only)
   int* queue;           // with flat: the dynamic form's work counter (BF16 kernel's Params::queue), or null
   int* zero_queue;      // zeroed by thread 0 of CTA 0 after griddepcontrol.wait, or null
@@ -1108,97 +1107,41 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         asm volatile("cp.async.wait_group 1;" ::: "memory");  // this tile's row values (not the next's)
         stage.open();  // (also makes every thread's copies visible)
         const float* rows = ss.tile_rows[wt & (2 * Cfg::kWTiles - 1)];
-        if (p.swap_stsm) {
-          // the per-value puts below as stmatrix (SwapStage::put_values)
-          with_activation<kGated>(p.act_kind, [&](auto kind) {
-            constexpr int kK = decltype(kind)::value;
-            if constexpr (kGated) {
-              const int r = get<0>(tCcC(0));
-              const int c = (r >> 4) * 8 + (r & 7);
-              const float swg = rows[c], swu = rows[32 + c];  // (copied a tile ahead)
-              const float bg = rows[64 + c], bu = rows[96 + c];
-              stage.put_values(
-                  [&](int i) {
-                    const float sa = sa_col[tok_slot(i)];
-                    return activate_ct<kK>(acc(i) * (sa * swg) + bg, acc(i + 2) * (sa * swu) + bu, p.alpha, p.limit);
-                  },
-                  warp, lane);
-            } else {
-              float sw[2], b[2];
-              CUTE_UNROLL
-              for (int v1 = 0; v1 < 2; ++v1) {
-                const int c = get<0>(tCcC(2 * v1));
-                sw[v1] = rows[c];  // (copied a tile ahead)
-                b[v1] = rows[64 + c];
-              }
-              stage.put_values(
-                  [&](int i) {
-                    const int v1 = (i >> 1) & 1;
-                    return activate_ct<kK>(acc(i) * (sa_col[tok_slot(i)] * sw[v1]) + b[v1], 0.f, p.alpha, p.limit);
-                  },
-                  warp, lane);
-            }
-          });
-          stage.flush(out, out_row0, ld, wt * (kGated ? 32 : 64), p.out_cols, rows_valid, tid);
-          if (!kHs && p.hq_scheme != 0)
-            quantise_h_tile<Cfg::kTokTile, kGated ? 32 : 64, decltype(stage)::kLd>(p, ss.stage_out, ss.hq_inv, &ss.hq_last,
-                                                                                 wt, int(out_row0), rows_valid, tid);
-        } else if constexpr (kGated) {
-          // rows r (v1 = 0) = gate, r + 8 (v1 = 1) = up of output column w*32 + warp*8 + lane/4
-          const int r = get<0>(tCcC(0));
-          const int c = (r >> 4) * 8 + (r & 7);
-          const int n = wt * 32 + c;
-          if (n < p.out_cols) {
+        // the puts by stmatrix (SwapStage::put_values; session 47: measured faster than the per-value
+        // puts the BF16 kernel keeps)
+        with_activation<kGated>(p.act_kind, [&](auto kind) {
+          constexpr int kK = decltype(kind)::value;
+          if constexpr (kGated) {
+            const int r = get<0>(tCcC(0));
+            const int c = (r >> 4) * 8 + (r & 7);
             const float swg = rows[c], swu = rows[32 + c];  // (copied a tile ahead)
             const float bg = rows[64 + c], bu = rows[96 + c];
-            with_activation<kGated>(p.act_kind, [&](auto kind) {
-              constexpr int kK = decltype(kind)::value;
-              CUTE_UNROLL
-              for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
-                CUTE_UNROLL
-                for (int v0 = 0; v0 < 2; ++v0) {
-                  const int i = v0 + 4 * j;
-                  const int t = get<1>(tCcC(i));
-                  if (t < rows_valid) {
-                    const float sa = sa_col[tok_slot(i)];
-                    const float g = acc(i) * (sa * swg) + bg, u = acc(i + 2) * (sa * swu) + bu;
-                    stage.put(t, c, activate_ct<kK>(g, u, p.alpha, p.limit));
-                  }
-                }
-              }
-            });
-          }
-          stage.flush(out, out_row0, ld, wt * 32, p.out_cols, rows_valid, tid);
-          if (!kHs && p.hq_scheme != 0)
-            quantise_h_tile<Cfg::kTokTile, 32, decltype(stage)::kLd>(p, ss.stage_out, ss.hq_inv, &ss.hq_last, wt,
-                                                                     int(out_row0), rows_valid, tid);
-        } else {
-          with_activation<kGated>(p.act_kind, [&](auto kind) {
-            constexpr int kK = decltype(kind)::value;
+            stage.put_values(
+                [&](int i) {
+                  const float sa = sa_col[tok_slot(i)];
+                  return activate_ct<kK>(acc(i) * (sa * swg) + bg, acc(i + 2) * (sa * swu) + bu, p.alpha, p.limit);
+                },
+                warp, lane);
+          } else {
+            float sw[2], b[2];
             CUTE_UNROLL
             for (int v1 = 0; v1 < 2; ++v1) {
               const int c = get<0>(tCcC(2 * v1));
-              const int n = wt * 64 + c;
-              if (n < p.out_cols) {
-                const float sw = rows[c], b = rows[64 + c];  // (copied a tile ahead)
-                CUTE_UNROLL
-                for (int j = 0; j < Cfg::kTokTile / 8; ++j) {
-                  CUTE_UNROLL
-                  for (int v0 = 0; v0 < 2; ++v0) {
-                    const int i = v0 + 2 * v1 + 4 * j;
-                    const int t = get<1>(tCcC(i));
-                    if (t < rows_valid)
-                      stage.put(t, c, activate_ct<kK>(acc(i) * (sa_col[tok_slot(i)] * sw) + b, 0.f, p.alpha, p.limit));
-                  }
-                }
-              }
+              sw[v1] = rows[c];  // (copied a tile ahead)
+              b[v1] = rows[64 + c];
             }
-          });
-          stage.flush(out, out_row0, ld, wt * 64, p.out_cols, rows_valid, tid);
-          if (!kHs && p.hq_scheme != 0)
-            quantise_h_tile<Cfg::kTokTile, 64, decltype(stage)::kLd>(p, ss.stage_out, ss.hq_inv, &ss.hq_last, wt,
-                                                                     int(out_row0), rows_valid, tid);
-        }
+            stage.put_values(
+                [&](int i) {
+                  const int v1 = (i >> 1) & 1;
+                  return activate_ct<kK>(acc(i) * (sa_col[tok_slot(i)] * sw[v1]) + b[v1], 0.f, p.alpha, p.limit);
+                },
+                warp, lane);
+          }
+        });
+        stage.flush(out, out_row0, ld, wt * (kGated ? 32 : 64), p.out_cols, rows_valid, tid);
+        if (!kHs && p.hq_scheme != 0)
+          quantise_h_tile<Cfg::kTokTile, kGated ? 32 : 64, decltype(stage)::kLd>(p, ss.stage_out, ss.hq_inv, &ss.hq_last,
+                                                                               wt, int(out_row0), rows_valid, tid);
        }
       } else {
         // the "row" scales (block scales were applied per K block), then the BF16 kernel's epilogue
@@ -1506,7 +1449,6 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.w_packed = (Cfg::kSwapAB && red % Cfg::kTileK == 0) ? static_cast<const uint8_t*>(a.w_packed) : nullptr;
   p.early_span = a.early_weights_span ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
-  p.swap_stsm = (Cfg::kSwapAB && grouped_schedule::swap_stsm_on(true)) ? 1 : 0;
   p.red = red;
   if (gather) {
     p.gather_x = static_cast<const uint8_t*>(a.gather_x);
