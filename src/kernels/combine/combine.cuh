@@ -1,19 +1,12 @@
 // combine.cuh — device code of the weighted combine (contract in combine_launch.h).
 //
-// out[t, :] = round(sum over s in slot order of w[t, s] * expert_out[slot_row[t, s], :]), within
-// 1 ulp of bf16/f16 of the float64 reference even where the terms cancel, the same bits every run
-// (no atomics, a fixed order):
-// - float32 fma chain in ascending slot order (the shared expert last, weight shared_scale), with
-//   b = sum of |partial sums|: each fma rounds once, by at most 2^-24 of its result, so the chain is
-//   within 2^-24 * b of the exact sum. Where b <= 2^13 |s| (bf16; 2^11 for f16), |s| >= 2^-100 and b
-//   is finite, that is under 1/8 ulp of the output format and s is kept (kFastRatio);
-// - else (cancellation, overflow, Inf / NaN inputs, tiny sums) that element is recomputed by the
-//   float64 fma chain (each product of a float32 weight and a bf16/f16 value is exact in double),
-//   reading its values again (rare: ~0.1 % of elements of random data).
-// Why not float64 throughout (sessions <= 47): converting every value to double runs at 16 per clock
-// per SM on sm_90, a quarter of the FP64 FMA rate, which made the combine compute-bound at decode
-// (H200: qwen235-tp8 at 256 tokens ~9.4 us, 44 % of its read floor). CombineParams::f64_only (env
-// FUSEDMOE_COMBINE_F64=1) keeps that path, for measurement. One rounding to float, then to bf16/f16.
+// out[t, :] = round(sum over s in slot order of w[t, s] * expert_out[slot_row[t, s], :]):
+// float64 accumulation by fma in ascending slot order (the shared expert last, weight
+// shared_scale): each product of a float32 weight and a bf16/f16 value is exact in double, so
+// the sum stays within 1 ulp of bf16/f16 of the float64 reference even where the terms cancel
+// (float32 accumulation is not: cancellation exposes its rounding). The memory-bound kernel
+// pays nothing for the fp64 FMAs. One rounding to float, then to bf16/f16. No atomics: the
+// same bits every run.
 // Few tokens: the row is also split in column chunks over blockIdx.y (one block per token would
 // leave one SM streaming all of a token's k rows).
 // A row team (vec.cuh) owns one token (or its chunk). Its lanes first put the token's slot rows and
@@ -50,25 +43,7 @@ struct CombineParams {
   int ts;
   int teams;
   int plan_ready;  // CombineArgs::plan_ready: slot rows, weights and the device count read before the PDL wait
-  int f64_only;    // 1: the float64 fma chain for every element (FUSEDMOE_COMBINE_F64=1, measurement)
 };
-
-// The float32 chain's acceptance ratio b / |s| (header): 2^-24 * 2^13 = 2^-11 of |s|, under 1/8 ulp
-// of bf16 (8 significant bits); f16 (11 bits) 2^11. Host emulation in tests/gpu/test_combine.cpp.
-template <class T>
-struct FastRatio;
-template <>
-struct FastRatio<__nv_bfloat16> {
-  static constexpr float value = 8192.f;  // 2^13
-};
-template <>
-struct FastRatio<__half> {
-  static constexpr float value = 2048.f;  // 2^11
-};
-__device__ __forceinline__ float bits_to_float(uint16_t b, const __nv_bfloat16*) {
-  return __bfloat162float(__ushort_as_bfloat16(b));
-}
-__device__ __forceinline__ float bits_to_float(uint16_t b, const __half*) { return __half2float(__ushort_as_half(b)); }
 
 // Slots per token (top-k <= 16, one shared expert) and teams per block (256 threads / 8-lane teams).
 constexpr int kMaxSlots = 17;
@@ -101,35 +76,6 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
       s_w[team][s] = s < p.top_k ? (p.weights != nullptr ? __ldcg(p.weights + t * p.top_k + s) : 1.f) : p.shared_scale;
     }
   };
-  // slots s0 .. s0 + kBatch - 1 of the team's token: rows, weights and this lane's 16-byte units
-  auto load_batch = [&](int s0, int32_t (&r)[kBatch], float (&w)[kBatch], uint4 (&v)[kBatch][VPT]) {
-#pragma unroll
-    for (int q = 0; q < kBatch; ++q) {
-      const int s = s0 + q;
-      r[q] = s < p.slots ? s_row[team][s] : -1;
-      w[q] = s < p.slots ? s_w[team][s] : 0.f;
-    }
-#pragma unroll
-    for (int q = 0; q < kBatch; ++q)
-#pragma unroll
-      for (int j = 0; j < VPT; ++j) {
-        const int u = u0 + lane + j * p.ts;
-        v[q][j] = (r[q] >= 0 && u < u_end) ? __ldcg(src + static_cast<int64_t>(r[q]) * p.units + u)
-                                             : make_uint4(0, 0, 0, 0);
-      }
-  };
-  // one output element (column c of the team's token) by the float64 fma chain, its values read again
-  const uint16_t* __restrict__ src_el = static_cast<const uint16_t*>(p.expert_out);
-  auto exact_element = [&](int c) -> float {
-    double acc = 0.0;
-    for (int s = 0; s < p.slots; ++s) {
-      const int32_t r = s_row[team][s];
-      if (r < 0) continue;
-      const float f = bits_to_float(__ldcg(src_el + static_cast<int64_t>(r) * p.hidden + c), static_cast<const T*>(nullptr));
-      acc = __fma_rn(static_cast<double>(s_w[team][s]), static_cast<double>(f), acc);
-    }
-    return static_cast<float>(acc);
-  };
   // (block-uniform trip count: every team passes the barriers)
   int64_t base = static_cast<int64_t>(blockIdx.x) * p.teams;
   load_plan(base + team);
@@ -138,69 +84,39 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
   for (; base < num_tokens; base += step) {
     const int64_t t = base + team;
     if (t < num_tokens) {
-      float f_out[VPT][8];
-      if (p.f64_only) {
-        double acc[VPT][8];
+      double acc[VPT][8];
 #pragma unroll
-        for (int j = 0; j < VPT; ++j)
+      for (int j = 0; j < VPT; ++j)
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[j][e] = 0.0;
-        for (int s0 = 0; s0 < p.slots; s0 += kBatch) {
-          int32_t r[kBatch];
-          float w[kBatch];
-          uint4 v[kBatch][VPT];
-          load_batch(s0, r, w, v);
+        for (int e = 0; e < 8; ++e) acc[j][e] = 0.0;
+
+      for (int s0 = 0; s0 < p.slots; s0 += kBatch) {
+        int32_t r[kBatch];
+        float w[kBatch];
 #pragma unroll
-          for (int q = 0; q < kBatch; ++q) {
-            if (r[q] < 0) continue;  // -1: routed elsewhere, contributes nothing (not even 0 * NaN)
-#pragma unroll
-            for (int j = 0; j < VPT; ++j) {
-              float f[8];
-              vec::unpack8<T>(v[q][j], f);
-#pragma unroll
-              for (int e = 0; e < 8; ++e)
-                acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(f[e]), acc[j][e]);
-            }
-          }
+        for (int q = 0; q < kBatch; ++q) {
+          const int s = s0 + q;
+          r[q] = s < p.slots ? s_row[team][s] : -1;
+          w[q] = s < p.slots ? s_w[team][s] : 0.f;
         }
+        uint4 v[kBatch][VPT];
 #pragma unroll
-        for (int j = 0; j < VPT; ++j)
+        for (int q = 0; q < kBatch; ++q)
 #pragma unroll
-          for (int e = 0; e < 8; ++e) f_out[j][e] = static_cast<float>(acc[j][e]);
-      } else {
-        float sum[VPT][8], mag[VPT][8];  // the float32 chain and its sum of |partial sums|
-#pragma unroll
-        for (int j = 0; j < VPT; ++j)
-#pragma unroll
-          for (int e = 0; e < 8; ++e) sum[j][e] = 0.f, mag[j][e] = 0.f;
-        for (int s0 = 0; s0 < p.slots; s0 += kBatch) {
-          int32_t r[kBatch];
-          float w[kBatch];
-          uint4 v[kBatch][VPT];
-          load_batch(s0, r, w, v);
-#pragma unroll
-          for (int q = 0; q < kBatch; ++q) {
-            if (r[q] < 0) continue;
-#pragma unroll
-            for (int j = 0; j < VPT; ++j) {
-              float f[8];
-              vec::unpack8<T>(v[q][j], f);
-#pragma unroll
-              for (int e = 0; e < 8; ++e) {
-                sum[j][e] = __fmaf_rn(w[q], f[e], sum[j][e]);
-                mag[j][e] = __fadd_rn(mag[j][e], fabsf(sum[j][e]));
-              }
-            }
+          for (int j = 0; j < VPT; ++j) {
+            const int u = u0 + lane + j * p.ts;
+            v[q][j] = (r[q] >= 0 && u < u_end) ? __ldcg(src + static_cast<int64_t>(r[q]) * p.units + u)
+                                                 : make_uint4(0, 0, 0, 0);
           }
-        }
 #pragma unroll
-        for (int j = 0; j < VPT; ++j) {
-          const int u = u0 + lane + j * p.ts;
+        for (int q = 0; q < kBatch; ++q) {
+          if (r[q] < 0) continue;  // -1: routed elsewhere, contributes nothing (not even 0 * NaN)
 #pragma unroll
-          for (int e = 0; e < 8; ++e) {
-            const float a = fabsf(sum[j][e]);
-            const bool keep = mag[j][e] <= FastRatio<T>::value * a && a >= 0x1p-100f;  // (false for NaN / Inf b)
-            f_out[j][e] = keep ? sum[j][e] : (u < u_end ? exact_element(u * 8 + e) : 0.f);
+          for (int j = 0; j < VPT; ++j) {
+            float f[8];
+            vec::unpack8<T>(v[q][j], f);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(f[e]), acc[j][e]);
           }
         }
       }
@@ -208,7 +124,12 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
 #pragma unroll
       for (int j = 0; j < VPT; ++j) {
         const int u = u0 + lane + j * p.ts;
-        if (u < u_end) dst[u] = vec::pack8<T>(f_out[j]);
+        if (u < u_end) {
+          float f[8];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) f[e] = static_cast<float>(acc[j][e]);
+          dst[u] = vec::pack8<T>(f);
+        }
       }
     }
     __syncthreads();  // every lane is done with the shared row

@@ -31,16 +31,7 @@ cudaError_t launch_typed(const CombineParams& p, int vpt, dim3 grid, int block, 
 
 }  // namespace
 
-// FUSEDMOE_COMBINE_F64=1 (read once): the float64 chain for every element, as before session 48
-// (combine.cuh), for measurement.
-static bool combine_f64_only() {
-  static const bool v = env_int("FUSEDMOE_COMBINE_F64").value_or(0) != 0;
-  return v;
-}
-
-const char* combine_kernel_name() {
-  return combine_f64_only() ? "combine_rowteam_f64acc_x8" : "combine_rowteam_f32chain_f64fallback_x8";
-}
+const char* combine_kernel_name() { return "combine_rowteam_f64acc_x8"; }
 
 cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   if (a.act_dtype != DType::kBFloat16 && a.act_dtype != DType::kFloat16) return cudaErrorInvalidValue;
@@ -70,7 +61,6 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   p.out = a.out;
   p.out_stride = stride;
   p.plan_ready = a.plan_ready ? 1 : 0;
-  p.f64_only = combine_f64_only() ? 1 : 0;
 
   vec::TeamShape shape;
   if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
