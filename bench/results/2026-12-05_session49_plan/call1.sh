@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Plan for the next session (written in session 48, not run): the final code on an H200, one call.
 # Carry ["build_pack/gpu_main.tar.xz"] restaged at the final commit (scripts/build.sh &&
-# scripts/stage_gpu.sh && tar -cJf build_pack/gpu_main.tar.xz .gpu). At most 8 files come back:
-# summary.txt, decode_bf16.txt, decode_fp8.txt, stages.txt, t/summary.txt, t/gpu_tests.log.gz.
+# scripts/stage_gpu.sh && tar -cJf build_pack/gpu_main.tar.xz .gpu; session 48 left it at 2e570bc,
+# whose code is the final code's). Everything but summary.txt comes back in bundle.tar.gz
+# (scripts/bundle_out.sh: the tool returns at most 8 files).
 #  1. decode tables with the torch peer (BF16 and FP8, 1-256 tokens, packed weights): issue #4's
 #     and #5's numbers for the merged epilogue-per-kernel build (session 48 measured it on an H100);
 #  2. stages at 256 tokens for dsv3-tp8-fp8b, qwen235-tp8-fp8c, qwen235-tp8 (BF16): the dense
@@ -24,9 +25,10 @@ timeout 60 .gpu/bin/fusedmoe bench --suite layer --tokens 256 --packed --stages 
   --cases dsv3-tp8-fp8b,qwen235-tp8-fp8c,qwen235-tp8 > "$out/stages.txt" 2>&1
 OUT=$out/t GPU_TEST_SHARDS=16 GPU_TEST_TIMEOUT=300 GPU_TEST_FILTER='-StreamProbe.*' SASS=0 MAIN=1 \
   scripts/gpu_run.sh > /dev/null
-gzip -f "$out/t/gpu_tests.log"; rm -f "$out/t/info.log" "$out/t/run.log"
+gzip -f "$out/t/gpu_tests.log"
 cat "$out/t/summary.txt" >> "$sum"
 for f in "$out"/decode_*.txt "$out/stages.txt"; do
   echo "== $(basename "$f")"; grep -E " layer |stage " "$f" | grep -v "packed off" | cut -c1-120
 done >> "$sum"
+OUT=$out scripts/bundle_out.sh
 cat "$sum"
