@@ -185,6 +185,21 @@ inline void fill_random_bf16(void* dst, size_t bytes, uint64_t seed) {
                           cudaMemcpyHostToDevice));
 }
 
+// FP8 e4m3 weights for timing: N(0, 16) values rounded to e4m3 (finite, |v| < 448; with the bench's
+// scales of 1/448, weights of ~0.036). (Before session 48 the FP8 cases took fill_random_bf16's
+// bytes, about 1 in 128 of them e4m3 NaN codes: every FP8 layer output was NaN.)
+inline void fill_random_e4m3(void* dst, size_t bytes, uint64_t seed) {
+  static std::vector<uint8_t> block;
+  if (block.empty()) {
+    block.resize(size_t{16} << 20);
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.f, 16.f);
+    for (auto& x : block) x = fm::ref::float_to_e4m3(nd(rng));
+  }
+  for (size_t off = 0; off < bytes; off += block.size())
+    BENCH_CUDA(cudaMemcpy(static_cast<char*>(dst) + off, block.data(), std::min(block.size(), bytes - off),
+                          cudaMemcpyHostToDevice));
+}
 
 // Variants against the default, for suites that time each case with switches forced (rows whose
 // stage ends in " [label]"): per label, the geometric mean of the time ratio variant / default over
