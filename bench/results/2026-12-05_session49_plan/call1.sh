@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Plan for the next session (written in session 48, not run): the final code on an H200, one call.
 # Carry ["build_pack/gpu_main.tar.xz"] restaged at the final commit (scripts/build.sh &&
-# scripts/stage_gpu.sh && tar -cJf build_pack/gpu_main.tar.xz .gpu; session 48 left it at 2e570bc,
+# scripts/stage_gpu.sh && tar -cJf build_pack/gpu_main.tar.xz .gpu; session 48 left it at the final commit,
 # whose code is the final code's). Everything but summary.txt comes back in bundle.tar.gz
 # (scripts/bundle_out.sh: the tool returns at most 8 files).
 #  1. decode tables with the torch peer (BF16 and FP8, 1-256 tokens, packed weights): issue #4's
-#     and #5's numbers for the merged epilogue-per-kernel build (session 48 measured it on an H100);
+#     and #5's numbers for the merged epilogue-per-kernel build (session 48 measured it on an H100),
+#     the first with finite FP8 bench data (a `warning` line would name non-finite outputs);
 #  2. stages at 256 tokens for dsv3-tp8-fp8b, qwen235-tp8-fp8c, qwen235-tp8 (BF16): the dense
 #     tile-16 FP8 GEMM1 that ran 3.9 % slower on the H100 after the merge;
 #  3. the whole GPU suite (16 shards, 300 s).
@@ -28,7 +29,7 @@ OUT=$out/t GPU_TEST_SHARDS=16 GPU_TEST_TIMEOUT=300 GPU_TEST_FILTER='-StreamProbe
 gzip -f "$out/t/gpu_tests.log"
 cat "$out/t/summary.txt" >> "$sum"
 for f in "$out"/decode_*.txt "$out/stages.txt"; do
-  echo "== $(basename "$f")"; grep -E " layer |stage " "$f" | grep -v "packed off" | cut -c1-120
+  echo "== $(basename "$f")"; grep -E " layer |stage | warning " "$f" | grep -v "packed off" | cut -c1-120
 done >> "$sum"
 OUT=$out scripts/bundle_out.sh
 cat "$sum"
