@@ -171,34 +171,33 @@ inline Row measured_row(std::string case_name, std::string stage, int64_t tokens
 }
 
 
-// Fills `bytes` of device memory with a repeated block of random bf16 values (never zeros).
-inline void fill_random_bf16(void* dst, size_t bytes, uint64_t seed) {
-  static std::vector<uint16_t> block;
+// Fills `bytes` of device memory with a repeated 16 MiB block of N(0, sigma) values rounded by
+// `to_bits` (made once per element type, from the first call's seed).
+template <class Bits>
+inline void fill_repeating(void* dst, size_t bytes, uint64_t seed, float sigma, Bits (*to_bits)(float)) {
+  static std::vector<Bits> block;
   if (block.empty()) {
-    block.resize(size_t{8} << 20);
+    block.resize((size_t{16} << 20) / sizeof(Bits));
     std::mt19937_64 rng(seed);
-    std::normal_distribution<float> nd(0.f, 0.02f);
-    for (auto& x : block) x = fm::ref::float_to_bf16(nd(rng));
+    std::normal_distribution<float> nd(0.f, sigma);
+    for (auto& x : block) x = to_bits(nd(rng));
   }
-  for (size_t off = 0; off < bytes; off += block.size() * 2)
-    BENCH_CUDA(cudaMemcpy(static_cast<char*>(dst) + off, block.data(), std::min(block.size() * 2, bytes - off),
+  const size_t block_bytes = block.size() * sizeof(Bits);
+  for (size_t off = 0; off < bytes; off += block_bytes)
+    BENCH_CUDA(cudaMemcpy(static_cast<char*>(dst) + off, block.data(), std::min(block_bytes, bytes - off),
                           cudaMemcpyHostToDevice));
+}
+
+// Random bf16 values, N(0, 0.02) (never zeros).
+inline void fill_random_bf16(void* dst, size_t bytes, uint64_t seed) {
+  fill_repeating<uint16_t>(dst, bytes, seed, 0.02f, fm::ref::float_to_bf16);
 }
 
 // FP8 e4m3 weights for timing: N(0, 16) values rounded to e4m3 (finite, |v| < 448; with the bench's
 // scales of 1/448, weights of ~0.036). (Before session 48 the FP8 cases took fill_random_bf16's
 // bytes, about 1 in 256 of them e4m3 NaN codes: every FP8 layer output was NaN.)
 inline void fill_random_e4m3(void* dst, size_t bytes, uint64_t seed) {
-  static std::vector<uint8_t> block;
-  if (block.empty()) {
-    block.resize(size_t{16} << 20);
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> nd(0.f, 16.f);
-    for (auto& x : block) x = fm::ref::float_to_e4m3(nd(rng));
-  }
-  for (size_t off = 0; off < bytes; off += block.size())
-    BENCH_CUDA(cudaMemcpy(static_cast<char*>(dst) + off, block.data(), std::min(block.size(), bytes - off),
-                          cudaMemcpyHostToDevice));
+  fill_repeating<uint8_t>(dst, bytes, seed, 16.f, fm::ref::float_to_e4m3);
 }
 
 // Variants against the default, for suites that time each case with switches forced (rows whose
