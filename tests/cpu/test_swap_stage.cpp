@@ -1,6 +1,7 @@
 // The Swap-AB epilogue's stmatrix puts (SwapStage::put_values / put_matrices: the FP8 kernel's)
 // against its per-value puts, on the host: CuTe's partition of the kernels' WGMMA accumulators and
-// stmatrix .trans's fragment layout (swap_stage_check.cu). The GPU tests run both paths on the H200.
+// stmatrix .trans's fragment layout (swap_stage_check.cu). On the GPU the FP8 kernel runs the stmatrix
+// puts and the BF16 kernel the per-value ones (session 48: each kernel compiled with its own).
 #include <gtest/gtest.h>
 
 #if defined(FUSEDMOE_WITH_CUDA)
