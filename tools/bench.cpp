@@ -76,9 +76,11 @@ std::vector<Case> dispatch_cases() {
 // FUSEDMOE_FRONT_FINE_TRACE) adds block 0's fine stamps: SM cycles from its entry.
 template <class Fn>
 std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21, int launches = 1) {
-  // Routing blocks (front.cuh): one up to 16 tokens, else 8 (a cluster) or fewer tokens per block;
-  // blocks that recorded nothing (0) are skipped.
-  const int blocks = tokens <= 16 ? 1 : 32;
+  // Blocks (front.cuh kTraceBlocks): every block stamps its entry, the routing blocks also the
+  // rest (one up to 16 tokens unless FUSEDMOE_FRONT_SPLIT, else several); blocks that recorded
+  // nothing (0) are skipped.
+  (void)tokens;
+  const int blocks = 32;
   constexpr int kSlots = 16;  // front.cuh kTraceSlots
   constexpr int kStamps = 12;
   constexpr int kFine = 16;  // front.cuh kFineStamps, after the blocks' slots

@@ -56,6 +56,22 @@ int front_tokens_per_block(int64_t bound) {
   return blocks(small) <= front_detail::kMaxRouteBlocks ? small : front_detail::kRouteWarps;
 }
 
+// Bounds of 2-16 tokens on several routing blocks instead of one (a measurement switch, read once):
+// FUSEDMOE_FRONT_SPLIT=n sends bounds n..16 to blocks of FUSEDMOE_FRONT_SPLIT_TPB tokens (1, 2, 4 or
+// 8; default 2), as a cluster while they fit front_cluster_limit(), else a cooperative launch. 0 or
+// unset: one routing block of 16 warps (the default).
+int front_split_from() {
+  static const int v = std::max(0, env_int("FUSEDMOE_FRONT_SPLIT").value_or(0));
+  return v;
+}
+int front_split_tpb() {
+  static const int v = [] {
+    const int t = env_int("FUSEDMOE_FRONT_SPLIT_TPB").value_or(2);
+    return t == 1 || t == 4 || t == 8 ? t : 2;
+  }();
+  return v;
+}
+
 // Precomputed ids through the fused front (default on); FUSEDMOE_FRONT_PRECOMPUTED=0 (read once)
 // sends them to the separate kernels, for measurement.
 bool front_precomputed_on() {
@@ -65,8 +81,9 @@ bool front_precomputed_on() {
 }  // namespace
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
-  // Any bound above one routing block: a call may run fewer tokens than the workspace's bound.
-  if (max_tokens <= front_detail::kWideTokens) return 0;
+  // Any bound that may run on several routing blocks (from 2 tokens: FUSEDMOE_FRONT_SPLIT); a call
+  // may run fewer tokens than the workspace's bound.
+  if (max_tokens <= 1) return 0;
   return front_detail::block_masks_bytes(std::max(groups, 0));
 }
 
@@ -112,7 +129,7 @@ bool front_small_eligible(const FrontArgs& a, const char** why) {
     w = "more than 1088 local groups";
     return false;
   }
-  if (bound > front_detail::kWideTokens &&
+  if (bound > 1 &&
       (a.plan.scratch == nullptr || a.plan.scratch_bytes < front_scratch_bytes(bound, a.plan.num_local_experts + a.plan.num_shared_experts))) {
     w = "plan scratch below front_scratch_bytes (the blocks' masks)";
     return false;
@@ -169,8 +186,13 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   l.smem = std::max(rp.smem_per_warp * warps,
                     plan_detail::plan_smem_bytes(warps, G, static_cast<int>(entries)));
   if (l.smem > front_detail::kFrontMaxSmem) return cudaErrorInvalidValue;
-  // Routing blocks: one up to kWideTokens; above, front_tokens_per_block() tokens each.
-  f.tokens_per_block = bound <= front_detail::kWideTokens ? front_detail::kWideTokens : front_tokens_per_block(bound);
+  // Routing blocks: one up to kWideTokens (unless FUSEDMOE_FRONT_SPLIT); above, front_tokens_per_block()
+  // tokens each.
+  const bool split = !precomputed && bound >= 2 && front_split_from() > 0 && bound >= front_split_from() &&
+                     bound <= front_detail::kWideTokens;
+  f.tokens_per_block = split                               ? front_split_tpb()
+                       : bound <= front_detail::kWideTokens ? front_detail::kWideTokens
+                                                            : front_tokens_per_block(bound);
   f.route_blocks = static_cast<int>((bound + f.tokens_per_block - 1) / f.tokens_per_block);
   const bool wide = f.route_blocks == 1;
   l.grid = f.route_blocks;
