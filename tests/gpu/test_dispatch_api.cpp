@@ -569,7 +569,7 @@ TEST(CombineApi, WithinOneBf16UlpAndDeterministic) {
 TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
   for (const char* preset : {"dsv3-tp8", "qwen235-tp8", "dsv4f-tp4", "gptoss-tp1", "llama4-scout", "kimi-k2-tp8",
                              "qwen3next-tp1", "dsv3-ep8", "mixtral-tp2"})
-    for (int64_t t : {1, 2, 3, 9, 16, 17, 64, 255, 256})
+    for (int64_t t : {1, 2, 3, 9, 13, 16, 17, 64, 255, 256})
       for (bool permute : {false, true}) check_dispatch({preset, t}, permute, permute ? 128 : 1);
   check_dispatch({"dsv3-tp8", 256, fm::testing::Skew::kOneHot}, true, 64);
   // One hot expert: every token's entries in one group, at the cooperative plan's block counts (248
@@ -589,7 +589,7 @@ TEST(DispatchApi, FusedFrontEveryRouterSmallTokenCounts) {
   check_dispatch({"qwen235-tp8", 45}, false, 8);
   check_dispatch({"dsv3-tp8", 70}, true, 128);
   // A workspace sized for more tokens than the fused path takes: a call of 100 still fuses (the
-  // front's block masks are reserved for every bound above 16 tokens).
+  // front's block masks are reserved for every bound from 2 tokens).
   check_dispatch({"qwen235-tp8", 100, fm::testing::Skew::kUniform, false, 1000}, false, 1);
   check_dispatch({"dsv3-tp8", 40, fm::testing::Skew::kUniform, false, 5000}, true, 128);
 }

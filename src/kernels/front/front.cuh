@@ -3,13 +3,16 @@
 //
 // Routing: a warp per token with the router's own per-token body (router.cuh: route_token, so
 // ids/weights are bit-identical to the router kernel).
-//   * bound <= 16: ONE routing block, all 16 warps route (token = warp), no grid barrier;
+//   * bound <= 16: ONE routing block, all 16 warps route (token = warp), no grid barrier; except
+//     a quantising front over >= 256 experts at 13-16 tokens, which takes several blocks of 4 as
+//     below (the launcher's front_split: 13+ routing warps on one SM route ~0.6 us later);
 //   * precomputed ids (bound <= 16 only): the routing warp reads its token's ids and weights,
 //     marks ids outside [0, E) (id -1, weight 0, as router_gather_kernel) and finishes the slots
 //     as that kernel does; block 0 reports the first bad id in the error flag;
 //   * above: blocks [0, route_blocks) route tokens tpb * b .. tpb * b + tpb - 1 with warps
 //     0 .. tpb - 1 (tpb = 4 or 8: FrontParams::tokens_per_block), as one thread-block cluster
-//     (17-72 tokens) or a cooperative launch (a barrier of the routing blocks before the plan).
+//     (17-72 tokens, and the split 13-16) or a cooperative launch (a barrier of the routing blocks
+//     before the plan).
 //   The routing blocks do not quantise; blocks after them do.
 // When x is quantised (FP8 in token order, the gather layout, with the permute/quantise kernel's
 // exact scalar helpers), quantising-only blocks after the routing ones share x's rows: one

@@ -56,20 +56,33 @@ int front_tokens_per_block(int64_t bound) {
   return blocks(small) <= front_detail::kMaxRouteBlocks ? small : front_detail::kRouteWarps;
 }
 
-// Bounds of 2-16 tokens on several routing blocks instead of one (a measurement switch, read once):
-// FUSEDMOE_FRONT_SPLIT=n sends bounds n..16 to blocks of FUSEDMOE_FRONT_SPLIT_TPB tokens (1, 2, 4 or
-// 8; default 2), as a cluster while they fit front_cluster_limit(), else a cooperative launch. 0 or
-// unset: one routing block of 16 warps (the default).
+// Bounds of 2-16 tokens on several routing blocks instead of one of 16 routing warps. Default (the
+// rule): a quantising front (x in token order) over >= 256 experts at kSplitFromTokens-16 tokens, as
+// blocks of 4 tokens: with 13 or more routing warps on one SM a dsv3 token routes ~0.6 us later
+// (4.13 -> 4.70 us at 12 -> 13 tokens), and dsv3 + FP8 route + plan + quantise took 7.12-7.68 ->
+// 6.64-6.68 us per call at 13-16 tokens (kernel 5.60-5.73 -> 5.22), 0.1-0.2 us slower at 10-12
+// (H100, session 49 calls 1-2). Not the BF16 front: dsv3-tp8 layers at 13 / 16 tokens ran 3 % slower
+// / level (call 3); nor qwen3 (E 128: 0.2-1.0 us slower per call at 8-16 tokens).
+// FUSEDMOE_FRONT_SPLIT (read once, a measurement switch): 0 = never; n >= 2 = every router at
+// bounds n-16; FUSEDMOE_FRONT_SPLIT_TPB: 1, 2, 4 (default) or 8 tokens per block.
+inline constexpr int64_t kSplitFromTokens = 13;
+inline constexpr int kSplitMinExperts = 256;
 int front_split_from() {
-  static const int v = std::max(0, env_int("FUSEDMOE_FRONT_SPLIT").value_or(0));
+  static const int v = std::max(-1, env_int("FUSEDMOE_FRONT_SPLIT").value_or(-1));  // -1: the rule
   return v;
 }
 int front_split_tpb() {
   static const int v = [] {
-    const int t = env_int("FUSEDMOE_FRONT_SPLIT_TPB").value_or(2);
-    return t == 1 || t == 4 || t == 8 ? t : 2;
+    const int t = env_int("FUSEDMOE_FRONT_SPLIT_TPB").value_or(4);
+    return t == 1 || t == 2 || t == 8 ? t : 4;
   }();
   return v;
+}
+bool front_split(bool precomputed, bool quant, int experts, int64_t bound) {
+  if (precomputed || bound < 2 || bound > front_detail::kWideTokens) return false;
+  const int from = front_split_from();
+  if (from >= 0) return from > 0 && bound >= from;
+  return quant && experts >= kSplitMinExperts && bound >= kSplitFromTokens;
 }
 
 // Precomputed ids through the fused front (default on); FUSEDMOE_FRONT_PRECOMPUTED=0 (read once)
@@ -186,10 +199,9 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
   l.smem = std::max(rp.smem_per_warp * warps,
                     plan_detail::plan_smem_bytes(warps, G, static_cast<int>(entries)));
   if (l.smem > front_detail::kFrontMaxSmem) return cudaErrorInvalidValue;
-  // Routing blocks: one up to kWideTokens (unless FUSEDMOE_FRONT_SPLIT); above, front_tokens_per_block()
+  // Routing blocks: one up to kWideTokens (unless front_split()); above, front_tokens_per_block()
   // tokens each.
-  const bool split = !precomputed && bound >= 2 && front_split_from() > 0 && bound >= front_split_from() &&
-                     bound <= front_detail::kWideTokens;
+  const bool split = front_split(precomputed, quant, f.r.num_experts, bound);
   f.tokens_per_block = split                               ? front_split_tpb()
                        : bound <= front_detail::kWideTokens ? front_detail::kWideTokens
                                                             : front_tokens_per_block(bound);
