@@ -29,13 +29,6 @@ cudaError_t launch_typed(const CombineParams& p, int vpt, dim3 grid, int block, 
   }
 }
 
-// Column chunks per row forced for every call (FUSEDMOE_COMBINE_CHUNKS=n, read once; a measurement
-// switch: 0 or unset = the rule below).
-int forced_chunks() {
-  static const int v = std::max(0, env_int("FUSEDMOE_COMBINE_CHUNKS").value_or(0));
-  return v;
-}
-
 }  // namespace
 
 const char* combine_kernel_name() { return "combine_rowteam_f64acc_x8"; }
@@ -78,10 +71,8 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   const int64_t sms = vec::sm_count();
   int chunks = 1;
   p.chunk_units = p.units;
-  const int forced = forced_chunks();
-  if (forced > 1 ? p.units >= 2 * 8 : 2 * blocks_needed <= sms && p.units >= 128) {
-    chunks = forced > 1 ? static_cast<int>(std::min<int64_t>(forced, p.units / 8))
-                        : static_cast<int>(std::min<int64_t>(p.units / 64, sms / blocks_needed));
+  if (2 * blocks_needed <= sms && p.units >= 128) {
+    chunks = static_cast<int>(std::min<int64_t>(p.units / 64, sms / blocks_needed));
     p.chunk_units = (p.units + chunks - 1) / chunks;
     chunks = (p.units + p.chunk_units - 1) / p.chunk_units;
     if (!vec::pick_team_shape(p.chunk_units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
