@@ -237,6 +237,7 @@ struct Params {
   int early_stages;
   uint64_t w_hint;  // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int early_span;   // GroupedGemmArgs::early_weights_span
+  int out_keep_l2;  // Swap-AB outputs stored with L2 evict_last (FUSEDMOE_OUT_KEEP_L2, a measurement switch)
   // GEMM1 reading its A rows straight from x in token order (no permuted copy): row i of expert e
   // is x[row_token[offsets[e] + i]]; the producer threads gather them with cp.async (null: TMA of a).
   const __nv_bfloat16* gather_x;
@@ -433,18 +434,28 @@ struct SwapStage {
     for (int m = 0; m < kMats; ++m) packed[m] = pack_bf16x2(val(packed_value(m, 0)), val(packed_value(m, 1)));
     put_matrices(packed, warp, lane);
   }
-  // Rows [0, rows_valid) of the tile to out rows row0.., columns col0.. (below out_cols).
+  // Rows [0, rows_valid) of the tile to out rows row0.., columns col0.. (below out_cols). keep_l2:
+  // the stores carry the L2 policy evict_last (Params::out_keep_l2, a measurement switch).
   __device__ __forceinline__ void flush(__nv_bfloat16* out, int64_t row0, int64_t ld, int col0, int out_cols,
-                                        int rows_valid, int tid) const {
+                                        int rows_valid, int tid, bool keep_l2 = false) const {
     cutlass::arch::NamedBarrier::sync(128, kBarrier);
     constexpr int kChunks = kCols / 8;
+    uint64_t policy = 0;
+    if (keep_l2) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
     CUTE_UNROLL
     for (int c0 = 0; c0 < kTok * kChunks; c0 += 128) {
       const int c = c0 + tid;
       const int t = c / kChunks, col = col0 + (c % kChunks) * 8;
-      if ((kTok * kChunks % 128 == 0 || c < kTok * kChunks) && t < rows_valid && col < out_cols)
-        *reinterpret_cast<uint4*>(out + (row0 + t) * ld + col) =
-            *reinterpret_cast<const uint4*>(buf + t * kLd + (c % kChunks) * 8);
+      if ((kTok * kChunks % 128 == 0 || c < kTok * kChunks) && t < rows_valid && col < out_cols) {
+        uint4* dst = reinterpret_cast<uint4*>(out + (row0 + t) * ld + col);
+        const uint4 v = *reinterpret_cast<const uint4*>(buf + t * kLd + (c % kChunks) * 8);
+        if (keep_l2)
+          asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(dst), "r"(v.x), "r"(v.y),
+                       "r"(v.z), "r"(v.w), "l"(policy)
+                       : "memory");
+        else
+          *dst = v;
+      }
     }
   }
 };
@@ -567,6 +578,13 @@ __device__ __forceinline__ void normal_epilogue(const P& p, const Accum& accum, 
 constexpr uint64_t kHintAct = uint64_t(cute::TMA::CacheHintSm90::EVICT_LAST);
 constexpr uint64_t kHintW = uint64_t(cute::TMA::CacheHintSm90::EVICT_NORMAL);
 constexpr uint64_t kHintWFirst = uint64_t(cute::TMA::CacheHintSm90::EVICT_FIRST);
+// FUSEDMOE_OUT_KEEP_L2=1 (read once; a measurement switch): the Swap-AB epilogues store their
+// outputs (H, the expert rows) with the L2 policy evict_last, so that the weight stream of the same
+// kernel does not push them out before their reader (the next GEMM, the combine) runs.
+inline int out_keep_l2_switch() {
+  static const int v = env_int("FUSEDMOE_OUT_KEEP_L2").value_or(0) != 0 ? 1 : 0;
+  return v;
+}
 
 // kBalanced: the balanced and dynamic schedules compiled in (Params::flat / Params::queue honoured);
 // without it the kernel runs the grouped raster only, and is half the code: at 1-4 tokens a CTA
@@ -1083,7 +1101,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               }
             });
           }
-          stage.flush(out, out_row0, ld, w * 32, p.out_cols, rows_valid, tid);
+          stage.flush(out, out_row0, ld, w * 32, p.out_cols, rows_valid, tid, p.out_keep_l2 != 0);
         } else {
           with_activation<kGated>(p.act_kind, [&](auto kind) {
             constexpr int kK = decltype(kind)::value;
@@ -1105,7 +1123,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
               }
             }
           });
-          stage.flush(out, out_row0, ld, w * 64, p.out_cols, rows_valid, tid);
+          stage.flush(out, out_row0, ld, w * 64, p.out_cols, rows_valid, tid, p.out_keep_l2 != 0);
         }
       }
     }
@@ -1422,6 +1440,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.early_weights = (a.early_weights && a.gather_x == nullptr) ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
+  p.out_keep_l2 = out_keep_l2_switch();
   p.early_span = a.early_weights_span ? 1 : 0;
   p.gather_x = static_cast<const __nv_bfloat16*>(a.gather_x);
   p.gather_stride = a.gather_x_stride > 0 ? a.gather_x_stride : a.k;

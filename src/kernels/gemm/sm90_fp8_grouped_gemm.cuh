@@ -215,6 +215,7 @@ struct Params {
   int early_stages;
   uint64_t w_hint;      // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int early_span;       // GroupedGemmArgs::early_weights_span
+  int out_keep_l2;      // the BF16 kernel's Params::out_keep_l2
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; with token-order scales: static only)
   int* queue;           // with flat: the dynamic form's work counter (BF16 kernel's Params::queue), or null
@@ -1138,7 +1139,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                 warp, lane);
           }
         });
-        stage.flush(out, out_row0, ld, wt * (kGated ? 32 : 64), p.out_cols, rows_valid, tid);
+        stage.flush(out, out_row0, ld, wt * (kGated ? 32 : 64), p.out_cols, rows_valid, tid, p.out_keep_l2 != 0);
         if (!kHs && p.hq_scheme != 0)
           quantise_h_tile<Cfg::kTokTile, kGated ? 32 : 64, decltype(stage)::kLd>(p, ss.stage_out, ss.hq_inv, &ss.hq_last,
                                                                                wt, int(out_row0), rows_valid, tid);
@@ -1443,6 +1444,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.early_weights = a.early_weights ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
+  p.out_keep_l2 = sm90_grouped::out_keep_l2_switch();
   // (packed images only where the reduction fills its last K step: a ragged step's image stores the
   // zeros the boxes fill without reading them, e.g. FP8 GEMM2 of qwen235-tp8, N = 192: a third more
   // bytes per weight tile, 2.7-4.9 % slower layers at 16-64 tokens, H200 session 35 call 6)
