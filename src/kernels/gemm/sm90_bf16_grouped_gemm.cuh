@@ -237,7 +237,7 @@ struct Params {
   int early_stages;
   uint64_t w_hint;  // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int early_span;   // GroupedGemmArgs::early_weights_span
-  int out_keep_l2;  // Swap-AB outputs stored with L2 evict_last (FUSEDMOE_OUT_KEEP_L2, a measurement switch)
+  int out_keep_l2;  // Swap-AB outputs stored with L2 evict_last (out_keep_l2_switch)
   // GEMM1 reading its A rows straight from x in token order (no permuted copy): row i of expert e
   // is x[row_token[offsets[e] + i]]; the producer threads gather them with cp.async (null: TMA of a).
   const __nv_bfloat16* gather_x;
@@ -435,7 +435,7 @@ struct SwapStage {
     put_matrices(packed, warp, lane);
   }
   // Rows [0, rows_valid) of the tile to out rows row0.., columns col0.. (below out_cols). keep_l2:
-  // the stores carry the L2 policy evict_last (Params::out_keep_l2, a measurement switch).
+  // the stores carry the L2 policy evict_last (Params::out_keep_l2: out_keep_l2_switch).
   __device__ __forceinline__ void flush(__nv_bfloat16* out, int64_t row0, int64_t ld, int col0, int out_cols,
                                         int rows_valid, int tid, bool keep_l2 = false) const {
     cutlass::arch::NamedBarrier::sync(128, kBarrier);
@@ -578,12 +578,16 @@ __device__ __forceinline__ void normal_epilogue(const P& p, const Accum& accum, 
 constexpr uint64_t kHintAct = uint64_t(cute::TMA::CacheHintSm90::EVICT_LAST);
 constexpr uint64_t kHintW = uint64_t(cute::TMA::CacheHintSm90::EVICT_NORMAL);
 constexpr uint64_t kHintWFirst = uint64_t(cute::TMA::CacheHintSm90::EVICT_FIRST);
-// FUSEDMOE_OUT_KEEP_L2=1 (read once; a measurement switch): the Swap-AB epilogues store their
-// outputs (H, the expert rows) with the L2 policy evict_last, so that the weight stream of the same
-// kernel does not push them out before their reader (the next GEMM, the combine) runs.
-inline int out_keep_l2_switch() {
-  static const int v = env_int("FUSEDMOE_OUT_KEEP_L2").value_or(0) != 0 ? 1 : 0;
-  return v;
+// Swap-AB epilogues storing their outputs (H, the expert rows) with the L2 policy evict_last, so
+// that the weight stream of the same kernel does not push them out before their reader (GEMM2, the
+// combine) runs: on in the BF16 kernel, off in the FP8 kernel (H100, session 49 call 8, two
+// alternated rounds at 16 / 64 / 256 tokens: BF16 layers 0.997 on the geometric mean of 12 points,
+// qwen235-tp8 at 64 / 256 tokens 1.2-1.4 % faster (its GEMM2 stage 88.2 -> 84.3 us at 256: GEMM1's H
+// still in L2), none slower by more than the rounds' spread; FP8 1.003 of 6, dsv3-tp8-fp8b at 64 /
+// 256 tokens 1.4 / 0.9 % slower). FUSEDMOE_OUT_KEEP_L2=0 / 1 (read once) forces it off / on in both.
+inline int out_keep_l2_switch(bool fp8) {
+  static const int v = env_int("FUSEDMOE_OUT_KEEP_L2").value_or(-1);
+  return v < 0 ? (fp8 ? 0 : 1) : (v != 0 ? 1 : 0);
 }
 
 // kBalanced: the balanced and dynamic schedules compiled in (Params::flat / Params::queue honoured);
@@ -1440,7 +1444,7 @@ cudaError_t launch_instance(const GroupedGemmArgs& a, bool gemm2, cudaStream_t s
   p.early_weights = (a.early_weights && a.gather_x == nullptr) ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
-  p.out_keep_l2 = out_keep_l2_switch();
+  p.out_keep_l2 = out_keep_l2_switch(/*fp8=*/false);
   p.early_span = a.early_weights_span ? 1 : 0;
   p.gather_x = static_cast<const __nv_bfloat16*>(a.gather_x);
   p.gather_stride = a.gather_x_stride > 0 ? a.gather_x_stride : a.k;

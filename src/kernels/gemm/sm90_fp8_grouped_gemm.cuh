@@ -1444,7 +1444,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   p.early_weights = a.early_weights ? 1 : 0;
   p.early_stages = a.early_weight_stages < 0 ? Cfg::kStages : std::min(a.early_weight_stages, Cfg::kStages);
   p.w_hint = a.weights_evict_first ? kHintWFirst : kHintW;
-  p.out_keep_l2 = sm90_grouped::out_keep_l2_switch();
+  p.out_keep_l2 = sm90_grouped::out_keep_l2_switch(/*fp8=*/true);
   // (packed images only where the reduction fills its last K step: a ragged step's image stores the
   // zeros the boxes fill without reading them, e.g. FP8 GEMM2 of qwen235-tp8, N = 192: a third more
   // bytes per weight tile, 2.7-4.9 % slower layers at 16-64 tokens, H200 session 35 call 6)
