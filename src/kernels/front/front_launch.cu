@@ -58,10 +58,10 @@ int front_tokens_per_block(int64_t bound) {
 
 // Bounds of 2-16 tokens on several routing blocks instead of one of 16 routing warps. Default (the
 // rule): a quantising front (x in token order) over >= 256 experts at kSplitFromTokens-16 tokens, as
-// blocks of 4 tokens: with 13 or more routing warps on one SM a dsv3 token routes ~0.6 us later
-// (4.13 -> 4.70 us at 12 -> 13 tokens), and dsv3 + FP8 route + plan + quantise took 7.12-7.68 ->
-// 6.64-6.68 us per call at 13-16 tokens (kernel 5.60-5.73 -> 5.22), 0.1-0.2 us slower at 10-12
-// (H100, session 49 calls 1-2). Not the BF16 front: dsv3-tp8 layers at 13 / 16 tokens ran 3 % slower
+// blocks of 4 tokens: with one block, routing ends ~0.6 us later from 13 tokens (the last routed
+// stamp 4.13 -> 4.70 us at 12 -> 13 tokens: presumably 13+ routing warps on one SM slowing each
+// other), and dsv3 + FP8 route + plan + quantise took 7.08-7.68 -> 6.64-6.69 us per call at 13-16
+// tokens (kernel 5.60-5.73 -> 5.22), 0.1-0.2 us slower at 10-12 (H100, session 49 calls 1-2). Not the BF16 front: dsv3-tp8 layers at 13 / 16 tokens ran 3 % slower
 // / level (call 3); nor qwen3 (E 128: 0.2-1.0 us slower per call at 8-16 tokens).
 // FUSEDMOE_FRONT_SPLIT (read once, a measurement switch): 0 = never; n >= 2 = every router at
 // bounds n-16; FUSEDMOE_FRONT_SPLIT_TPB: 1, 2, 4 (default) or 8 tokens per block.
