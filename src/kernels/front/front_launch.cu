@@ -79,10 +79,9 @@ int front_split_tpb() {
   return v;
 }
 bool front_split(bool precomputed, bool quant, int experts, int64_t bound) {
-  if (precomputed || bound < 2 || bound > front_detail::kWideTokens) return false;
   const int from = front_split_from();
-  if (from >= 0) return from > 0 && bound >= from;
-  return quant && experts >= kSplitMinExperts && bound >= kSplitFromTokens;
+  if (from < 0) return front_split_rule(precomputed, quant, experts, bound);
+  return !precomputed && bound >= 2 && bound <= front_detail::kWideTokens && from > 0 && bound >= from;
 }
 
 // Precomputed ids through the fused front (default on); FUSEDMOE_FRONT_PRECOMPUTED=0 (read once)
@@ -92,6 +91,11 @@ bool front_precomputed_on() {
   return v;
 }
 }  // namespace
+
+bool front_split_rule(bool precomputed, bool quantises, int experts, int64_t bound) {
+  if (precomputed || bound < kSplitFromTokens || bound > front_detail::kWideTokens) return false;
+  return quantises && experts >= kSplitMinExperts;
+}
 
 size_t front_scratch_bytes(int64_t max_tokens, int groups) {
   // Any bound that may run on several routing blocks (from 2 tokens: FUSEDMOE_FRONT_SPLIT); a call

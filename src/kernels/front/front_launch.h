@@ -58,6 +58,11 @@ cudaError_t launch_front_small(const FrontArgs& args, cudaStream_t stream);
 
 const char* front_small_kernel_name();
 
+// Whether a bound of 2-16 tokens routes on several blocks of 4 tokens instead of one block of 16
+// routing warps: the measured rule (a quantising front over >= 256 experts at 13-16 tokens;
+// front_launch.cu), without the FUSEDMOE_FRONT_SPLIT override.
+bool front_split_rule(bool precomputed, bool quantises, int experts, int64_t bound);
+
 // Scratch the fused kernel needs in args.plan.scratch (each routing block's group masks, for
 // bounds from 2 tokens, which may run on several routing blocks; 0 at 1). The workspace reserves it in the plan's scratch.
 size_t front_scratch_bytes(int64_t max_tokens, int groups);
