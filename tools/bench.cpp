@@ -75,11 +75,10 @@ std::vector<Case> dispatch_cases() {
 // instructions and data warm from the one before). A diagnosis build (front.cuh
 // FUSEDMOE_FRONT_FINE_TRACE) adds block 0's fine stamps: SM cycles from its entry.
 template <class Fn>
-std::string front_timeline(cudaStream_t s, int64_t tokens, Fn fn, int calls = 21, int launches = 1) {
+std::string front_timeline(cudaStream_t s, Fn fn, int calls = 21, int launches = 1) {
   // Blocks (front.cuh kTraceBlocks): every block stamps its entry, the routing blocks also the
   // rest (one up to 16 tokens unless FUSEDMOE_FRONT_SPLIT, else several); blocks that recorded
   // nothing (0) are skipped.
-  (void)tokens;
   const int blocks = 32;
   constexpr int kSlots = 16;  // front.cuh kTraceSlots
   constexpr int kStamps = 12;
@@ -1197,10 +1196,10 @@ int cmd_bench(int argc, char** argv) {
         rows.push_back(row);
         if (r.fused_front) {
           timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + ": " +
-                              front_timeline(s, t, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }));
+                              front_timeline(s, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }));
           if (front_b2b)
             timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + " (2nd of 2 back to back): " +
-                                front_timeline(s, t, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }, 21, 2));
+                                front_timeline(s, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }, 21, 2));
         }
       }
     }

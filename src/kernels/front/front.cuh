@@ -5,7 +5,7 @@
 // ids/weights are bit-identical to the router kernel).
 //   * bound <= 16: ONE routing block, all 16 warps route (token = warp), no grid barrier; except
 //     a quantising front over >= 256 experts at 13-16 tokens, which takes several blocks of 4 as
-//     below (the launcher's front_split: 13+ routing warps on one SM route ~0.6 us later);
+//     below (front_split_rule, front_launch.h: with one block the routing ends ~0.6 us later there);
 //   * precomputed ids (bound <= 16 only): the routing warp reads its token's ids and weights,
 //     marks ids outside [0, E) (id -1, weight 0, as router_gather_kernel) and finishes the slots
 //     as that kernel does; block 0 reports the first bad id in the error flag;

@@ -61,8 +61,9 @@ int front_tokens_per_block(int64_t bound) {
 // blocks of 4 tokens: with one block, routing ends ~0.6 us later from 13 tokens (the last routed
 // stamp 4.13 -> 4.70 us at 12 -> 13 tokens: presumably 13+ routing warps on one SM slowing each
 // other), and dsv3 + FP8 route + plan + quantise took 7.08-7.68 -> 6.64-6.69 us per call at 13-16
-// tokens (kernel 5.60-5.73 -> 5.22), 0.1-0.2 us slower at 10-12 (H100, session 49 calls 1-2). Not the BF16 front: dsv3-tp8 layers at 13 / 16 tokens ran 3 % slower
-// / level (call 3); nor qwen3 (E 128: 0.2-1.0 us slower per call at 8-16 tokens).
+// tokens (kernel 5.60-5.73 -> 5.22), 0.1-0.2 us slower at 10-12 (H100, session 49 calls 1-2). Not
+// the BF16 front: dsv3-tp8 layers at 13 / 16 tokens ran 3 % slower / level (call 3); nor qwen3
+// (E 128: 0.2-1.0 us slower per call at 8-16 tokens).
 // FUSEDMOE_FRONT_SPLIT (read once, a measurement switch): 0 = never; n >= 2 = every router at
 // bounds n-16; FUSEDMOE_FRONT_SPLIT_TPB: 1, 2, 4 (default) or 8 tokens per block.
 inline constexpr int64_t kSplitFromTokens = 13;

@@ -64,7 +64,8 @@ const char* front_small_kernel_name();
 bool front_split_rule(bool precomputed, bool quantises, int experts, int64_t bound);
 
 // Scratch the fused kernel needs in args.plan.scratch (each routing block's group masks, for
-// bounds from 2 tokens, which may run on several routing blocks; 0 at 1). The workspace reserves it in the plan's scratch.
+// bounds from 2 tokens, which may run on several routing blocks; 0 at 1). The workspace reserves
+// it in the plan's scratch.
 size_t front_scratch_bytes(int64_t max_tokens, int groups);
 
 // One tiny cooperative launch on a private stream, synchronised: the process's first cooperative

@@ -583,8 +583,9 @@ constexpr uint64_t kHintWFirst = uint64_t(cute::TMA::CacheHintSm90::EVICT_FIRST)
 // combine) runs: on in the BF16 kernel, off in the FP8 kernel (H100, session 49 call 8, two
 // alternated rounds at 16 / 64 / 256 tokens: BF16 layers 0.997 on the geometric mean of 12 points,
 // qwen235-tp8 at 64 / 256 tokens 1.2-1.4 % faster (its GEMM2 stage 88.2 -> 84.3 us at 256,
-// presumably GEMM1's H still in L2), none slower by more than the rounds' spread; FP8 1.003 of 6, dsv3-tp8-fp8b at 64 /
-// 256 tokens 1.4 / 0.9 % slower). FUSEDMOE_OUT_KEEP_L2=0 / 1 (read once) forces it off / on in both.
+// presumably GEMM1's H still in L2), none slower by more than the rounds' spread; FP8 1.003 of 6,
+// dsv3-tp8-fp8b at 64 / 256 tokens 1.4 / 0.9 % slower). FUSEDMOE_OUT_KEEP_L2=0 / 1 (read once)
+// forces it off / on in both.
 inline int out_keep_l2_switch(bool fp8) {
   static const int v = env_int("FUSEDMOE_OUT_KEEP_L2").value_or(-1);
   return v < 0 ? (fp8 ? 0 : 1) : (v != 0 ? 1 : 0);
