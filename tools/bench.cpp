@@ -448,6 +448,15 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
 // grouped sigmoid top-k strongly (the top 8 of 128 candidates sit in the tail, where it shifts
 // the ranking): at 256 tokens dsv3-tp8 touches ~170 of its 256 experts.
 static bool g_zero_bias = false;
+// --skew uniform|zipf|onehot (layer, crossover and dispatch suites): the routing of
+// ../shared/benchmark-protocol.md, from the seeded generator of fm::testing::make_layer_data
+// (zipf: expert e's logit offset by -1.2 log(1 + e), a few experts take most tokens; onehot: one
+// expert wins every token). Default uniform (N(0, 1) logits; bias routers keep their random bias
+// unless --zero-bias).
+static fm::testing::Skew g_skew = fm::testing::Skew::kUniform;
+static const char* skew_name(fm::testing::Skew s) {
+  return s == fm::testing::Skew::kZipf ? "zipf" : s == fm::testing::Skew::kOneHot ? "onehot" : "uniform";
+}
 // --packed (layer suite): BF16 and FP8 cases also get their weights packed for the Swap-AB GEMMs
 // (MoeTensors::w1_packed / w2_packed, pack_weights), which the default then uses; the variant
 // "packed off" times the 2D weight boxes of the same call.
@@ -543,7 +552,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
       p.num_tokens = p.max_tokens = t;
       fm::testing::LayerData d;
       std::string why;
-      if (!fm::testing::make_layer_data(p, 99 + t, fm::testing::Skew::kUniform, &d, &why, false)) {
+      if (!fm::testing::make_layer_data(p, 99 + t, g_skew, &d, &why, false)) {
         std::fprintf(stderr, "bench: %s\n", why.c_str());
         return false;
       }
@@ -905,6 +914,16 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--front-b2b") front_b2b = true;
     else if (a == "--cold-inputs") cold_inputs = true;
     else if (a == "--zero-bias") g_zero_bias = true;
+    else if (a == "--skew" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v == "uniform") g_skew = fm::testing::Skew::kUniform;
+      else if (v == "zipf") g_skew = fm::testing::Skew::kZipf;
+      else if (v == "onehot") g_skew = fm::testing::Skew::kOneHot;
+      else {
+        std::fprintf(stderr, "bench: --skew takes uniform, zipf or onehot (got '%s')\n", v.c_str());
+        return 2;
+      }
+    }
     else if (a == "--trace-csv" && i + 1 < argc) trace = true, trace_path = argv[++i];
     else if ((a == "--ksplits" || a == "--ksplits1" || a == "--tpc" || a == "--tpc1" || a == "--early" || a == "--early2" || a == "--tpc1d") && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
@@ -922,7 +941,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--fused-act] [--packed] [--hq] [--hs] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--fused-act] [--packed] [--hq] [--hs] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--skew uniform|zipf|onehot] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -1108,7 +1127,7 @@ int cmd_bench(int argc, char** argv) {
       p.num_tokens = p.max_tokens = t;
       fm::testing::LayerData d;
       std::string why;
-      if (!fm::testing::make_layer_data(p, 1234 + t, fm::testing::Skew::kUniform, &d, &why, false)) {
+      if (!fm::testing::make_layer_data(p, 1234 + t, g_skew, &d, &why, false)) {
         std::fprintf(stderr, "bench: %s\n", why.c_str());
         return 1;
       }
@@ -1221,6 +1240,8 @@ int cmd_bench(int argc, char** argv) {
   std::string cmd = "fusedmoe";
   for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
   if (g_zero_bias) std::printf("routing: correction bias zeroed (--zero-bias: balanced loads; the oracle still sees a bias router)\n");
+  if (g_skew != fm::testing::Skew::kUniform)
+    std::printf("routing: %s (--skew; the floor counts the experts this routing touches)\n", skew_name(g_skew));
   std::printf("command: %s\n", cmd.c_str());
   if (!csv_path.empty()) {
     std::ofstream f(csv_path);

@@ -57,6 +57,8 @@ void usage() {
       "            [--stages] [--precomputed] (layer: per-stage times; from precomputed top-k)\n"
       "            [--trace] [--trace-csv F] [--cold-inputs] (layer: per-CTA GEMM timeline; inputs left\n"
       "            cold after the L2 flush)\n"
+      "            [--zero-bias] [--skew uniform|zipf|onehot] (layer, crossover, dispatch: bias routers without\n"
+      "            their random bias; the routing of shared/benchmark-protocol.md: a few hot experts, or one)\n"
       "            [--peer F] [--csv F] [--json F]\n"
       "options:\n"
       "  --preset NAME   layer shape (see `fusedmoe presets`); default: dsv3-tp8 on a GPU, tiny-dsv3 on CPU\n"
