@@ -841,11 +841,19 @@ void add_peer_column(const std::string& path, std::vector<Row>* rows) {
 }  // namespace
 
 // The cases named in `only` (all when empty), in suite order.
+// --cases: the named suite cases, in the suite's order, then any other name that is a built-in
+// preset (`fusedmoe presets`: its own weights and scheme, e.g. qwen3next-tp1 with its shared expert).
 static std::vector<Case> selected(const std::vector<Case>& all, const std::vector<std::string>& only) {
   if (only.empty()) return all;
   std::vector<Case> v;
   for (const Case& c : all)
     if (std::find(only.begin(), only.end(), c.name) != only.end()) v.push_back(c);
+  for (const std::string& name : only) {
+    const bool in_suite = std::any_of(all.begin(), all.end(), [&](const Case& c) { return c.name == name; });
+    if (in_suite) continue;
+    if (fm::find_preset(name) != nullptr) v.push_back({name, fm::find_preset(name)->problem});
+    else std::fprintf(stderr, "bench: no case or preset named '%s' (skipped; see `fusedmoe presets`)\n", name.c_str());
+  }
   return v;
 }
 

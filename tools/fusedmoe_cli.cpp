@@ -49,6 +49,7 @@ void usage() {
       "  explain   print the plan forward() would run, and why\n"
       "  bench     benchmarks on the GPU: --suite dispatch|layer|crossover|coldstart|rope [--tokens 1,16,256]\n"
       "            [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--scales] [--cutlass] [--cutlass-gemm2]\n"
+      "            (--cases: suite cases, or any preset of `fusedmoe presets`)\n"
       "            (layer: also with each switch forced: PDL on/off, staged epilogue off, gathered GEMM1 rows\n"
       "            on/off, split-K off, balanced GEMM2 on/off, row-order FP8 scales, GEMM1 gathered + GEMM2 on\n"
       "            CUTLASS on/off; each backend forced: grouped, CUTLASS grouped GEMMs)\n"
