@@ -454,9 +454,6 @@ static bool g_zero_bias = false;
 // expert wins every token). Default uniform (N(0, 1) logits; bias routers keep their random bias
 // unless --zero-bias).
 static fm::testing::Skew g_skew = fm::testing::Skew::kUniform;
-static const char* skew_name(fm::testing::Skew s) {
-  return s == fm::testing::Skew::kZipf ? "zipf" : s == fm::testing::Skew::kOneHot ? "onehot" : "uniform";
-}
 // --packed (layer suite): BF16 and FP8 cases also get their weights packed for the Swap-AB GEMMs
 // (MoeTensors::w1_packed / w2_packed, pack_weights), which the default then uses; the variant
 // "packed off" times the 2D weight boxes of the same call.
@@ -840,8 +837,7 @@ void add_peer_column(const std::string& path, std::vector<Row>* rows) {
 
 }  // namespace
 
-// The cases named in `only` (all when empty), in suite order.
-// --cases: the named suite cases, in the suite's order, then any other name that is a built-in
+// --cases (all when empty): the named suite cases, in the suite's order, then any other name that is a built-in
 // preset (`fusedmoe presets`: its own weights and scheme, e.g. qwen3next-tp1 with its shared expert).
 static std::vector<Case> selected(const std::vector<Case>& all, const std::vector<std::string>& only) {
   if (only.empty()) return all;
@@ -924,10 +920,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--zero-bias") g_zero_bias = true;
     else if (a == "--skew" && i + 1 < argc) {
       const std::string v = argv[++i];
-      if (v == "uniform") g_skew = fm::testing::Skew::kUniform;
-      else if (v == "zipf") g_skew = fm::testing::Skew::kZipf;
-      else if (v == "onehot") g_skew = fm::testing::Skew::kOneHot;
-      else {
+      if (!fm::testing::parse_skew(v, &g_skew)) {
         std::fprintf(stderr, "bench: --skew takes uniform, zipf or onehot (got '%s')\n", v.c_str());
         return 2;
       }
@@ -1249,7 +1242,7 @@ int cmd_bench(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
   if (g_zero_bias) std::printf("routing: correction bias zeroed (--zero-bias: balanced loads; the oracle still sees a bias router)\n");
   if (g_skew != fm::testing::Skew::kUniform)
-    std::printf("routing: %s (--skew; the floor counts the experts this routing touches)\n", skew_name(g_skew));
+    std::printf("routing: %s (--skew; the floor counts the experts this routing touches)\n", fm::testing::skew_name(g_skew));
   std::printf("command: %s\n", cmd.c_str());
   if (!csv_path.empty()) {
     std::ofstream f(csv_path);

@@ -87,10 +87,7 @@ bool parse(int argc, char** argv, Args* a) {
     else if (s == "--cpu") a->cpu = true;
     else if (s == "--skew") {
       const std::string k = value("--skew");
-      if (k == "uniform") a->skew = fm::testing::Skew::kUniform;
-      else if (k == "zipf") a->skew = fm::testing::Skew::kZipf;
-      else if (k == "onehot") a->skew = fm::testing::Skew::kOneHot;
-      else { std::fprintf(stderr, "fusedmoe: unknown skew '%s'\n", k.c_str()); return false; }
+      if (!fm::testing::parse_skew(k, &a->skew)) { std::fprintf(stderr, "fusedmoe: unknown skew '%s'\n", k.c_str()); return false; }
     } else if (s == "-h" || s == "--help") { usage(); std::exit(0); }
     else { std::fprintf(stderr, "fusedmoe: unknown option '%s'\n", s.c_str()); return false; }
   }

@@ -12,6 +12,19 @@
 
 namespace fusedmoe::testing {
 
+const char* skew_name(Skew s) {
+  return s == Skew::kZipf ? "zipf" : s == Skew::kOneHot ? "onehot" : "uniform";
+}
+
+bool parse_skew(const std::string& name, Skew* s) {
+  for (const Skew k : {Skew::kUniform, Skew::kZipf, Skew::kOneHot})
+    if (name == skew_name(k)) {
+      *s = k;
+      return true;
+    }
+  return false;
+}
+
 namespace {
 
 void put_f32(std::vector<uint8_t>& v, size_t i, float f) { std::memcpy(v.data() + 4 * i, &f, 4); }

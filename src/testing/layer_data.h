@@ -15,6 +15,9 @@ enum class Skew : uint8_t {
   kZipf,       // expert e's logit offset by -1.2 * log(1 + e): a few experts take most tokens
   kOneHot,     // expert 0 (or the first local one) wins every token
 };
+// Its command-line names (uniform, zipf, onehot): the name of `s`; parse_skew is false on any other.
+const char* skew_name(Skew s);
+bool parse_skew(const std::string& name, Skew* s);
 
 struct LayerData {
   MoeProblem problem;
