@@ -14,7 +14,8 @@
 #                    (bench/peers/torch_grouped_mm.py, PEER_PYTHON, default the device's torch venv)
 #                    on the same tokens and add its column (--peer)
 # Files written (at most 8, the device tool's limit): summary.txt info.log gpu_tests.log
-# memcheck.log run.log sass.txt.gz bench_<suite>.txt bench_<suite>.json
+# memcheck.log run.log sass.txt.gz python_gpu.log bench_<suite>.txt bench_<suite>.json
+#   PY_TEST=0        skip the Python binding's GPU test (run when .gpu/python was staged)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -71,6 +72,14 @@ if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; the
   [ "${SANITIZE_TIMEOUT:-0}" -gt 0 ] && limit=(timeout "$SANITIZE_TIMEOUT")
   ${limit[@]+"${limit[@]}"} compute-sanitizer --tool memcheck $g/bin/fusedmoe_gpu_tests --gtest_filter="${SANITIZE_FILTER:-*}" > "$out/memcheck.log" 2>&1; rc=$?
   say "memcheck: rc=$rc; $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1); $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]' "$out/memcheck.log" | tr '\n' ' ')"
+fi
+
+# The Python binding with torch tensors (tests/python/test_forward_gpu.py), when stage_gpu.sh put
+# a module for the device's Python there (.gpu/python; PY_TEST=0 skips it).
+if [ "${PY_TEST:-1}" != 0 ] && [ -d $g/python/fusedmoe ]; then
+  PYTHONPATH=$g/python timeout 300 "${PEER_PYTHON:-/opt/torch/.venv/bin/python3}" tests/python/test_forward_gpu.py \
+    > "$out/python_gpu.log" 2>&1; rc=$?
+  say "python forward (GPU): rc=$rc; $(tail -1 "$out/python_gpu.log")"
 fi
 
 if [ "${MAIN:-1}" != 0 ]; then

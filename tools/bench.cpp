@@ -443,16 +443,18 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
   return out;
 }
 
-// --zero-bias (layer and crossover suites): routers with a correction bias get a zero bias, so the
-// routing is balanced (every expert equally likely). The default data's bias of 0.1 N(0,1) skews a
-// grouped sigmoid top-k strongly (the top 8 of 128 candidates sit in the tail, where it shifts
-// the ranking): at 256 tokens dsv3-tp8 touches ~170 of its 256 experts.
-static bool g_zero_bias = false;
-// --skew uniform|zipf|onehot (layer, crossover and dispatch suites): the routing of
-// ../shared/benchmark-protocol.md, from the seeded generator of fm::testing::make_layer_data
-// (zipf: expert e's logit offset by -1.2 log(1 + e), a few experts take most tokens; onehot: one
-// expert wins every token). Default uniform (N(0, 1) logits; bias routers keep their random bias
-// unless --zero-bias).
+// Routing of the layer, crossover and dispatch suites (--skew): uniform by default, as
+// ../shared/benchmark-protocol.md asks, for every router: routers with a correction bias get a zero
+// bias, so that every expert is equally likely. The test data's random bias (0.1 N(0,1), which the
+// GPU tests keep) skews a grouped sigmoid top-k strongly (the top 8 of 128 candidates sit in the
+// tail, where it shifts the ranking: at 256 tokens dsv3-tp8 touches ~170 of its 256 experts); until
+// session 51 it was the bench's default, now it is `--skew bias`. zipf / onehot also zero the bias
+// (the skew comes from the logits alone). --zero-bias is still accepted (the default now).
+// --skew uniform|zipf|onehot|bias: the routing of ../shared/benchmark-protocol.md, from the seeded
+// generator of fm::testing::make_layer_data (zipf: expert e's logit offset by -1.2 log(1 + e), a few
+// experts take most tokens; onehot: one expert wins every token; bias: uniform logits with the
+// random correction bias).
+static bool g_random_bias = false;
 static fm::testing::Skew g_skew = fm::testing::Skew::kUniform;
 // --packed (layer suite): BF16 and FP8 cases also get their weights packed for the Swap-AB GEMMs
 // (MoeTensors::w1_packed / w2_packed, pack_weights), which the default then uses; the variant
@@ -553,7 +555,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
         std::fprintf(stderr, "bench: %s\n", why.c_str());
         return false;
       }
-      if (g_zero_bias) std::fill(d.correction_bias.begin(), d.correction_bias.end(), 0.f);
+      if (!g_random_bias) std::fill(d.correction_bias.begin(), d.correction_bias.end(), 0.f);
       fm::ref::Routing rr;
       (void)fm::ref::route(p, d.host_tensors(), &rr);
       std::vector<char> touched(p.num_experts, 0);
@@ -917,11 +919,13 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--trace") trace = true;
     else if (a == "--front-b2b") front_b2b = true;
     else if (a == "--cold-inputs") cold_inputs = true;
-    else if (a == "--zero-bias") g_zero_bias = true;
+    else if (a == "--zero-bias") g_random_bias = false;
     else if (a == "--skew" && i + 1 < argc) {
       const std::string v = argv[++i];
-      if (!fm::testing::parse_skew(v, &g_skew)) {
-        std::fprintf(stderr, "bench: --skew takes uniform, zipf or onehot (got '%s')\n", v.c_str());
+      g_random_bias = v == "bias";
+      if (g_random_bias) g_skew = fm::testing::Skew::kUniform;
+      else if (!fm::testing::parse_skew(v, &g_skew)) {
+        std::fprintf(stderr, "bench: --skew takes uniform, zipf, onehot or bias (got '%s')\n", v.c_str());
         return 2;
       }
     }
@@ -942,7 +946,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--fused-act] [--packed] [--hq] [--hs] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--zero-bias] [--skew uniform|zipf|onehot] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--fused-act] [--packed] [--hq] [--hs] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--skew uniform|zipf|onehot|bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -1132,6 +1136,7 @@ int cmd_bench(int argc, char** argv) {
         std::fprintf(stderr, "bench: %s\n", why.c_str());
         return 1;
       }
+      if (!g_random_bias) std::fill(d.correction_bias.begin(), d.correction_bias.end(), 0.f);
       // Device copies of the inputs the front half reads (weights are not touched by it).
       const size_t logit_bytes = p.router.logits_dtype == fm::DType::kBFloat16 ? d.logits_bf16.size() * 2 : d.logits_f32.size() * 4;
       Buf x(d.x.size() * 2), logits(logit_bytes), bias(d.correction_bias.size() * 4 + 16), dummy(256);
@@ -1240,9 +1245,10 @@ int cmd_bench(int argc, char** argv) {
     std::printf("\nchecked against the CPU reference before timing: %s\n", all_ok ? "all cases exact" : "FAILURES (see above)");
   std::string cmd = "fusedmoe";
   for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
-  if (g_zero_bias) std::printf("routing: correction bias zeroed (--zero-bias: balanced loads; the oracle still sees a bias router)\n");
-  if (g_skew != fm::testing::Skew::kUniform)
-    std::printf("routing: %s (--skew; the floor counts the experts this routing touches)\n", fm::testing::skew_name(g_skew));
+  if (g_random_bias)
+    std::printf("routing: bias (--skew bias: uniform logits with the test data's random correction bias, which skews the bias routers' loads; the floor counts the experts this routing touches)\n");
+  else
+    std::printf("routing: %s (--skew; correction biases zero; the floor counts the experts this routing touches)\n", fm::testing::skew_name(g_skew));
   std::printf("command: %s\n", cmd.c_str());
   if (!csv_path.empty()) {
     std::ofstream f(csv_path);
