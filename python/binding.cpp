@@ -100,10 +100,15 @@ const char* want_str(fm::DType t) {
   }
 }
 
-struct Array {
-  nb::ndarray<nb::ro> a;
-  std::string name;
-};
+[[noreturn]] void not_an_array(const nb::handle& obj, const std::string& name) {
+  // torch refuses to export tensors that require grad (nn.Parameter) through DLPack
+  if (nb::hasattr(obj, "requires_grad") && nb::cast<bool>(obj.attr("requires_grad")))
+    throw nb::type_error((name + ": a tensor that requires grad cannot be passed through DLPack; pass "
+                                 "tensor.detach() (no copy)").c_str());
+  throw nb::type_error((name + ": expected an array with DLPack support (torch tensor, numpy array, ...), got " +
+                        std::string(nb::str(nb::handle(obj.type())).c_str()))
+                           .c_str());
+}
 
 // Checks `obj` as the tensor `name`: device, dtype, shape (-1 = any extent), C-contiguous except
 // that with `row_stride` the outer stride of a 2-D array may exceed its row (returned there, in
@@ -112,10 +117,7 @@ const void* check_array(const nb::handle& obj, const std::string& name, Where wh
                         fm::DType dtype, std::vector<int64_t> shape, int64_t* row_stride = nullptr,
                         std::vector<int64_t>* actual = nullptr) {
   nb::ndarray<nb::ro> a;
-  if (!nb::try_cast(obj, a, false))
-    throw nb::type_error((name + ": expected an array with DLPack support (torch tensor, numpy array, ...), got " +
-                          std::string(nb::str(nb::handle(obj.type())).c_str()))
-                             .c_str());
+  if (!nb::try_cast(obj, a, false)) not_an_array(obj, name);
   if (where == Where::kCuda) {
     if (a.device_type() != kDLCUDA)
       bad(name + ": must be on a CUDA device (got a host array); forward() runs on the GPU");
@@ -171,7 +173,7 @@ fm::DType weight_dtype(const fm::WeightQuant& wq) {
 // A 1-D byte buffer on the device (workspace, packed weights): pointer and size in bytes.
 std::pair<void*, size_t> device_bytes(const nb::handle& obj, const char* name, int device) {
   nb::ndarray<> a;
-  if (!nb::try_cast(obj, a, false)) throw nb::type_error((std::string(name) + ": expected a writable DLPack array").c_str());
+  if (!nb::try_cast(obj, a, false)) not_an_array(obj, name);
   if (a.device_type() != kDLCUDA || a.device_id() != device)
     bad(std::string(name) + ": must be on the current CUDA device (cuda:" + std::to_string(device) + ")");
   int64_t expect = 1;
