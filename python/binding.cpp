@@ -12,6 +12,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -110,14 +111,32 @@ const char* want_str(fm::DType t) {
                            .c_str());
 }
 
+// The arrays taken from Python for one call: kept until the C++ call has returned (a DLPack
+// capsule passed directly would otherwise be released with its local view).
+struct Keep {
+  std::vector<nb::ndarray<nb::ro>> ro;
+  std::vector<nb::ndarray<>> rw;
+};
+
 // Checks `obj` as the tensor `name`: device, dtype, shape (-1 = any extent), C-contiguous except
 // that with `row_stride` the outer stride of a 2-D array may exceed its row (returned there, in
-// elements). Returns the data pointer.
-const void* check_array(const nb::handle& obj, const std::string& name, Where where, int device,
-                        fm::DType dtype, std::vector<int64_t> shape, int64_t* row_stride = nullptr,
-                        std::vector<int64_t>* actual = nullptr) {
+// elements); `writable` for outputs. Returns the data pointer; `keep` holds the array.
+void* check_array(const nb::handle& obj, const std::string& name, Where where, int device, fm::DType dtype,
+                  std::vector<int64_t> shape, Keep* keep, bool writable = false, int64_t* row_stride = nullptr,
+                  std::vector<int64_t>* actual = nullptr) {
   nb::ndarray<nb::ro> a;
-  if (!nb::try_cast(obj, a, false)) not_an_array(obj, name);
+  if (writable) {
+    nb::ndarray<> w;
+    if (!nb::try_cast(obj, w, false)) {
+      if (nb::try_cast(obj, a, false)) bad(name + ": an output, must be writable");
+      not_an_array(obj, name);
+    }
+    keep->rw.push_back(w);
+    a = nb::ndarray<nb::ro>(w);
+  } else if (!nb::try_cast(obj, a, false)) {
+    not_an_array(obj, name);
+  }
+  keep->ro.push_back(a);
   if (where == Where::kCuda) {
     if (a.device_type() != kDLCUDA)
       bad(name + ": must be on a CUDA device (got a host array); forward() runs on the GPU");
@@ -130,13 +149,17 @@ const void* check_array(const nb::handle& obj, const std::string& name, Where wh
   if (!dtype_matches(a.dtype(), dtype)) bad(name + ": dtype " + dtype_str(a.dtype()) + ", expected " + want_str(dtype));
   std::vector<int64_t> got(a.ndim());
   for (size_t i = 0; i < a.ndim(); ++i) got[i] = static_cast<int64_t>(a.shape(i));
+  if (shape.size() == 1 && shape[0] == 1 && got.empty()) got = {1};  // a 0-d scalar as [1]
   if (actual) *actual = got;
   bool ok = got.size() == shape.size();
   for (size_t i = 0; ok && i < shape.size(); ++i) ok = shape[i] < 0 || shape[i] == got[i];
   if (!ok) bad(name + ": shape " + shape_str(got) + ", expected " + shape_str(shape) + " for this problem");
-  // Strides (elements): C order, size-1 dimensions free; 2-D row-strided arrays where allowed.
+  // Strides (elements): C order, size-1 dimensions free; 2-D row-strided arrays where allowed. An
+  // empty array (an extent 0: zero tokens) has no layout to check (numpy gives it strides 0).
+  bool empty = false;
+  for (int64_t g : got) empty |= g == 0;
   int64_t expect = 1;
-  for (int i = static_cast<int>(got.size()) - 1; i >= 0; --i) {
+  for (int i = static_cast<int>(got.size()) - 1; i >= 0 && !empty; --i) {
     if (got[i] != 1 && a.stride(i) != expect) {
       const bool outer_ok = row_stride && got.size() == 2 && i == 0 && a.stride(0) >= got[1];
       if (!outer_ok) bad(name + ": must be contiguous (row-major)" + std::string(row_stride ? ", rows may be strided" : "") +
@@ -144,8 +167,8 @@ const void* check_array(const nb::handle& obj, const std::string& name, Where wh
     }
     expect *= got[i];
   }
-  if (row_stride) *row_stride = got.size() == 2 && got[0] > 1 ? a.stride(0) : 0;
-  return a.data();
+  if (row_stride) *row_stride = !empty && got.size() == 2 && got[0] > 1 ? a.stride(0) : 0;
+  return const_cast<void*>(a.data());
 }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -171,9 +194,10 @@ fm::DType weight_dtype(const fm::WeightQuant& wq) {
 }
 
 // A 1-D byte buffer on the device (workspace, packed weights): pointer and size in bytes.
-std::pair<void*, size_t> device_bytes(const nb::handle& obj, const char* name, int device) {
+std::pair<void*, size_t> device_bytes(const nb::handle& obj, const char* name, int device, Keep* keep) {
   nb::ndarray<> a;
   if (!nb::try_cast(obj, a, false)) not_an_array(obj, name);
+  keep->rw.push_back(a);
   if (a.device_type() != kDLCUDA || a.device_id() != device)
     bad(std::string(name) + ": must be on the current CUDA device (cuda:" + std::to_string(device) + ")");
   int64_t expect = 1;
@@ -190,12 +214,13 @@ const char* const kTensorNames[] = {"x", "out", "router_logits", "correction_bia
                                     "w2_scale", "b2", "act_scale", "act2_scale", "w1_packed", "w2_packed",
                                     "w1_gate_up_blocks", "num_tokens_device", "out_topk_ids", "out_topk_weights"};
 
-// Fills `t` from keyword tensors for problem `p` (num_tokens set from x here). Host-only entries
-// are rejected for the CPU reference.
-fm::MoeTensors collect(fm::MoeProblem* pp, const nb::kwargs& kw, Where where, int device) {
+// Fills the tensors of one call from keyword arrays for problem `*pp` (num_tokens set from x here;
+// for the CPU reference a max_tokens of 0 means x's count). `keep` holds the arrays. The problem is
+// validated first, so that every extent below is in range.
+fm::MoeTensors collect(fm::MoeProblem* pp, const nb::kwargs& kw, Where where, int device, Keep* keep) {
   fm::MoeProblem& p = *pp;
-  for (auto [k, v] : kw) {
-    const std::string name = nb::cast<std::string>(k);
+  for (auto [key, v] : kw) {
+    const std::string name = nb::cast<std::string>(key);
     bool known = false;
     for (const char* n : kTensorNames) known |= name == n;
     if (!known) {
@@ -209,67 +234,68 @@ fm::MoeTensors collect(fm::MoeProblem* pp, const nb::kwargs& kw, Where where, in
       throw nb::type_error((name + ": not an input of the CPU reference (it returns out, topk_ids, topk_weights)").c_str());
   }
   auto get = [&](const char* name) -> nb::handle {
-    PyObject* o = PyDict_GetItemString(kw.ptr(), name);  // borrowed; kw outlives t's use
+    PyObject* o = PyDict_GetItemString(kw.ptr(), name);  // borrowed; kw outlives the call
     return o && o != Py_None ? nb::handle(o) : nb::handle();
   };
-  fm::MoeTensors t;
   const nb::handle x = get("x");
   if (!x.is_valid()) bad("x: required (the [tokens, hidden] input)");
-  std::vector<int64_t> xs;
-  t.x = check_array(x, "x", where, device, p.act_dtype, {-1, p.hidden}, &t.x_row_stride, &xs);
-  const int64_t tokens = xs[0];
-  if (p.max_tokens == 0) p.max_tokens = tokens;
-  if (tokens > p.max_tokens)
-    bad("x: " + std::to_string(tokens) + " tokens > problem.max_tokens (" + std::to_string(p.max_tokens) +
-        "), which sizes the workspace");
+  if (where == Where::kCuda && p.max_tokens <= 0)
+    bad("problem.max_tokens: must be set (> 0): it sizes the workspace (workspace_size) and bounds x.shape[0]");
+  const int64_t tokens = x.is_valid() && nb::hasattr(x, "shape") ? nb::cast<int64_t>(x.attr("shape")[0]) : 0;
+  if (p.max_tokens <= 0) p.max_tokens = std::max<int64_t>(tokens, 1);
   p.num_tokens = tokens;
+  check(fm::validate(p));
 
+  fm::MoeTensors t;
+  auto arr = [&](const nb::handle& h, const char* name, fm::DType dt, std::vector<int64_t> shape, bool writable = false,
+                 int64_t* row_stride = nullptr, std::vector<int64_t>* actual = nullptr) {
+    return check_array(h, name, where, device, dt, std::move(shape), keep, writable, row_stride, actual);
+  };
   const int64_t T = tokens, E = p.num_experts, k = p.top_k(), K = p.hidden, N = p.intermediate;
   const int64_t G = p.weight_experts(), R1 = p.gemm1_rows();
+  if (T > p.max_tokens)
+    bad("x: " + std::to_string(T) + " tokens > problem.max_tokens (" + std::to_string(p.max_tokens) +
+        "), which sizes the workspace");
+  t.x = arr(x, "x", p.act_dtype, {T, K}, false, &t.x_row_stride);
   const fm::DType wdt = weight_dtype(p.quant.weight);
   const fm::DType sdt = p.quant.weight.scale_format == fm::ScaleFormat::kUE8M0 ? fm::DType::kUE8M0 : fm::DType::kFloat32;
   nb::handle h;
-  if ((h = get("out"))) t.out = const_cast<void*>(check_array(h, "out", where, device, p.act_dtype, {T, K}, &t.out_row_stride));
-  if ((h = get("router_logits"))) t.router_logits = check_array(h, "router_logits", where, device, p.router.logits_dtype, {T, E});
-  if ((h = get("correction_bias")))
-    t.correction_bias = static_cast<const float*>(check_array(h, "correction_bias", where, device, fm::DType::kFloat32, {E}));
-  if ((h = get("token_ids"))) t.token_ids = static_cast<const int64_t*>(check_array(h, "token_ids", where, device, fm::DType::kInt64, {T}));
+  if ((h = get("out"))) t.out = arr(h, "out", p.act_dtype, {T, K}, true, &t.out_row_stride);
+  if ((h = get("router_logits"))) t.router_logits = arr(h, "router_logits", p.router.logits_dtype, {T, E});
+  if ((h = get("correction_bias"))) t.correction_bias = static_cast<const float*>(arr(h, "correction_bias", fm::DType::kFloat32, {E}));
+  if ((h = get("token_ids"))) t.token_ids = static_cast<const int64_t*>(arr(h, "token_ids", fm::DType::kInt64, {T}));
   if ((h = get("hash_table"))) {
     std::vector<int64_t> s;
-    t.hash_table = static_cast<const int32_t*>(check_array(h, "hash_table", where, device, fm::DType::kInt32, {-1, k}, nullptr, &s));
+    t.hash_table = static_cast<const int32_t*>(arr(h, "hash_table", fm::DType::kInt32, {-1, k}, false, nullptr, &s));
     t.hash_vocab = s[0];
   }
-  if ((h = get("topk_ids"))) t.topk_ids = static_cast<const int32_t*>(check_array(h, "topk_ids", where, device, fm::DType::kInt32, {T, k}));
-  if ((h = get("topk_weights")))
-    t.topk_weights = static_cast<const float*>(check_array(h, "topk_weights", where, device, fm::DType::kFloat32, {T, k}));
-  if ((h = get("expert_map"))) t.expert_map = static_cast<const int32_t*>(check_array(h, "expert_map", where, device, fm::DType::kInt32, {E}));
-  if ((h = get("w1"))) t.w1 = check_array(h, "w1", where, device, wdt, {G, R1, K});
-  if ((h = get("w2"))) t.w2 = check_array(h, "w2", where, device, wdt, {G, K, N});
-  if ((h = get("w1_scale"))) t.w1_scale = check_array(h, "w1_scale", where, device, sdt, scale_shape(p.quant.weight, G, R1, K));
-  if ((h = get("w2_scale"))) t.w2_scale = check_array(h, "w2_scale", where, device, sdt, scale_shape(p.quant.weight, G, K, N));
-  if ((h = get("b1"))) t.b1 = static_cast<const float*>(check_array(h, "b1", where, device, fm::DType::kFloat32, {G, R1}));
-  if ((h = get("b2"))) t.b2 = static_cast<const float*>(check_array(h, "b2", where, device, fm::DType::kFloat32, {G, K}));
-  if ((h = get("act_scale"))) t.act_scale = static_cast<const float*>(check_array(h, "act_scale", where, device, fm::DType::kFloat32, {1}));
-  if ((h = get("act2_scale")))
-    t.act2_scale = static_cast<const float*>(check_array(h, "act2_scale", where, device, fm::DType::kFloat32, {1}));
+  if ((h = get("topk_ids"))) t.topk_ids = static_cast<const int32_t*>(arr(h, "topk_ids", fm::DType::kInt32, {T, k}));
+  if ((h = get("topk_weights"))) t.topk_weights = static_cast<const float*>(arr(h, "topk_weights", fm::DType::kFloat32, {T, k}));
+  if ((h = get("expert_map"))) t.expert_map = static_cast<const int32_t*>(arr(h, "expert_map", fm::DType::kInt32, {E}));
+  if ((h = get("w1"))) t.w1 = arr(h, "w1", wdt, {G, R1, K});
+  if ((h = get("w2"))) t.w2 = arr(h, "w2", wdt, {G, K, N});
+  if ((h = get("w1_scale"))) t.w1_scale = arr(h, "w1_scale", sdt, scale_shape(p.quant.weight, G, R1, K));
+  if ((h = get("w2_scale"))) t.w2_scale = arr(h, "w2_scale", sdt, scale_shape(p.quant.weight, G, K, N));
+  if ((h = get("b1"))) t.b1 = static_cast<const float*>(arr(h, "b1", fm::DType::kFloat32, {G, R1}));
+  if ((h = get("b2"))) t.b2 = static_cast<const float*>(arr(h, "b2", fm::DType::kFloat32, {G, K}));
+  if ((h = get("act_scale"))) t.act_scale = static_cast<const float*>(arr(h, "act_scale", fm::DType::kFloat32, {1}));
+  if ((h = get("act2_scale"))) t.act2_scale = static_cast<const float*>(arr(h, "act2_scale", fm::DType::kFloat32, {1}));
   for (int gemm : {1, 2}) {  // device only (the CPU reference rejects them above)
     const char* name = gemm == 1 ? "w1_packed" : "w2_packed";
     if (!(h = get(name))) continue;
     size_t need = 0;
     check(fm::packed_weights_size(p, gemm, &need));
-    const auto [ptr, bytes] = device_bytes(h, name, device);
-    if (bytes != need)
+    const auto [ptr, bytes] = device_bytes(h, name, device, keep);
+    if (bytes < need)
       bad(std::string(name) + ": " + std::to_string(bytes) + " bytes, packed_weights_size() gives " + std::to_string(need));
     (gemm == 1 ? t.w1_packed : t.w2_packed) = ptr;
   }
-  if ((h = get("w1_gate_up_blocks"))) t.w1_gate_up_blocks = check_array(h, "w1_gate_up_blocks", where, device, wdt, {G, R1, K});
+  if ((h = get("w1_gate_up_blocks"))) t.w1_gate_up_blocks = arr(h, "w1_gate_up_blocks", wdt, {G, R1, K});
   if ((h = get("num_tokens_device")))
-    t.num_tokens_device = static_cast<const int32_t*>(check_array(h, "num_tokens_device", where, device, fm::DType::kInt32, {1}));
-  if ((h = get("out_topk_ids")))
-    t.out_topk_ids = static_cast<int32_t*>(const_cast<void*>(check_array(h, "out_topk_ids", where, device, fm::DType::kInt32, {T, k})));
+    t.num_tokens_device = static_cast<const int32_t*>(arr(h, "num_tokens_device", fm::DType::kInt32, {1}));
+  if ((h = get("out_topk_ids"))) t.out_topk_ids = static_cast<int32_t*>(arr(h, "out_topk_ids", fm::DType::kInt32, {T, k}, true));
   if ((h = get("out_topk_weights")))
-    t.out_topk_weights =
-        static_cast<float*>(const_cast<void*>(check_array(h, "out_topk_weights", where, device, fm::DType::kFloat32, {T, k})));
+    t.out_topk_weights = static_cast<float*>(arr(h, "out_topk_weights", fm::DType::kFloat32, {T, k}, true));
   return t;
 }
 
@@ -542,9 +568,10 @@ NB_MODULE(_fusedmoe, m) {
            nb::kwargs tensors) {
           const int dev = current_cuda_device();
           fm::MoeProblem p = problem;
-          const fm::MoeTensors t = collect(&p, tensors, Where::kCuda, dev);
+          Keep keep;
+          const fm::MoeTensors t = collect(&p, tensors, Where::kCuda, dev, &keep);
           if (!t.out) bad("out: required (the [tokens, hidden] output, act_dtype)");
-          const auto [ws, ws_bytes] = device_bytes(workspace, "workspace", dev);
+          const auto [ws, ws_bytes] = device_bytes(workspace, "workspace", dev, &keep);
           fm::Status st;
           {
             nb::gil_scoped_release unlocked;
@@ -559,9 +586,20 @@ NB_MODULE(_fusedmoe, m) {
         "on the current CUDA device; tokens = x.shape[0] (<= problem.max_tokens). Asynchronous, no allocation,\n"
         "CUDA-graph capturable (the workspace and tensors must outlive the graph).");
   m.def("check_device_errors", [](const fm::MoeProblem& p, nb::handle workspace, uintptr_t stream) {
-        const auto [ws, bytes] = device_bytes(workspace, "workspace", current_cuda_device());
-        (void)bytes;
-        check(fm::check_device_errors(p, ws, as_stream(stream)));
+        Keep keep;
+        const auto [ws, bytes] = device_bytes(workspace, "workspace", current_cuda_device(), &keep);
+        check(fm::validate(p));
+        size_t need = 0;
+        check(fm::workspace_size(p, &need));
+        if (bytes < need)
+          bad("workspace: " + std::to_string(bytes) + " bytes, workspace_size(problem) is " + std::to_string(need) +
+              ": not the workspace of this problem (the same max_tokens as forward())");
+        fm::Status st;
+        {
+          nb::gil_scoped_release unlocked;
+          st = fm::check_device_errors(p, ws, as_stream(stream));
+        }
+        check(st);
       },
       nb::arg("problem"), nb::arg("workspace"), nb::arg("stream") = 0,
       "Input errors the device found in the last call on this workspace (ids outside [0, E), a device token\n"
@@ -571,10 +609,12 @@ NB_MODULE(_fusedmoe, m) {
         const fm::WeightQuant& wq = p.quant.weight;
         const std::vector<int64_t> shape = gemm == 1 ? std::vector<int64_t>{p.weight_experts(), p.gemm1_rows(), p.hidden}
                                                      : std::vector<int64_t>{p.weight_experts(), p.hidden, p.intermediate};
-        const void* wp = check_array(w, gemm == 1 ? "w1" : "w2", Where::kCuda, dev, weight_dtype(wq), shape);
+        Keep keep;
+        check(fm::validate(p));
+        const void* wp = check_array(w, gemm == 1 ? "w1" : "w2", Where::kCuda, dev, weight_dtype(wq), shape, &keep);
         size_t need = 0;
         check(fm::packed_weights_size(p, gemm, &need));
-        const auto [dst, bytes] = device_bytes(packed, "packed", dev);
+        const auto [dst, bytes] = device_bytes(packed, "packed", dev, &keep);
         if (bytes < need) bad("packed: " + std::to_string(bytes) + " bytes, packed_weights_size() asks for " + std::to_string(need));
         check(fm::pack_weights(p, gemm, wp, dst, as_stream(stream)));
       },
@@ -583,9 +623,11 @@ NB_MODULE(_fusedmoe, m) {
       "pass it to forward() as w1_packed / w2_packed beside w1 / w2. Once, at load time.");
   m.def("pack_gate_up_blocks", [](const fm::MoeProblem& p, nb::handle w1, nb::handle out, uintptr_t stream) {
         const int dev = current_cuda_device();
+        Keep keep;
+        check(fm::validate(p));
         const void* wp = check_array(w1, "w1", Where::kCuda, dev, weight_dtype(p.quant.weight),
-                                     {p.weight_experts(), p.gemm1_rows(), p.hidden});
-        const auto [dst, bytes] = device_bytes(out, "out", dev);
+                                     {p.weight_experts(), p.gemm1_rows(), p.hidden}, &keep);
+        const auto [dst, bytes] = device_bytes(out, "out", dev, &keep);
         const size_t need = static_cast<size_t>(p.weight_experts()) * p.gemm1_rows() * p.hidden *
                             fm::dtype_bytes(weight_dtype(p.quant.weight));
         if (bytes < need) bad("out: " + std::to_string(bytes) + " bytes, w1 has " + std::to_string(need));
@@ -599,7 +641,8 @@ NB_MODULE(_fusedmoe, m) {
   m.def("reference_forward",
         [](const fm::MoeProblem& problem, nb::kwargs tensors) {
           fm::MoeProblem p = problem;
-          const fm::MoeTensors t = collect(&p, tensors, Where::kCpu, 0);
+          Keep keep;
+          const fm::MoeTensors t = collect(&p, tensors, Where::kCpu, 0, &keep);
           fm::ref::LayerResult r;
           fm::Status st;
           {

@@ -20,7 +20,7 @@ case "${FUSEDMOE_CMAKE_ARGS:-}" in
   *FUSEDMOE_WITH_PYTHON=*) ;;
   *)
     if python3 -c "import nanobind, numpy, sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" 2>/dev/null; then
-      py="-DFUSEDMOE_WITH_PYTHON=ON -DPython_EXECUTABLE=$(command -v python3)"
+      py="-DFUSEDMOE_WITH_PYTHON=ON -DPython_EXECUTABLE=$(python3 -c 'import sys; print(sys.executable)')"
     else
       echo "build: the Python module is skipped (python3 with nanobind, numpy and its headers not found)"
       py="-DFUSEDMOE_WITH_PYTHON=OFF"

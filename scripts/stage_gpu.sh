@@ -17,18 +17,19 @@ strip --strip-unneeded "$root/.gpu/lib/libfusedmoe.so"
 # by a Python 3.12 here (PY_DEVICE, default pyenv's 3.12 when it has nanobind; the build dir is
 # reconfigured for it and back), into .gpu/python. Skipped otherwise.
 py_dev=${PY_DEVICE:-$(ls -d /root/.pyenv/versions/3.12*/bin/python3 2>/dev/null | head -1)}
-if [ -n "$py_dev" ] && "$py_dev" -c "import nanobind" 2>/dev/null && [ -d "$build/python" ]; then
+if [ -n "$py_dev" ] && "$py_dev" -c "import nanobind" 2>/dev/null &&
+   grep -q '^FUSEDMOE_WITH_PYTHON:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
   py_now=$(sed -n 's/^Python_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt")
   reconf() { cmake "$build" -U 'Python_*' -U '_Python*' -DPython_EXECUTABLE="$1" > /dev/null && cmake --build "$build" --target _fusedmoe > /dev/null; }
   suffix=$("$py_dev" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
-  if reconf "$py_dev"; then
+  if reconf "$py_dev" 2>/dev/null; then
     mkdir -p "$root/.gpu/python/fusedmoe"
     cp "$build/python/fusedmoe/__init__.py" "$root/.gpu/python/fusedmoe/"
     cp "$build/python/fusedmoe/_fusedmoe$suffix" "$root/.gpu/python/fusedmoe/" 2>/dev/null ||
       cp "$build"/python/fusedmoe/_fusedmoe.abi3.so "$root/.gpu/python/fusedmoe/"
     echo "staged the Python module for $("$py_dev" --version)"
   fi
-  [ -n "$py_now" ] && reconf "$py_now"
+  [ -n "$py_now" ] && { reconf "$py_now" || echo "stage: could not restore the build's Python ($py_now)"; }
 else
   echo "stage: no Python 3.12 with nanobind here (PY_DEVICE): the Python module is not staged"
 fi

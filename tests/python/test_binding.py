@@ -157,6 +157,16 @@ def row_strided_x():
 
 
 @case
+def zero_tokens():
+    rng = np.random.default_rng()
+    p = tiny_problem()
+    _, w1, w2, _ = inputs(p, 1, rng)
+    r = fm.reference_forward(p, x=np.zeros((0, 64), np.float16), router_logits=np.zeros((0, 8), np.float32),
+                             w1=w1.astype(np.float16), w2=w2.astype(np.float16))
+    assert r["out"].shape == (0, 64) and r["topk_ids"].shape == (0, 2)
+
+
+@case
 def clear_errors():
     rng = np.random.default_rng()
     p = tiny_problem()

@@ -15,6 +15,11 @@ try:
 except ImportError:
     print("python forward (GPU): skipped, no torch")
     sys.exit(0)
+if tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) < (2, 10):
+    # nanobind imports tensors with __dlpack__() and no stream; before torch 2.10 that synchronised
+    # the legacy default stream, which breaks graph capture on another stream
+    print(f"python forward (GPU): skipped, torch {torch.__version__} < 2.10")
+    sys.exit(0)
 if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
     print("python forward (GPU): skipped, no sm_90 device")
     sys.exit(0)
@@ -24,7 +29,9 @@ import numpy as np
 import fusedmoe as fm
 
 passed = 0
-gen = torch.Generator(device="cpu").manual_seed(int(np.random.default_rng().integers(1 << 30)))
+seed = int(np.random.default_rng().integers(1 << 30))
+gen = torch.Generator(device="cpu").manual_seed(seed)
+print(f"python forward (GPU): seed {seed}")
 
 
 def randn(*shape, scale=1.0):
@@ -111,6 +118,7 @@ def case(fn):
     global passed
     fn()
     passed += 1
+    return fn
 
 
 @case
