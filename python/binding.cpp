@@ -662,4 +662,85 @@ NB_MODULE(_fusedmoe, m) {
         "The whole layer in float64 on the CPU, from host arrays named as forward()'s inputs (x, router_logits,\n"
         "w1, w2, ...; bf16 may be given as uint16 bits). Returns {'out': float64 [T, K], 'topk_ids': int32 [T, k],\n"
         "'topk_weights': float32 [T, k]}. What the GPU tests compare forward() with.");
+
+  // ---- DeepSeek-V4 inverse RoPE + FP8 per-head quantisation (fusedmoe/rope_quant.h) ----
+  nb::class_<fm::InvRopeQuantProblem>(m, "RopeQuantProblem", "DeepSeek-V4's inverse RoPE + FP8 quantisation (fusedmoe/rope_quant.h)")
+      .def(nb::init<>())
+      .def_rw("num_tokens", &fm::InvRopeQuantProblem::num_tokens)
+      .def_rw("num_groups", &fm::InvRopeQuantProblem::num_groups)
+      .def_rw("heads_per_group", &fm::InvRopeQuantProblem::heads_per_group)
+      .def_rw("max_pos", &fm::InvRopeQuantProblem::max_pos)
+      .def_rw("head_dim", &fm::InvRopeQuantProblem::head_dim)
+      .def_rw("rope_dim", &fm::InvRopeQuantProblem::rope_dim)
+      .def_rw("quant_chunk", &fm::InvRopeQuantProblem::quant_chunk)
+      .def("group_dim", &fm::InvRopeQuantProblem::group_dim)
+      .def("tokens_pad4", &fm::InvRopeQuantProblem::tokens_pad4);
+
+  // The arrays of one call: o [T, H, 512] (T sets num_tokens), positions [T], cache [max_pos, 64];
+  // outputs out_fp8 [G, T, d] and out_scales [G, d / 128, T_pad4] (or flat).
+  struct RopeArgs {
+    const void* o;
+    const int64_t* pos;
+    const float* cache;
+  };
+  auto rope_inputs = [](fm::InvRopeQuantProblem* p, nb::handle o, nb::handle pos, nb::handle cache, Where where, int dev,
+                        Keep* keep) {
+    std::vector<int64_t> os;
+    const void* op = check_array(o, "o", where, dev, fm::DType::kBFloat16, {-1, -1, fm::InvRopeQuantProblem::kHeadDim}, keep,
+                                 false, nullptr, &os);
+    p->num_tokens = os[0];
+    check(fm::validate(*p));
+    if (os[1] != p->num_heads())
+      bad("o: " + std::to_string(os[1]) + " heads, problem has num_groups * heads_per_group = " + std::to_string(p->num_heads()));
+    RopeArgs a{op, nullptr, nullptr};
+    a.pos = static_cast<const int64_t*>(check_array(pos, "positions", where, dev, fm::DType::kInt64, {p->num_tokens}, keep));
+    a.cache = static_cast<const float*>(
+        check_array(cache, "cos_sin_cache", where, dev, fm::DType::kFloat32, {p->max_pos, fm::InvRopeQuantProblem::kRopeDim}, keep));
+    return a;
+  };
+  m.def("inv_rope_fp8_quant",
+        [rope_inputs](const fm::InvRopeQuantProblem& problem, nb::handle o, nb::handle positions, nb::handle cos_sin_cache,
+                      nb::handle out_fp8, nb::handle out_scales, std::optional<nb::handle> error_flag, uintptr_t stream) {
+          const int dev = current_cuda_device();
+          fm::InvRopeQuantProblem p = problem;
+          Keep keep;
+          const RopeArgs a = rope_inputs(&p, o, positions, cos_sin_cache, Where::kCuda, dev, &keep);
+          const int64_t G = p.num_groups, d = p.group_dim();
+          void* q = check_array(out_fp8, "out_fp8", Where::kCuda, dev, fm::DType::kFloat8E4M3, {G, p.num_tokens, d}, &keep, true);
+          nb::ndarray<nb::ro> sv;
+          if (!nb::try_cast(out_scales, sv, false)) not_an_array(out_scales, "out_scales");
+          const std::vector<int64_t> sshape = sv.ndim() == 1 ? std::vector<int64_t>{fm::inv_rope_scales_elems(p)}
+                                                             : std::vector<int64_t>{G, d / 128, p.tokens_pad4()};
+          float* sc = static_cast<float*>(check_array(out_scales, "out_scales", Where::kCuda, dev, fm::DType::kFloat32, sshape, &keep, true));
+          int32_t* flag = nullptr;
+          if (error_flag && error_flag->is_valid() && !error_flag->is_none())
+            flag = static_cast<int32_t*>(check_array(*error_flag, "error_flag", Where::kCuda, dev, fm::DType::kInt32, {4}, &keep, true));
+          check(fm::inv_rope_fp8_quant(p, a.o, a.pos, a.cache, q, sc, flag, as_stream(stream)));
+        },
+        nb::arg("problem"), nb::arg("o"), nb::arg("positions"), nb::arg("cos_sin_cache"), nb::arg("out_fp8"),
+        nb::arg("out_scales"), nb::arg("error_flag") = nb::none(), nb::arg("stream") = 0,
+        "One launch on `stream`: o [T, H, 512] bf16 (T = o.shape[0]), positions [T] int64, cos_sin_cache [max_pos, 64]\n"
+        "float32 -> out_fp8 [G, T, heads_per_group * 512] (uint8 or float8_e4m3fn), out_scales float32 [G, d / 128, T_pad4]\n"
+        "(or flat). error_flag: int32 [4], zeroed by the caller, set on a position outside [0, max_pos).");
+  m.def("reference_inv_rope_fp8_quant",
+        [rope_inputs](const fm::InvRopeQuantProblem& problem, nb::handle o, nb::handle positions, nb::handle cos_sin_cache) {
+          fm::InvRopeQuantProblem p = problem;
+          Keep keep;
+          const RopeArgs a = rope_inputs(&p, o, positions, cos_sin_cache, Where::kCpu, 0, &keep);
+          const size_t G = static_cast<size_t>(p.num_groups), T = static_cast<size_t>(p.num_tokens),
+                       d = static_cast<size_t>(p.group_dim());
+          std::vector<uint8_t> q(G * T * d);
+          std::vector<float> sc(static_cast<size_t>(fm::inv_rope_scales_elems(p)));
+          {
+            nb::gil_scoped_release unlocked;
+            fm::ref::inv_rope_fp8_quant(p, static_cast<const uint16_t*>(a.o), a.pos, a.cache, q.data(), sc.data());
+          }
+          nb::dict r;
+          r["out_fp8"] = to_numpy(std::move(q), {G, T, d});
+          r["out_scales"] = to_numpy(std::move(sc), {G, d / 128, static_cast<size_t>(p.tokens_pad4())});
+          return r;
+        },
+        nb::arg("problem"), nb::arg("o"), nb::arg("positions"), nb::arg("cos_sin_cache"),
+        "The CPU reference of inv_rope_fp8_quant (the same bits): host arrays in, {'out_fp8': uint8 [G, T, d],\n"
+        "'out_scales': float32 [G, d / 128, T_pad4]} out.");
 }

@@ -195,5 +195,56 @@ def clear_errors():
     raises((RuntimeError, ValueError), lambda: fm.forward(p, ws, **ok, out=np.zeros_like(x)))
 
 
+def e4m3_value(b):
+    b = b.astype(np.int64)
+    sign = np.where(b & 0x80, -1.0, 1.0)
+    exp, man = (b >> 3) & 0xF, b & 0x7
+    val = np.where(exp == 0, man / 8.0 * 2.0 ** -6, (1 + man / 8.0) * 2.0 ** (exp - 7))
+    return sign * val
+
+
+@case
+def rope_quant_reference():
+    """DeepSeek-V4's inverse RoPE + FP8 quantisation through the binding, against NumPy float32 math:
+    pass-through dims, the rotation of the last 64 dims, power-of-two scales per 128 dims with
+    amax / scale in (224, 448], the e4m3 bytes within half an e4m3 step; the group-major layout."""
+    rng = np.random.default_rng()
+    p = fm.RopeQuantProblem()
+    p.num_groups, p.heads_per_group, p.max_pos = 2, 2, 50
+    t = 5
+    o32 = rng.standard_normal((t, 4, 512)).astype(np.float32) * 3
+    o = bf16_bits(o32)
+    pos = rng.integers(0, 50, t).astype(np.int64)
+    cache = rng.standard_normal((50, 64)).astype(np.float32)
+    r = fm.reference_inv_rope_fp8_quant(p, o, pos, cache)
+    q, sc = r["out_fp8"], r["out_scales"]
+    assert q.shape == (2, t, 1024) and sc.shape == (2, 8, 8), (q.shape, sc.shape)
+    x = bf16_value(o).astype(np.float32)
+    for tok in range(t):
+        c, s = cache[pos[tok], :32], cache[pos[tok], 32:]
+        for h in range(4):
+            y = x[tok, h].copy()
+            ev, od = x[tok, h, 448::2], x[tok, h, 449::2]
+            y[448::2] = ev * c + od * s
+            y[449::2] = od * c - ev * s
+            g, j = divmod(h, 2)
+            for chunk in range(4):
+                v = y[chunk * 128:(chunk + 1) * 128].astype(np.float64)
+                scale = sc[g, j * 4 + chunk, tok]
+                amax = max(np.abs(v).max(), 1e-10)
+                assert np.log2(scale) == np.round(np.log2(scale)), scale
+                assert 224 < amax / scale <= 448, (amax, scale)
+                got = e4m3_value(q[g, tok, j * 512 + chunk * 128:j * 512 + (chunk + 1) * 128]) * scale
+                step = np.maximum(np.abs(v) / scale, 2.0 ** -6) * 2.0 ** -3 * scale  # one e4m3 step
+                assert (np.abs(got - v) <= step / 2 + 1e-12).all(), np.abs(got - v).max()
+    assert (sc[:, :, t:] == 0).all()  # token padding slots are written as 0
+    bad_pos = pos.copy()
+    bad_pos[2] = 50  # outside [0, max_pos): that token's outputs are 0
+    r2 = fm.reference_inv_rope_fp8_quant(p, o, bad_pos, cache)
+    assert (r2["out_fp8"][:, 2] == 0).all() and (r2["out_scales"][:, :, 2] == 0).all()
+    raises(ValueError, lambda: fm.reference_inv_rope_fp8_quant(p, np.ascontiguousarray(o[:, :3]), pos, cache), "o: 3 heads")
+    raises(ValueError, lambda: fm.reference_inv_rope_fp8_quant(p, o, pos[:4], cache), "positions: shape")
+
+
 print(f"python binding: {passed} passed, 0 failed")
 sys.exit(0)

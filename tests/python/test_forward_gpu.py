@@ -197,4 +197,26 @@ def bad_input():
     print("  bad input: host tensor, dtype, workspace, shape, token bound: raised")
 
 
+@case
+def rope_quant_bitwise():
+    p = fm.RopeQuantProblem()
+    p.num_groups, p.heads_per_group, p.max_pos = 4, 2, 4096
+    for t in (1, 6, 333):
+        o = randn(t, 8, 512, scale=3.0).bfloat16()
+        pos = torch.randint(0, 4096, (t,), generator=gen, dtype=torch.int64)
+        pos[0] = 4096  # outside the cache: zeros and the error flag
+        cache = randn(4096, 64)
+        q = torch.full((4, t, 1024), 0x55, dtype=torch.uint8, device="cuda")  # poisoned
+        sc = torch.full((4, 8, (t + 3) // 4 * 4), float("nan"), dtype=torch.float32, device="cuda")
+        flag = torch.zeros(4, dtype=torch.int32, device="cuda")
+        fm.inv_rope_fp8_quant(p, o.cuda(), pos.cuda(), cache.cuda(), q, sc, error_flag=flag,
+                              stream=torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        ref = fm.reference_inv_rope_fp8_quant(p, o.view(torch.uint16).numpy(), pos.numpy(), cache.numpy())
+        assert np.array_equal(q.cpu().numpy(), ref["out_fp8"]), f"T={t}: FP8 bytes differ"
+        assert np.array_equal(sc.cpu().numpy().view(np.uint32), ref["out_scales"].view(np.uint32)), f"T={t}: scales differ"
+        assert flag[0].item() == 1 and flag[1].item() == 0, flag
+    print("  inverse RoPE + FP8: bitwise equal to the reference at T = 1, 6, 333; error flag set")
+
+
 print(f"python forward (GPU): {passed} passed, 0 failed")
