@@ -314,6 +314,25 @@ nb::object to_numpy(std::vector<T> v, std::initializer_list<size_t> shape) {
   return nb::cast(nb::ndarray<nb::numpy, T>(heap->data(), shape, owner));
 }
 
+// dispatch()'s result for Python: the C++ result (device pointers into the workspace), the problem
+// of the call, and the objects whose memory the views point into (the workspace; x where the
+// activations are x itself).
+struct PyDispatch {
+  fm::MoeProblem problem;
+  fm::DispatchResult r;
+  nb::object workspace, inputs;  // the workspace; the call's tensors (x, num_tokens_device, ...)
+  nb::object x;                   // x, when the activations are x itself (token order, no copy)
+  int device = 0;
+
+  nb::object view(const void* ptr, std::vector<size_t> shape, dl::dtype dt, const nb::object& owner) const {
+    if (!ptr) return nb::none();
+    return nb::cast(nb::ndarray<>(const_cast<void*>(ptr), shape.size(), shape.data(), owner, nullptr, dt, kDLCUDA, device));
+  }
+  nb::object i32(const void* ptr, std::vector<size_t> shape) const {
+    return view(ptr, std::move(shape), nb::dtype<int32_t>(), workspace);
+  }
+};
+
 template <class E>
 void values(nb::enum_<E>& e, std::initializer_list<std::pair<const char*, E>> v) {
   for (const auto& [n, x] : v) e.value(n, x);
@@ -743,4 +762,102 @@ NB_MODULE(_fusedmoe, m) {
         nb::arg("problem"), nb::arg("o"), nb::arg("positions"), nb::arg("cos_sin_cache"),
         "The CPU reference of inv_rope_fp8_quant (the same bits): host arrays in, {'out_fp8': uint8 [G, T, d],\n"
         "'out_scales': float32 [G, d / 128, T_pad4]} out.");
+
+  // ---- the front and back halves, for engines with their own expert GEMMs ----
+  nb::class_<fm::DispatchOptions>(m, "DispatchOptions", "Options of dispatch() (fusedmoe/moe.h)")
+      .def(nb::init<>())
+      .def_rw("permute", &fm::DispatchOptions::permute)
+      .def_rw("tile_m", &fm::DispatchOptions::tile_m)
+      .def_rw("fuse_front", &fm::DispatchOptions::fuse_front)
+      .def_rw("overlap_launches", &fm::DispatchOptions::overlap_launches)
+      .def_rw("group_scales_by_token", &fm::DispatchOptions::group_scales_by_token);
+
+  // Views (DLPack arrays on the device: torch.from_dlpack(v) or pass them on) into the workspace,
+  // valid until the next call on it. T = the call's tokens, S = slots per token, G = weight experts.
+  nb::class_<PyDispatch>(m, "DispatchResult", "What dispatch() wrote into the workspace (fusedmoe/moe.h: DispatchResult)")
+      .def_prop_ro("topk_ids", [](const PyDispatch& d) {
+        return d.i32(d.r.topk_ids, {size_t(d.problem.num_tokens), size_t(d.problem.top_k())}); })
+      .def_prop_ro("topk_weights", [](const PyDispatch& d) {
+        return d.view(d.r.topk_weights, {size_t(d.problem.num_tokens), size_t(d.problem.top_k())}, nb::dtype<float>(), d.workspace); })
+      .def_prop_ro("counts", [](const PyDispatch& d) { return d.i32(d.r.counts, {size_t(d.r.num_groups)}); })
+      .def_prop_ro("offsets", [](const PyDispatch& d) { return d.i32(d.r.offsets, {size_t(d.r.num_groups) + 1}); })
+      .def_prop_ro("padded_offsets", [](const PyDispatch& d) { return d.i32(d.r.padded_offsets, {size_t(d.r.num_groups) + 1}); })
+      .def_prop_ro("row_token", [](const PyDispatch& d) {
+        return d.i32(d.r.row_token, {size_t(d.problem.num_tokens) * d.problem.slots_per_token()}); })
+      .def_prop_ro("row_slot", [](const PyDispatch& d) {
+        return d.i32(d.r.row_slot, {size_t(d.problem.num_tokens) * d.problem.slots_per_token()}); })
+      .def_prop_ro("slot_row", [](const PyDispatch& d) {
+        return d.i32(d.r.slot_row, {size_t(d.problem.num_tokens), size_t(d.problem.slots_per_token())}); })
+      .def_prop_ro("act", [](const PyDispatch& d) {
+        const bool q = d.problem.quant.act != fm::ActQuant::kNone;
+        const dl::dtype dt = q ? nb::dtype<uint8_t>()
+                               : d.problem.act_dtype == fm::DType::kBFloat16
+                                     ? dl::dtype{static_cast<uint8_t>(dl::dtype_code::Bfloat), 16, 1}
+                                     : dl::dtype{static_cast<uint8_t>(dl::dtype_code::Float), 16, 1};
+        return d.view(d.r.act, {size_t(d.r.act_rows), size_t(d.problem.hidden)}, dt, d.x.is_valid() ? d.x : d.workspace); })
+      .def_prop_ro("act_scales", [](const PyDispatch& d) {
+        const int64_t pad4 = (d.r.act_rows + 3) / 4 * 4;
+        size_t n = 0;
+        switch (d.problem.quant.act) {
+          case fm::ActQuant::kPerTensorStatic: case fm::ActQuant::kPerTensorDynamic: n = 1; break;
+          case fm::ActQuant::kPerToken: n = size_t(pad4); break;
+          case fm::ActQuant::kGroup128: n = size_t((d.problem.hidden + 127) / 128 * pad4); break;
+          default: break;
+        }
+        return n ? d.view(d.r.act_scales, {n}, nb::dtype<float>(), d.workspace) : nb::none(); })
+      .def_prop_ro("act_scales_by_token", [](const PyDispatch& d) {
+        return d.view(d.r.act_scales_by_token, {size_t(d.problem.num_tokens), size_t(d.r.act_scales_token_stride)},
+                      nb::dtype<float>(), d.workspace); })
+      .def_prop_ro("act_rows", [](const PyDispatch& d) { return d.r.act_rows; })
+      .def_prop_ro("num_groups", [](const PyDispatch& d) { return d.r.num_groups; })
+      .def_prop_ro("fused_front", [](const PyDispatch& d) { return d.r.fused_front; })
+      .def_prop_ro("launches", [](const PyDispatch& d) { return d.r.launches; })
+      .def_prop_ro("problem", [](const PyDispatch& d) { return d.problem; });
+
+  m.def("dispatch",
+        [](const fm::MoeProblem& problem, nb::handle workspace, uintptr_t stream, std::optional<fm::DispatchOptions> options,
+           nb::kwargs tensors) {
+          const int dev = current_cuda_device();
+          PyDispatch d;
+          d.problem = problem;
+          Keep keep;
+          const fm::MoeTensors t = collect(&d.problem, tensors, Where::kCuda, dev, &keep);
+          const auto [ws, ws_bytes] = device_bytes(workspace, "workspace", dev, &keep);
+          const fm::DispatchOptions o = options.value_or(fm::DispatchOptions{});
+          fm::Status st;
+          {
+            nb::gil_scoped_release unlocked;
+            st = fm::dispatch(d.problem, t, ws, ws_bytes, as_stream(stream), o, &d.r);
+          }
+          check(st);
+          d.workspace = nb::borrow(workspace);
+          d.inputs = nb::borrow(tensors);
+          if (d.r.act == t.x) d.x = nb::borrow(tensors["x"]);
+          d.device = dev;
+          return d;
+        },
+        nb::arg("problem"), nb::arg("workspace"), nb::kw_only(), nb::arg("stream") = 0, nb::arg("options") = nb::none(),
+        nb::arg("tensors"),
+        "route -> plan -> permute / quantise on `stream` into the workspace (tensors as forward()'s inputs, no out).\n"
+        "Returns a DispatchResult whose attributes are DLPack views on the device (torch.from_dlpack), valid until\n"
+        "the next call on this workspace: topk_ids / topk_weights [T, k], counts [G], offsets / padded_offsets [G + 1],\n"
+        "row_token / row_slot [T * S] (rows in expert order, the first offsets[G] valid), slot_row [T, S] (-1: not\n"
+        "local), act [act_rows, K] (e4m3 bytes when quantised; permuted: expert g's rows from padded_offsets[g]),\n"
+        "act_scales (flat; per token / 1x128 groups with the row index fastest, rows padded to 4).");
+  m.def("combine",
+        [](const PyDispatch& d, nb::handle expert_out, nb::handle out, uintptr_t stream) {
+          const int dev = current_cuda_device();
+          if (dev != d.device) bad("combine: the current device differs from the dispatch's");
+          const fm::MoeProblem& p = d.problem;
+          Keep keep;
+          const void* eo = check_array(expert_out, "expert_out", Where::kCuda, dev, p.act_dtype,
+                                       {p.num_tokens * p.slots_per_token(), p.hidden}, &keep);
+          int64_t row_stride = 0;
+          void* o = check_array(out, "out", Where::kCuda, dev, p.act_dtype, {p.num_tokens, p.hidden}, &keep, true, &row_stride);
+          check(fm::combine(p, d.r, eo, o, row_stride, as_stream(stream)));
+        },
+        nb::arg("dispatch"), nb::arg("expert_out"), nb::arg("out"), nb::arg("stream") = 0,
+        "out[t] = sum over slots (slot order, shared expert last) of weight * expert_out[slot_row[t, s]]:\n"
+        "expert_out [T * S, K] in act_dtype, rows in expert order (row r of expert g at offsets[g] + ...), out [T, K].\n"
+        "Deterministic (the same bits every run).");
 }

@@ -193,6 +193,8 @@ def clear_errors():
     # forward() needs device arrays (and, here, a device)
     ws = np.zeros(1 << 20, np.uint8)
     raises((RuntimeError, ValueError), lambda: fm.forward(p, ws, **ok, out=np.zeros_like(x)))
+    raises((RuntimeError, ValueError), lambda: fm.dispatch(p, ws, **ok))
+    raises(TypeError, lambda: fm.combine(None, x, x))
 
 
 def e4m3_value(b):

@@ -198,6 +198,55 @@ def bad_input():
 
 
 @case
+def dispatch_and_combine():
+    p = bf16_problem(64)
+    host = weights(p)
+    t = 37
+    x = randn(t, p.hidden).bfloat16().cuda()
+    logits = randn(t, p.num_experts)
+    ws = torch.empty(fm.workspace_size(p), dtype=torch.uint8, device="cuda")
+    o = fm.DispatchOptions()
+    o.tile_m = 64
+    d = fm.dispatch(p, ws, options=o, stream=torch.cuda.current_stream().cuda_stream, x=x, router_logits=logits.cuda())
+    torch.cuda.synchronize()
+    ref = fm.reference_forward(p, x=x.cpu().view(torch.uint16).numpy(), router_logits=logits.numpy(),
+                               **{k: v.numpy() for k, v in weights_cpu(host).items()})
+    ids = torch.from_dlpack(d.topk_ids).cpu().numpy()
+    assert np.array_equal(ids, ref["topk_ids"]), "dispatch ids differ from the reference"
+    counts = torch.from_dlpack(d.counts).cpu().numpy()
+    assert np.array_equal(counts, np.bincount(ids.ravel(), minlength=p.num_experts)), "counts"
+    offs = torch.from_dlpack(d.offsets).cpu().numpy()
+    poffs = torch.from_dlpack(d.padded_offsets).cpu().numpy()
+    assert offs[0] == 0 and np.array_equal(np.diff(offs), counts), "offsets"
+    slot_row = torch.from_dlpack(d.slot_row).cpu().numpy()
+    row_token = torch.from_dlpack(d.row_token).cpu().numpy()
+    act = torch.from_dlpack(d.act).cpu()
+    xc = x.cpu()
+    for tok in range(t):
+        for s in range(p.top_k()):
+            r = slot_row[tok, s]
+            g = ids[tok, s]
+            assert offs[g] <= r < offs[g + 1] and row_token[r] == tok, (tok, s, r)
+            assert torch.equal(act[poffs[g] + r - offs[g]], xc[tok]), "permuted row"
+    # combine: expert_out rows in expert order, each a known multiple of its token's row
+    rows = t * p.top_k()
+    slot = torch.from_dlpack(d.row_slot).cpu()[:rows]
+    eo = (xc[torch.from_numpy(row_token[:rows]).long()].float() * (1 + slot[:, None].float())).bfloat16().cuda()
+    out = torch.full((t, p.hidden), float("nan"), dtype=torch.bfloat16, device="cuda")
+    fm.combine(d, eo, out, stream=torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    w = torch.from_dlpack(d.topk_weights).cpu().double()
+    want = torch.zeros(t, p.hidden, dtype=torch.float64)
+    eoc = eo.cpu().double()
+    for tok in range(t):
+        for s in range(p.top_k()):
+            want[tok] += w[tok, s] * eoc[slot_row[tok, s]]
+    err = rel_l2(out.cpu(), want)
+    assert err <= 4e-3, f"combine rel err {err:.3e}"
+    print(f"  dispatch (ids, counts, offsets, row maps, permuted rows) and combine: ok (rel err {err:.1e})")
+
+
+@case
 def rope_quant_bitwise():
     p = fm.RopeQuantProblem()
     p.num_groups, p.heads_per_group, p.max_pos = 4, 2, 4096
