@@ -24,7 +24,7 @@ if [ -n "$py_dev" ] && "$py_dev" -c "import nanobind" 2>/dev/null &&
   suffix=$("$py_dev" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
   if reconf "$py_dev" 2>/dev/null; then
     mkdir -p "$root/.gpu/python/fusedmoe"
-    cp "$build/python/fusedmoe/__init__.py" "$root/.gpu/python/fusedmoe/"
+    cp "$build"/python/fusedmoe/*.py "$root/.gpu/python/fusedmoe/"
     cp "$build/python/fusedmoe/_fusedmoe$suffix" "$root/.gpu/python/fusedmoe/" 2>/dev/null ||
       cp "$build"/python/fusedmoe/_fusedmoe.abi3.so "$root/.gpu/python/fusedmoe/"
     echo "staged the Python module for $("$py_dev" --version)"

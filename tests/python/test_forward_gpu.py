@@ -198,6 +198,31 @@ def bad_input():
 
 
 @case
+def torch_layer_wrapper():
+    from fusedmoe.torch_layer import MoELayer
+
+    for p in (bf16_problem(128), fp8_problem(128)):
+        host = weights(p)
+        extra = {"correction_bias": randn(p.num_experts, scale=0.1)} if p.router.use_correction_bias else {}
+        layer = MoELayer(p, max_tokens=128, **{k: v.cuda() for k, v in host.items()},
+                         **{k: v.cuda() for k, v in extra.items()})
+        assert "workspace" in layer.explain(16)
+        for t in (3, 128):
+            x = randn(t, p.hidden).bfloat16()
+            logits = randn(t, p.num_experts)
+            out = layer(x.cuda(), router_logits=logits.cuda())
+            torch.cuda.synchronize()
+            ref = fm.reference_forward(layer.problem, x=x.view(torch.uint16).numpy(), router_logits=logits.numpy(),
+                                       **{k: v.numpy() for k, v in extra.items()},
+                                       **{k: v.numpy() for k, v in weights_cpu(host).items()})
+            err = rel_l2(out.cpu(), torch.from_numpy(ref["out"]))
+            tol = 1e-2 if p.quant.weight.format == fm.WeightFormat.BF16 else 2e-2
+            assert err <= tol, f"MoELayer T={t}: rel err {err:.3e}"
+        layer.check_device_errors()
+    print("  MoELayer (packed weights, BF16 and FP8 blocks): ok")
+
+
+@case
 def dispatch_and_combine():
     p = bf16_problem(64)
     host = weights(p)
