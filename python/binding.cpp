@@ -842,7 +842,8 @@ NB_MODULE(_fusedmoe, m) {
         "Returns a DispatchResult whose attributes are DLPack views on the device (torch.from_dlpack), valid until\n"
         "the next call on this workspace: topk_ids / topk_weights [T, k], counts [G], offsets / padded_offsets [G + 1],\n"
         "row_token / row_slot [T * S] (rows in expert order, the first offsets[G] valid), slot_row [T, S] (-1: not\n"
-        "local), act [act_rows, K] (e4m3 bytes when quantised; permuted: expert g's rows from padded_offsets[g]),\n"
+        "local), act [act_rows, K] (e4m3 bytes when quantised; permuted: expert g's rows from padded_offsets[g], the\n"
+        "padding rows stale),\n"
         "act_scales (flat; per token / 1x128 groups with the row index fastest, rows padded to 4).");
   m.def("combine",
         [](const PyDispatch& d, nb::handle expert_out, nb::handle out, uintptr_t stream) {
@@ -854,10 +855,15 @@ NB_MODULE(_fusedmoe, m) {
                                        {p.num_tokens * p.slots_per_token(), p.hidden}, &keep);
           int64_t row_stride = 0;
           void* o = check_array(out, "out", Where::kCuda, dev, p.act_dtype, {p.num_tokens, p.hidden}, &keep, true, &row_stride);
-          check(fm::combine(p, d.r, eo, o, row_stride, as_stream(stream)));
+          fm::Status st;
+          {
+            nb::gil_scoped_release unlocked;
+            st = fm::combine(p, d.r, eo, o, row_stride, as_stream(stream));
+          }
+          check(st);
         },
         nb::arg("dispatch"), nb::arg("expert_out"), nb::arg("out"), nb::arg("stream") = 0,
         "out[t] = sum over slots (slot order, shared expert last) of weight * expert_out[slot_row[t, s]]:\n"
         "expert_out [T * S, K] in act_dtype, rows in expert order (row r of expert g at offsets[g] + ...), out [T, K].\n"
-        "Deterministic (the same bits every run).");
+        "Deterministic (the same bits every run). With a device token count, rows past it are left unwritten.");
 }

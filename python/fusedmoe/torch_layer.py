@@ -7,7 +7,9 @@ workspace and the packed copies of its weights, and runs on torch's current stre
     out = layer(x, router_logits=logits)        # [T, K], T <= max_tokens
 
 Everything is allocated in the constructor; a call allocates only `out` when none is given (pass
-`out=` for CUDA-graph capture, or capture with a preallocated output). Tensors are checked by the
+`out=` for CUDA-graph capture, or capture with a preallocated output). The workspace is one per
+layer: calls on several streams at once must not share a layer (torch's allocator also ties the
+workspace to the constructor's stream). Tensors are checked by the
 binding (dtype, shape, device) and errors raise ValueError / TypeError / NotImplementedError.
 """
 import copy
@@ -30,8 +32,11 @@ class MoELayer:
         unknown = set(tensors) - set(_LAYER_TENSORS)
         if unknown:
             raise TypeError(f"MoELayer: not a layer tensor: {sorted(unknown)} (per-call inputs go to __call__)")
+        if "w1" not in tensors or "w2" not in tensors:
+            raise TypeError("MoELayer: w1 and w2 are required")
         self.problem = copy.copy(problem)
         self.problem.max_tokens = int(max_tokens)
+        self.problem.num_tokens = 0
         fm.validate(self.problem)
         self.device = torch.device(device) if device is not None else tensors["w1"].device
         self.options = options
@@ -45,6 +50,8 @@ class MoELayer:
                     buf = torch.empty(fm.packed_weights_size(self.problem, g), dtype=torch.uint8, device=self.device)
                     fm.pack_weights(self.problem, g, self.tensors[f"w{g}"], buf, stream=stream)
                     self.tensors[f"w{g}_packed"] = buf
+            # a one-off at load time: later calls may run on any stream (or be captured)
+            torch.cuda.current_stream(self.device).synchronize()
 
     def __call__(self, x, *, out=None, **inputs):
         """x [T, K] (T <= max_tokens) and the per-call routing inputs (router_logits, or topk_ids +
@@ -64,4 +71,5 @@ class MoELayer:
 
     def check_device_errors(self):
         """Input errors the device found in the last call (ids outside [0, E), ...); synchronises."""
-        fm.check_device_errors(self.problem, self.workspace, torch.cuda.current_stream(self.device).cuda_stream)
+        with torch.cuda.device(self.device):
+            fm.check_device_errors(self.problem, self.workspace, torch.cuda.current_stream(self.device).cuda_stream)

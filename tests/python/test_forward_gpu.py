@@ -243,15 +243,19 @@ def dispatch_and_combine():
     offs = torch.from_dlpack(d.offsets).cpu().numpy()
     poffs = torch.from_dlpack(d.padded_offsets).cpu().numpy()
     assert offs[0] == 0 and np.array_equal(np.diff(offs), counts), "offsets"
+    assert np.array_equal(np.diff(torch.from_dlpack(d.padded_offsets).cpu().numpy()), (counts + 63) // 64 * 64), "tile_m 64"
+    assert torch.from_dlpack(d.padded_offsets).cpu().numpy()[-1] <= d.act_rows
+    assert np.allclose(torch.from_dlpack(d.topk_weights).cpu().numpy(), ref["topk_weights"], rtol=1e-6, atol=0), "weights"
     slot_row = torch.from_dlpack(d.slot_row).cpu().numpy()
     row_token = torch.from_dlpack(d.row_token).cpu().numpy()
+    row_slot = torch.from_dlpack(d.row_slot).cpu().numpy()
     act = torch.from_dlpack(d.act).cpu()
     xc = x.cpu()
     for tok in range(t):
         for s in range(p.top_k()):
             r = slot_row[tok, s]
             g = ids[tok, s]
-            assert offs[g] <= r < offs[g + 1] and row_token[r] == tok, (tok, s, r)
+            assert offs[g] <= r < offs[g + 1] and row_token[r] == tok and row_slot[r] == s, (tok, s, r)
             assert torch.equal(act[poffs[g] + r - offs[g]], xc[tok]), "permuted row"
     # combine: expert_out rows in expert order, each a known multiple of its token's row
     rows = t * p.top_k()
@@ -267,8 +271,13 @@ def dispatch_and_combine():
         for s in range(p.top_k()):
             want[tok] += w[tok, s] * eoc[slot_row[tok, s]]
     err = rel_l2(out.cpu(), want)
-    assert err <= 4e-3, f"combine rel err {err:.3e}"
-    print(f"  dispatch (ids, counts, offsets, row maps, permuted rows) and combine: ok (rel err {err:.1e})")
+    # issue #3: within 1 ulp of bf16 of the float64 sum (the kernel sums in float64 in slot order)
+    w16 = want.float().bfloat16().float()
+    ulp = torch.where(w16 == 0, torch.tensor(2.0 ** -133), 2.0 ** (torch.floor(torch.log2(w16.abs())) - 7))
+    assert ((out.cpu().float() - w16).abs() <= ulp).all(), f"combine beyond 1 bf16 ulp (rel err {err:.3e})"
+    same = torch.equal(out.cpu(), want.float().bfloat16())
+    print(f"  dispatch (ids, counts, offsets, row maps, permuted rows) and combine: ok (rel err {err:.1e}, "
+          f"{'bitwise equal to' if same else 'within 1 ulp of'} the float64 sum rounded)")
 
 
 @case
@@ -289,7 +298,7 @@ def rope_quant_bitwise():
         ref = fm.reference_inv_rope_fp8_quant(p, o.view(torch.uint16).numpy(), pos.numpy(), cache.numpy())
         assert np.array_equal(q.cpu().numpy(), ref["out_fp8"]), f"T={t}: FP8 bytes differ"
         assert np.array_equal(sc.cpu().numpy().view(np.uint32), ref["out_scales"].view(np.uint32)), f"T={t}: scales differ"
-        assert flag[0].item() == 1 and flag[1].item() == 0, flag
+        assert flag.tolist() == [1, 0, 0, 4096], flag
     print("  inverse RoPE + FP8: bitwise equal to the reference at T = 1, 6, 333; error flag set")
 
 
