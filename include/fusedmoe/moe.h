@@ -337,7 +337,8 @@ Status dispatch(const MoeProblem& p, const MoeTensors& t, void* workspace, size_
                 const DispatchOptions& options, DispatchResult* result);
 
 // combine(): out[t] = sum over slots (slot order, shared expert last) of weight * expert_out[row],
-// float32 accumulation, deterministic. expert_out is [R, K] in act_dtype, rows in grouped order.
+// float64 accumulation in slot order, rounded to float and then to act_dtype: deterministic, within
+// 1 ulp of act_dtype of the float64 sum. expert_out is [R, K] in act_dtype, rows in grouped order.
 // With router.weight_on_input the routed weights were applied to the input and are not applied here.
 Status combine(const MoeProblem& p, const DispatchResult& d, const void* expert_out, void* out,
                int64_t out_row_stride, Stream stream);
