@@ -241,7 +241,12 @@ fm::MoeTensors collect(fm::MoeProblem* pp, const nb::kwargs& kw, Where where, in
   if (!x.is_valid()) bad("x: required (the [tokens, hidden] input)");
   if (where == Where::kCuda && p.max_tokens <= 0)
     bad("problem.max_tokens: must be set (> 0): it sizes the workspace (workspace_size) and bounds x.shape[0]");
-  const int64_t tokens = x.is_valid() && nb::hasattr(x, "shape") ? nb::cast<int64_t>(x.attr("shape")[0]) : 0;
+  int64_t tokens = 0;  // x.shape[0]; an x without one fails check_array's shape check below
+  try {
+    tokens = nb::cast<int64_t>(x.attr("shape")[0]);
+  } catch (const std::exception&) {
+    PyErr_Clear();
+  }
   if (p.max_tokens <= 0) p.max_tokens = std::max<int64_t>(tokens, 1);
   p.num_tokens = tokens;
   check(fm::validate(p));

@@ -183,6 +183,7 @@ def clear_errors():
     raises(TypeError, lambda: ref(p, **ok, wl=w1), "unknown tensor 'wl'")
     raises(TypeError, lambda: ref(p, **ok, out=x), "not an input of the CPU reference")
     raises(TypeError, lambda: ref(p, **{**ok, "w1": "weights"}), "w1: expected an array")
+    raises(ValueError, lambda: ref(p, **{**ok, "x": np.float16(1.0)}), "x: shape [], expected [0, 64]")
     # required tensors missing: the C++ validate() says which
     raises(ValueError, lambda: ref(p, x=x, router_logits=logits, w1=w1), "w2")
     # precomputed ids outside [0, E) are reported, never used
