@@ -10,7 +10,9 @@
 #     BF16 and FP8 blocks, graph replay with a device token count, bad input);
 #  2. the decode tables with the torch peer under the bench's new default routing (uniform for every
 #     router: correction biases zero), BF16 then FP8, 1 / 16 / 64 / 256 tokens, packed weights;
-#  3. the old default (--skew bias) for the three bias-router FP8 cases, same run, for the record.
+#  3. the old default (--skew bias) for the three bias-router FP8 cases, same run, for the record;
+#  4. the stages of dsv3-tp8-fp8b / dsv4f-tp4-fp8b at 256 tokens under uniform routing (the former
+#     is the FP8 point expected nearest vLLM's figure, 430.9 us, once routed uniformly).
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
 sum="$out/summary.txt"
@@ -36,5 +38,10 @@ timeout 90 .gpu/bin/fusedmoe bench --suite layer --tokens 16,64,256 --packed --s
   --cases dsv3-tp8-fp8b,dsv3-ep8-fp8b,dsv4f-tp4-fp8b > "$out/decode_fp8_bias.txt" 2>&1
 echo "== fp8 --skew bias: rc=$?" >> "$sum"
 grep -E " layer " "$out/decode_fp8_bias.txt" | grep -v "packed off" | cut -c1-120 >> "$sum"
+# stages of the FP8 point nearest vLLM's figure under uniform routing (dsv3-tp8-fp8b at 256 tokens)
+timeout 60 .gpu/bin/fusedmoe bench --suite layer --tokens 256 --packed --stages --cases dsv3-tp8-fp8b,dsv4f-tp4-fp8b \
+  > "$out/stages_fp8.txt" 2>&1
+echo "== fp8 stages at 256 tokens: rc=$?" >> "$sum"
+grep -E " layer | stage " "$out/stages_fp8.txt" | grep -v "packed off" | cut -c1-120 >> "$sum"
 OUT=$out scripts/bundle_out.sh >> "$sum"
 cat "$sum"
