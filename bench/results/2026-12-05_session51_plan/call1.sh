@@ -8,6 +8,7 @@
 #  1. the whole GPU suite, the main job and the Python binding's torch test (tests/python/
 #     test_forward_gpu.py, new in session 51: forward() on torch tensors against reference_forward(),
 #     BF16 and FP8 blocks, graph replay with a device token count, bad input);
+#  (2-4 are call1b.sh, on the same warm machine: the two together exceed one call's 600 s)
 #  2. the decode tables with the torch peer under the bench's new default routing (uniform for every
 #     router: correction biases zero), BF16 then FP8, 1 / 16 / 64 / 256 tokens, packed weights;
 #  3. the old default (--skew bias) for the three bias-router FP8 cases, same run, for the record;
@@ -23,25 +24,5 @@ OUT=$out/t GPU_TEST_SHARDS=16 GPU_TEST_TIMEOUT=300 GPU_TEST_FILTER='-StreamProbe
   scripts/gpu_run.sh > /dev/null
 gzip -f "$out/t/gpu_tests.log"
 cat "$out/t/summary.txt" >> "$sum"
-py=/opt/torch/.venv/bin/python3
-$py bench/peers/torch_grouped_mm.py --tokens 1,16,64,256 --json /tmp/peer.json > "$out/peer.txt" 2>&1
-echo "peer: rc=$?" >> "$sum"
-timeout 150 .gpu/bin/fusedmoe bench --suite layer --tokens 1,16,64,256 --packed --peer /tmp/peer.json \
-  --cases dsv3-tp8,dsv3-ep8,dsv4f-tp4,qwen235-tp8,qwen235-tp4,qwen30-tp1,mixtral-tp2,gptoss-tp1 > "$out/decode_bf16.txt" 2>&1
-echo "== bf16: rc=$?" >> "$sum"
-grep -E " layer " "$out/decode_bf16.txt" | grep -v "packed off" | cut -c1-150 >> "$sum"
-timeout 150 .gpu/bin/fusedmoe bench --suite layer --tokens 1,16,64,256 --packed --peer /tmp/peer.json \
-  --cases qwen235-tp8-fp8c,qwen235-tp8-fp8t,dsv3-tp8-fp8b,dsv3-ep8-fp8b,dsv4f-tp4-fp8b,qwen235-tp4-fp8b > "$out/decode_fp8.txt" 2>&1
-echo "== fp8: rc=$?" >> "$sum"
-grep -E " layer " "$out/decode_fp8.txt" | grep -v "packed off" | cut -c1-150 >> "$sum"
-timeout 90 .gpu/bin/fusedmoe bench --suite layer --tokens 16,64,256 --packed --skew bias \
-  --cases dsv3-tp8-fp8b,dsv3-ep8-fp8b,dsv4f-tp4-fp8b > "$out/decode_fp8_bias.txt" 2>&1
-echo "== fp8 --skew bias: rc=$?" >> "$sum"
-grep -E " layer " "$out/decode_fp8_bias.txt" | grep -v "packed off" | cut -c1-120 >> "$sum"
-# stages of the FP8 point nearest vLLM's figure under uniform routing (dsv3-tp8-fp8b at 256 tokens)
-timeout 60 .gpu/bin/fusedmoe bench --suite layer --tokens 256 --packed --stages --cases dsv3-tp8-fp8b,dsv4f-tp4-fp8b \
-  > "$out/stages_fp8.txt" 2>&1
-echo "== fp8 stages at 256 tokens: rc=$?" >> "$sum"
-grep -E " layer | stage " "$out/stages_fp8.txt" | grep -v "packed off" | cut -c1-120 >> "$sum"
 OUT=$out scripts/bundle_out.sh >> "$sum"
 cat "$sum"
