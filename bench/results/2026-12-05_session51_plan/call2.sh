@@ -2,9 +2,9 @@
 # Plan for the next session (written in session 50 on branch wip/gemm1-split-chains, copied here in
 # session 51; not run): the split-chains branch's GPU test, memcheck and A/B. Run from main's tree
 # with the branch's build: PACK=build_pack/gpu_split.tar.xz bash bench/results/2026-12-05_session51_plan/call2.sh
-# and carry ["build_pack/gpu_split.tar.xz"]: session 50's build of the branch (27500ba, its code before
-# session 51's merge of main, 75a2a48, which changes no kernel; the merged build was not finished in
-# session 51). The A/B is within that one build (split on / off), so it stands.
+# and carry ["build_pack/gpu_split.tar.xz"]: the branch with main merged in (a888bec, built and
+# staged in session 51 in the worktree /work/wt-split; its 135 CPU tests pass). The A/B is within
+# that one build (split on / off).
 #  1. the new GPU test Forward.SplitChains (every chain split, and split only past one wave, bitwise
 #     against whole chains and against the reference), under compute-sanitizer memcheck too;
 #  2. BF16 and FP8 decode layers with the split decided on the device (bench --split-chains: variants
