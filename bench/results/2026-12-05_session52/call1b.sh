@@ -3,9 +3,8 @@
 #  1. the decode tables with the torch peer under the bench's default routing (uniform for every
 #     router since session 51: correction biases zero), BF16 then FP8, 1 / 16 / 64 / 256 tokens;
 #  2. the old default (--skew bias) for the three bias-router FP8 cases, for the record;
-#  3. the stages of dsv3-tp8-fp8b / dsv4f-tp4-fp8b at 256 tokens;
-#  4. the bias-router BF16 cases with each Swap-AB token tile forced (crossover suite) at 64 and
-#     256 tokens: the oracle gives them 8x the expected rows (tuned on skewed loads), 2x otherwise.
+#  3. stages of qwen235-tp8-fp8c and dsv3-tp8-fp8b at 64 / 256 tokens, the permute loading x's
+#     first rows before its PDL wait (new default) or after it (FUSEDMOE_PQ_EARLY_X=0).
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
 sum="$out/summary.txt"
@@ -27,15 +26,17 @@ timeout 90 .gpu/bin/fusedmoe bench --suite layer --tokens 16,64,256 --packed --s
   --cases dsv3-tp8-fp8b,dsv3-ep8-fp8b,dsv4f-tp4-fp8b > "$out/decode_fp8_bias.txt" 2>&1
 echo "== fp8 --skew bias: rc=$?" >> "$sum"
 grep -E " layer " "$out/decode_fp8_bias.txt" | grep -v "packed off" | cut -c1-120 >> "$sum"
-# stages of the FP8 point nearest vLLM's figure under uniform routing (dsv3-tp8-fp8b at 256 tokens)
-timeout 60 .gpu/bin/fusedmoe bench --suite layer --tokens 256 --packed --stages --cases dsv3-tp8-fp8b,dsv4f-tp4-fp8b \
-  > "$out/stages_fp8.txt" 2>&1
-echo "== fp8 stages at 256 tokens: rc=$?" >> "$sum"
-grep -E " layer | stage " "$out/stages_fp8.txt" | grep -v "packed off" | cut -c1-120 >> "$sum"
-timeout 110 .gpu/bin/fusedmoe bench --suite crossover --tokens 64,256 --packed \
-  --cases dsv3-tp8,dsv3-ep8,dsv4f-tp4 > "$out/crossover_bias_bf16.txt" 2>&1
-echo "== crossover (bias routers, BF16, uniform): rc=$?" >> "$sum"
-grep -E "ratio|faster" "$out/crossover_bias_bf16.txt" >> "$sum"
-grep -E " swap-ab | normal " "$out/crossover_bias_bf16.txt" | cut -c1-110 >> "$sum"
+# permute A/B: x's first rows loaded before the PDL wait (PermuteQuantArgs::x_ready, default) or
+# after it (FUSEDMOE_PQ_EARLY_X=0), stages (dispatch = route + plan + permute/quantise); AB="0 1"
+# runs it (a pack built with the switch)
+for v in ${AB:-}; do
+  FUSEDMOE_PQ_EARLY_X=$v timeout 60 .gpu/bin/fusedmoe bench --suite layer --tokens 64,256 --packed --stages \
+    --cases qwen235-tp8-fp8c,dsv3-tp8-fp8b >> "$out/ab_early_x$v.txt" 2>&1
+  echo "== permute early x=$v: rc=$?" >> "$sum"
+done
+for v in ${AB:-}; do
+  echo "-- early x=$v" >> "$sum"
+  grep -E " layer | stage dispatch" "$out/ab_early_x$v.txt" | grep -v "packed off" | cut -c1-100 >> "$sum"
+done
 OUT=$out scripts/bundle_out.sh >> "$sum"
 cat "$sum"
