@@ -4,7 +4,7 @@
 # ["build_pack/gpu_main.tar.xz"]. What it skips, call1b.sh (AB="0 1") has, on the same warm machine.
 set -uo pipefail
 start=$(date +%s)
-left() { echo $((575 - ($(date +%s) - start))); }
+left() { echo $((${LIMIT:-575} - ($(date +%s) - start))); }  # LIMIT: the call's limit_s less ~25
 out=${OUT:-out}; mkdir -p "$out"
 sum="$out/summary.txt"
 rm -rf .gpu && tar -xJf build_pack/gpu_main.tar.xz
@@ -15,6 +15,7 @@ OUT=$out/t GPU_TEST_SHARDS=16 GPU_TEST_TIMEOUT=300 GPU_TEST_FILTER='-StreamProbe
 gzip -f "$out/t/gpu_tests.log"
 cat "$out/t/summary.txt" >> "$sum"
 echo "suite done at $(( $(date +%s) - start )) s" >> "$sum"
+tar -czf "$out/suite.tar.gz" -C "$out" t && rm -rf "$out/t"  # (few files at the top, should the call be cut)
 step() {  # name timeout args...
   local name=$1 t=$2; shift 2
   local l; l=$(left)
