@@ -206,9 +206,6 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
   qa.rows_out = r->act_rows;
   qa.scratch = region<void>(ws, w.quant_scratch);
   qa.scratch_bytes = w.quant_scratch.bytes;
-  // x is the caller's input and the router / plan / fused front launched above waits for its
-  // predecessor before it triggers this kernel: x is complete when the permute starts.
-  qa.x_ready = true;
   // 1x128 scales kept in token order (DispatchOptions::group_scales_by_token): the permute's stage
   // in the quantiser's scratch is the result.
   qa.scales_by_token = o.group_scales_by_token && o.permute && p.quant.act == ActQuant::kGroup128 &&

@@ -156,6 +156,9 @@ Status validate(const MoeProblem& p, const MoeTensors& t) {
   if (p.num_tokens > 0) {
     FM_TRY(check_ptr(t.x, "x", 16));
     FM_TRY(check_ptr(t.out, "out", 16));
+    // (optional outputs: checked for alignment where given)
+    if (t.out_topk_ids != nullptr) FM_TRY(check_ptr(t.out_topk_ids, "out_topk_ids", 4));
+    if (t.out_topk_weights != nullptr) FM_TRY(check_ptr(t.out_topk_weights, "out_topk_weights", 4));
     for (auto [stride, name] : {std::pair{t.x_row_stride, "x_row_stride"}, {t.out_row_stride, "out_row_stride"}}) {
       FM_REQUIRE(stride == 0 || (stride >= p.hidden && stride % 8 == 0), kMisaligned,
                  name << " (" << stride << ") must be 0 or a multiple of 8 that is >= K (" << p.hidden << ")");

@@ -1,5 +1,6 @@
 #include "dispatch/oracle.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #if defined(FUSEDMOE_WITH_CUDA)
@@ -86,16 +87,23 @@ Status can_implement(Backend b, const MoeProblem& p) {
 }
 
 // The Swap-AB token tile holds this many times the expected rows per expert
-// (kernels::choose_tokens_tile): 8 for BF16 weights behind a router with a correction bias, whose
-// expert loads are skewed (an expert overflowing its tile streams its weights again), else 2.
-// It keys on the router config, not on the loads themselves (unknown on the host without a
-// synchronisation): measured on the bench's data, whose bias of 0.1 N(0,1) skews the grouped
-// routers strongly; a trained bias balances loads on average, and with the bias zeroed the larger
-// tile was level or up to 1.6 % slower at 256 tokens (not measured at 64-128). Precomputed ids keep
-// 2 (their source is unknown). ForwardOptions::tokens_tile overrides either.
-int skewed_tile_headroom(const MoeProblem& p) {
-  const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
-  return bf16_weights && p.router.use_correction_bias && p.router.kind != RouterKind::kPrecomputed ? 8 : 2;
+// (kernels::choose_tokens_tile): 2 for every router. Sessions 23-51 gave BF16 weights behind a
+// correction-bias router 8 (measured on the bench's old data, whose random bias of 0.1 N(0,1) skews
+// the grouped routers' loads: dsv3-tp8 at 256 tokens 552 -> 529 us then). Under the protocol's
+// uniform routing (the bench's default since session 51) 2 was faster at all six points measured
+// (H100, session 52 call 1d, the crossover suite: dsv3-tp8 / dsv3-ep8 / dsv4f-tp4 at 64 tokens tile 8
+// 875 / 847 / 889 us against 16's 915 / 867 / 929; at 256 tile 16 1012 / 953 / 1120 against 32's
+// 1015 / 971 / 1121), and a trained bias balances the loads on average. FUSEDMOE_TILE_HEADROOM=n
+// (read once, 1-64) sets it for every call, for measurement; ForwardOptions::tokens_tile overrides
+// the tile itself.
+int tile_headroom(const MoeProblem& p) {
+  (void)p;
+  static const int forced = [] {
+    const char* e = std::getenv("FUSEDMOE_TILE_HEADROOM");
+    const int v = e != nullptr ? std::atoi(e) : 0;
+    return v >= 1 && v <= 64 ? v : 0;
+  }();
+  return forced > 0 ? forced : 2;
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)
@@ -105,7 +113,7 @@ int skewed_tile_headroom(const MoeProblem& p) {
 kernels::TokensTileChoice auto_tiles(const MoeProblem& p) {
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
   const int wide = !fp8 ? 64 : p.quant.weight.granularity == ScaleGranularity::kBlock ? 0 : 32;
-  return kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide, skewed_tile_headroom(p));
+  return kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide, tile_headroom(p));
 }
 #endif
 
@@ -122,7 +130,7 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
     d->tokens_tile = o.tokens_tile > 0 ? o.tokens_tile : 16;
     if (reasons) why << "forced swap-ab";
   } else {
-    const int headroom = skewed_tile_headroom(p);
+    const int headroom = tile_headroom(p);
 #if defined(FUSEDMOE_WITH_CUDA)
     const kernels::TokensTileChoice c = auto_tiles(p);
     d->family = c.family;
@@ -134,7 +142,7 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
       if (d->family == TileFamily::kSwapAB && per_expert <= 16)
         why << " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N), the token tile holding " << headroom
             << "x the expected rows"
-            << (headroom > 2 ? " (BF16 with a correction-bias router: skewed loads, measured)" : "");
+            << (headroom != 2 ? " (FUSEDMOE_TILE_HEADROOM)" : "");
       else
         why << (d->family == TileFamily::kSwapAB ? " in (16, 32]: swap-ab, the widest token tile (measured faster than "
                                                    "normal tiles there)"
@@ -254,7 +262,7 @@ bool weights_stream_once(const MoeProblem& p) {
 #if defined(FUSEDMOE_WITH_CUDA)
   if (p.num_tokens > 256 || p.num_experts <= 0) return false;
   const double per_expert = static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts;
-  return auto_tiles(p).tokens_tile >= skewed_tile_headroom(p) * per_expert;
+  return auto_tiles(p).tokens_tile >= tile_headroom(p) * per_expert;
 #else
   (void)p;
   return false;

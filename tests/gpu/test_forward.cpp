@@ -171,10 +171,31 @@ void check_forward(fm::MoeProblem p, int64_t tokens, const fm::ForwardOptions& o
   ASSERT_TRUE(fm::ref::forward(p, L.data.host_tensors(), &ref).ok());
   L.out.poison();
   L.ws.poison(ws_poison);
-  const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, opt);
+  // The optional routing outputs (MoeTensors::out_topk_ids / out_topk_weights), poisoned: exactly
+  // the reference's ids and weights.
+  const size_t entries = static_cast<size_t>(tokens) * p.top_k();
+  DeviceBuffer ids_out(entries * sizeof(int32_t)), weights_out(entries * sizeof(float));
+  ids_out.poison();
+  weights_out.poison();
+  fm::MoeTensors t = L.t;
+  t.out_topk_ids = static_cast<int32_t*>(ids_out.get());
+  t.out_topk_weights = static_cast<float*>(weights_out.get());
+  const fm::Status st = fm::forward(p, t, L.ws.get(), L.ws_bytes, nullptr, opt);
   ASSERT_TRUE(st.ok()) << st.to_string();
   FM_CUDA_CHECK(cudaDeviceSynchronize());
   const auto got = to_host<uint16_t>(L.out.get(), static_cast<size_t>(tokens) * p.hidden);
+  {
+    const auto ids = to_host<int32_t>(ids_out.get(), entries);
+    const auto wts = to_host<float>(weights_out.get(), entries);
+    ASSERT_EQ(ref.routing.ids.size(), entries);
+    int64_t id_diff = 0, w_diff = 0;
+    for (size_t i = 0; i < entries; ++i) {
+      id_diff += ids[i] != ref.routing.ids[i];
+      w_diff += std::memcmp(&wts[i], &ref.routing.weights[i], sizeof(float)) != 0;
+    }
+    EXPECT_EQ(id_diff, 0) << "out_topk_ids differ from the reference's routing";
+    EXPECT_EQ(w_diff, 0) << "out_topk_weights differ (bitwise) from the reference's routing";
+  }
   int64_t bad = 0;
   const double err = rel_error(p, got, ref.out, &bad);
   // FP8: also against the layer with unquantised activations (the same FP8 weights and scales, x

@@ -203,9 +203,6 @@ struct PQParams {
   int stage_stride;  // ceil(K / 128) rounded up to 4
   int stage_only;    // PermuteQuantArgs::scales_by_token: the stage is the result (no gather; out_scales null)
   const int32_t* row_token;
-  // PermuteQuantArgs::x_ready: the block's first rows of x are loaded before the predecessor wait
-  // (rows below the token bound, num_tokens; x holds them whatever the device-side count).
-  bool x_early;
 };
 
 // Largest g in [0, G) with offsets[g] <= r (the group holding grouped row r). `offsets` may be
@@ -312,6 +309,8 @@ __device__ __forceinline__ void pq_stamp(unsigned long long* trace, int slot) {
 template <class TIn, bool kFp8, int VPT>
 __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT)) permute_quant_kernel(PQParams p) {
   pq_stamp(p.trace, 0);
+  pdl_enter();  // kernels/common/pdl.cuh: first, before any global access
+  pq_stamp(p.trace, 1);
   constexpr int kLoads = kFp8 ? 2 : 1;  // uint4 per unit
   __shared__ float red[33];
   __shared__ int32_t s_dest[kMaxPairs];
@@ -328,33 +327,7 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
   const bool subwarp = p.ts <= 32;
   const int G = p.num_groups;
   const int nslot = p.slots;
-  const TIn* __restrict__ x = static_cast<const TIn*>(p.x);
-  // Row loads (VPT units per thread) of the team's token in the row batch starting at r0 (tokens
-  // below `limit`; the rest zero).
-  auto load_row_below = [&](int64_t r0, int64_t limit, uint4 (&dst)[VPT][kLoads]) {
-    const int64_t token = r0 + team;
-    const bool active = token < limit;
-    const TIn* xrow = x + (active ? token : 0) * p.x_stride;
-#pragma unroll
-    for (int j = 0; j < VPT; ++j) {
-      const int u = lane + j * p.ts;
-      if (active && u < p.units) {
-        const uint4* src = reinterpret_cast<const uint4*>(xrow) + static_cast<int64_t>(u) * kLoads;
-#pragma unroll
-        for (int l = 0; l < kLoads; ++l) dst[j][l] = __ldcg(src + l);
-      } else {
-#pragma unroll
-        for (int l = 0; l < kLoads; ++l) dst[j][l] = make_uint4(0, 0, 0, 0);
-      }
-    }
-  };
-  uint4 raw[VPT][kLoads];
-  int64_t row0 = static_cast<int64_t>(blockIdx.x) * p.teams;
-  // x is the caller's input, complete before this kernel launched (PQParams::x_early): the
-  // block's first rows are in flight while the predecessor finishes.
-  if (p.x_early && row0 < p.num_tokens) load_row_below(row0, p.num_tokens, raw);
-  pdl_enter();  // kernels/common/pdl.cuh: before any access to data of the chain
-  pq_stamp(p.trace, 1);
+
   // Per-tensor scale (uniform).
   float t_scale = 1.f, t_inv = 1.f;
   if (p.scheme == kStatic || p.scheme == kDynamic) {
@@ -377,9 +350,27 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
       p.out_scales[static_cast<int64_t>(i / pad) * p.rows_pad4 + p.rows_out + i % pad] = 0.f;
   }
 
+  const TIn* __restrict__ x = static_cast<const TIn*>(p.x);
   const int64_t num_tokens = resolve_token_count(p.num_tokens, p.num_tokens_dev, nullptr);
   const int64_t rows_step = static_cast<int64_t>(gridDim.x) * p.teams;
-  auto load_row = [&](int64_t r0, uint4 (&dst)[VPT][kLoads]) { load_row_below(r0, num_tokens, dst); };
+  // Row loads (VPT units per thread) of the team's token in the row batch starting at r0.
+  auto load_row = [&](int64_t r0, uint4 (&dst)[VPT][kLoads]) {
+    const int64_t token = r0 + team;
+    const bool active = token < num_tokens;
+    const TIn* xrow = x + (active ? token : 0) * p.x_stride;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int u = lane + j * p.ts;
+      if (active && u < p.units) {
+        const uint4* src = reinterpret_cast<const uint4*>(xrow) + static_cast<int64_t>(u) * kLoads;
+#pragma unroll
+        for (int l = 0; l < kLoads; ++l) dst[j][l] = __ldcg(src + l);
+      } else {
+#pragma unroll
+        for (int l = 0; l < kLoads; ++l) dst[j][l] = make_uint4(0, 0, 0, 0);
+      }
+    }
+  };
   const bool smem_groups = p.permute && G <= kSmemGroups;
   // Per-warp destinations need registers the widest rows do not have (they would spill).
   const bool warp_dest = VPT * kLoads <= 8 && p.warp_dest;
@@ -409,9 +400,11 @@ __global__ void __launch_bounds__(max_block_for_vpt(VPT), min_blocks_for_vpt(VPT
   auto weight = [&](int s) -> float {
     return warp_dest ? __shfl_sync(0xffffffffu, lane_wd, s) : s_w[team * nslot + s];
   };
+  uint4 raw[VPT][kLoads];
+  int64_t row0 = static_cast<int64_t>(blockIdx.x) * p.teams;
   // The first row is issued before the group offsets are staged, so both latencies overlap (the
-  // loop's first barrier publishes s_off / s_poff); with x_early it is in flight already.
-  if (!p.x_early && row0 < num_tokens) load_row(row0, raw);
+  // loop's first barrier publishes s_off / s_poff).
+  if (row0 < num_tokens) load_row(row0, raw);
   if (warp_dest) load_slot(row0, &lane_r, &lane_w);
   if (smem_groups)
     for (int g = tid; g < G; g += blockDim.x) {

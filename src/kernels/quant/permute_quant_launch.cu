@@ -159,11 +159,6 @@ cudaError_t launch_permute_quant(const PermuteQuantArgs& a, cudaStream_t stream)
   // route + plan + quantise at 16384 tokens 581 -> 420 us, 4096: 145 -> 126 us, but 1024: 61 ->
   // 66 us and 256: 24 -> 30 us (the gather's launch costs more than the scattered stores save).
   p.row_token = a.row_token;
-  static const bool early_x_allowed = [] {
-    const std::optional<int> e = env_int("FUSEDMOE_PQ_EARLY_X");
-    return !e || *e != 0;
-  }();
-  p.x_early = a.x_ready && early_x_allowed;
   p.stage_stride = scale_stage_stride(a.hidden);
   const size_t stage_bytes = static_cast<size_t>(a.num_tokens) * p.stage_stride * sizeof(float);
   if (p.scheme == kGroup && p.permute && a.row_weight == nullptr && a.row_token != nullptr &&

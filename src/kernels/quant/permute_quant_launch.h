@@ -62,12 +62,6 @@ struct PermuteQuantArgs {
   // row's scales through row_token (the FP8 grouped GEMM's a_scale_row_token). Needs the scratch
   // of permute_quant_scratch_bytes(num_tokens, K); any other scheme or layout: cudaErrorInvalidValue.
   bool scales_by_token = false;
-  // x is complete when this kernel launches (a kernel of the same chain, which waits for its own
-  // predecessor before it triggers, runs before it: forward() / dispatch()'s plan or fused front).
-  // The row kernel then issues its first rows' loads of x before griddepcontrol.wait, so that they
-  // overlap the predecessor's tail under PDL. Never for data a chain kernel writes (H).
-  // FUSEDMOE_PQ_EARLY_X=0 (read once) turns it off for every call, for measurement.
-  bool x_ready = false;
 };
 
 // Stride (floats) of a token's 1x128 scales in the stage: ceil(K / 128) rounded up to 4.
