@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 52, call 2 (carry ["build_pack/gpu_main.tar.xz"], the final code): the whole GPU suite
+# Session 52, call 2 (carry ["build_pack/gpu_main.tar.xz"], the final code): the GPU suite (FILTER:
+# a gtest filter, default all but StreamProbe.*)
 # (now also checking forward()'s out_topk_ids / out_topk_weights against the reference's routing),
 # the main job, the Python binding's torch test (its routing-ids check failed in call 1c: forward()
 # never wrote out_topk_ids), then the token tile's headroom for the bias routers' BF16 layers: the new
@@ -12,7 +13,7 @@ sum="$out/summary.txt"
 rm -rf .gpu && tar -xJf build_pack/gpu_main.tar.xz
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader > "$sum"
 echo "build $(cat .gpu/COMMIT)" >> "$sum"
-OUT=$out/t GPU_TEST_SHARDS=16 GPU_TEST_TIMEOUT=300 GPU_TEST_FILTER='-StreamProbe.*' SASS=0 MAIN=1 \
+OUT=$out/t GPU_TEST_SHARDS=16 GPU_TEST_TIMEOUT=300 GPU_TEST_FILTER="${FILTER:--StreamProbe.*}" SASS=0 MAIN=1 \
   scripts/gpu_run.sh > /dev/null
 gzip -f "$out/t/gpu_tests.log"
 cat "$out/t/summary.txt" >> "$sum"
