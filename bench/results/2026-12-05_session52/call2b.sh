@@ -11,7 +11,7 @@ sum="$out/summary.txt"
 rm -rf .gpu && tar -xJf build_pack/gpu_main.tar.xz
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader > "$sum"
 echo "build $(cat .gpu/COMMIT)" >> "$sum"
-for h in 8 2 8 2; do
+for h in ${ROUNDS:-8 2 8 2}; do
   FUSEDMOE_TILE_HEADROOM=$h timeout 40 .gpu/bin/fusedmoe bench --suite layer --tokens 16,64,128,256 --packed \
     --cases dsv3-tp8,dsv3-ep8,dsv4f-tp4 >> "$out/headroom$h.txt" 2>&1
   echo "== headroom $h: rc=$?" >> "$sum"
