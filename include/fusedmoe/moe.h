@@ -74,9 +74,11 @@ struct ForwardOptions {
   // qwen235-tp8 at 16 111.5 vs 117.6), 1.3-5 % at 64 on 6 of 8 (level on dsv3-tp8, dsv4f-tp4),
   // mixtral-tp2 413.1 vs 422.1 at 256; FP8 1.5-16 % faster at 4-64 tokens, but 4-8 % slower at 1-2
   // tokens with 19-38 MB touched (qwen235-tp8, dsv4f-tp4, qwen235-tp4 at 1; qwen235-tp8 at 2;
-  // level on dsv3's 44 MB); 2.4-2.7 % slower on BF16 dsv3-tp8 at 256 (skewed loads overflow the
-  // tile, so an expert's weights are read again by its next token tile and should stay in L2),
-  // where auto leaves it off (1.8 % faster on dsv3-ep8 there, also left off). bench --evict.
+  // level on dsv3's 44 MB); 2.4-2.7 % slower on BF16 dsv3-tp8 at 256 with the bench's skewed loads
+  // of then (they overflow the tile, so an expert's weights are read again by its next token tile
+  // and should stay in L2; 1.8 % faster on dsv3-ep8 there). With the tile rule's headroom of 2 for
+  // every router (session 52) auto turns it on there too (tile 16 for 8 expected rows); that
+  // combination under uniform routing is not yet measured. bench --evict.
   Toggle weights_evict_first = Toggle::kAuto;
   // Route + plan in one fused kernel at small token counts (logits routers up to 256 tokens,
   // precomputed ids up to 16; DispatchOptions::fuse_front; forward() quantises FP8 x on the

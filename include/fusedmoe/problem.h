@@ -94,8 +94,9 @@ struct MoeTensors {
   void* out = nullptr;
   int64_t out_row_stride = 0;  // elements; 0 = K
 
-  // Optional: the routing decided by the layer, [T, k] each (global expert ids; the weights the
-  // combine applies), copied from the workspace after the combine (4-byte aligned). With
+  // Optional: the routing decided by the layer, [T, k] each (global expert ids; the routing weights,
+  // which the combine applies, or the permute to x for weight-on-input routers; no shared-expert
+  // slot), copied from the workspace after the combine (4-byte aligned). With
   // num_tokens_device, rows past the device-side count are copied too and hold stale values.
   int32_t* out_topk_ids = nullptr;
   float* out_topk_weights = nullptr;
