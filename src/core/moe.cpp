@@ -616,39 +616,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
 #endif
 
 namespace {
-Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
-                     const ForwardOptions& options);
-}  // namespace
-
-// The layer, then the optional routing outputs (MoeTensors::out_topk_ids / out_topk_weights):
-// copies of the workspace's [T, k] ids and weights, stream-ordered after the combine (so they never
-// sit between two kernels of the PDL chain). No copy when neither is given.
-Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
-               const ForwardOptions& options) {
-  FM_TRY(forward_layer(p, t, workspace, workspace_bytes, stream, options));
-#if defined(FUSEDMOE_WITH_CUDA)
-  if (p.num_tokens > 0 && (t.out_topk_ids != nullptr || t.out_topk_weights != nullptr)) {
-    const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
-    char* base = static_cast<char*>(workspace);
-    const size_t entries = static_cast<size_t>(p.num_tokens) * static_cast<size_t>(p.top_k());
-    cudaStream_t s = stream;
-    if (t.out_topk_ids != nullptr) {
-      const cudaError_t e = cudaMemcpyAsync(t.out_topk_ids, base + w.topk_ids.offset, entries * sizeof(int32_t),
-                                            cudaMemcpyDeviceToDevice, s);
-      FM_REQUIRE(e == cudaSuccess, kCudaError, "copy of the routing ids to out_topk_ids: " << cudaGetErrorString(e));
-    }
-    if (t.out_topk_weights != nullptr) {
-      const cudaError_t e = cudaMemcpyAsync(t.out_topk_weights, base + w.topk_weights.offset, entries * sizeof(float),
-                                            cudaMemcpyDeviceToDevice, s);
-      FM_REQUIRE(e == cudaSuccess, kCudaError,
-                 "copy of the routing weights to out_topk_weights: " << cudaGetErrorString(e));
-    }
-  }
-#endif
-  return Status::Ok();
-}
-
-namespace {
+// forward()'s layer: route -> ... -> combine (forward() then copies the optional routing outputs).
 Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
                      const ForwardOptions& options) {
   FM_TRY(detail::check_call(p, t, workspace, workspace_bytes));
@@ -896,6 +864,34 @@ Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, 
 #endif
 }
 }  // namespace
+
+// The layer, then the optional routing outputs (MoeTensors::out_topk_ids / out_topk_weights):
+// copies of the workspace's [T, k] ids and weights, stream-ordered after the combine (so they never
+// sit between two kernels of the PDL chain). No copy when neither is given.
+Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
+               const ForwardOptions& options) {
+  FM_TRY(forward_layer(p, t, workspace, workspace_bytes, stream, options));
+#if defined(FUSEDMOE_WITH_CUDA)
+  if (p.num_tokens > 0 && (t.out_topk_ids != nullptr || t.out_topk_weights != nullptr)) {
+    const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
+    char* base = static_cast<char*>(workspace);
+    const size_t entries = static_cast<size_t>(p.num_tokens) * static_cast<size_t>(p.top_k());
+    cudaStream_t s = stream;
+    if (t.out_topk_ids != nullptr) {
+      const cudaError_t e = cudaMemcpyAsync(t.out_topk_ids, base + w.topk_ids.offset, entries * sizeof(int32_t),
+                                            cudaMemcpyDeviceToDevice, s);
+      FM_REQUIRE(e == cudaSuccess, kCudaError, "copy of the routing ids to out_topk_ids: " << cudaGetErrorString(e));
+    }
+    if (t.out_topk_weights != nullptr) {
+      const cudaError_t e = cudaMemcpyAsync(t.out_topk_weights, base + w.topk_weights.offset, entries * sizeof(float),
+                                            cudaMemcpyDeviceToDevice, s);
+      FM_REQUIRE(e == cudaSuccess, kCudaError,
+                 "copy of the routing weights to out_topk_weights: " << cudaGetErrorString(e));
+    }
+  }
+#endif
+  return Status::Ok();
+}
 
 std::string explain(const MoeProblem& p, const ForwardOptions& options) {
   std::ostringstream os;

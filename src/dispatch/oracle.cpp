@@ -96,8 +96,7 @@ Status can_implement(Backend b, const MoeProblem& p) {
 // 1015 / 971 / 1121), and a trained bias balances the loads on average. FUSEDMOE_TILE_HEADROOM=n
 // (read once, 1-64) sets it for every call, for measurement; ForwardOptions::tokens_tile overrides
 // the tile itself.
-int tile_headroom(const MoeProblem& p) {
-  (void)p;
+int tile_headroom() {
   static const int forced = [] {
     const char* e = std::getenv("FUSEDMOE_TILE_HEADROOM");
     const int v = e != nullptr ? std::atoi(e) : 0;
@@ -113,7 +112,7 @@ int tile_headroom(const MoeProblem& p) {
 kernels::TokensTileChoice auto_tiles(const MoeProblem& p) {
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
   const int wide = !fp8 ? 64 : p.quant.weight.granularity == ScaleGranularity::kBlock ? 0 : 32;
-  return kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide, tile_headroom(p));
+  return kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide, tile_headroom());
 }
 #endif
 
@@ -130,7 +129,7 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
     d->tokens_tile = o.tokens_tile > 0 ? o.tokens_tile : 16;
     if (reasons) why << "forced swap-ab";
   } else {
-    const int headroom = tile_headroom(p);
+    const int headroom = tile_headroom();
 #if defined(FUSEDMOE_WITH_CUDA)
     const kernels::TokensTileChoice c = auto_tiles(p);
     d->family = c.family;
@@ -262,7 +261,7 @@ bool weights_stream_once(const MoeProblem& p) {
 #if defined(FUSEDMOE_WITH_CUDA)
   if (p.num_tokens > 256 || p.num_experts <= 0) return false;
   const double per_expert = static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts;
-  return auto_tiles(p).tokens_tile >= tile_headroom(p) * per_expert;
+  return auto_tiles(p).tokens_tile >= tile_headroom() * per_expert;
 #else
   (void)p;
   return false;

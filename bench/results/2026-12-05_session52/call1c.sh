@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 52: call1.sh's suite and the decode tables of call1b.sh in ONE call (device starts were
-# scarce), each later step run only while the call's 600 s leave it room. Carry
-# ["build_pack/gpu_main.tar.xz"]. What it skips, call1b.sh (AB="0 1") has, on the same warm machine.
+# Session 52, call 1c: the whole GPU suite, the main job, the Python GPU test and the decode tables
+# in ONE call (device starts were scarce), each later step run only while the call's 600 s leave it
+# room. Carry ["build_pack/gpu_main.tar.xz"]. call1d.sh follows on the same warm machine.
 set -uo pipefail
 start=$(date +%s)
 left() { echo $((${LIMIT:-575} - ($(date +%s) - start))); }  # LIMIT: the call's limit_s less ~25

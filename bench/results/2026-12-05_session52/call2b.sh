@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 52, call 2 as run (call2.sh reordered for a short device budget; carry
+# Session 52, call 2 (planned; not run: the device budget ran out; carry
 # ["build_pack/gpu_main.tar.xz"]): first the headroom A/B (the bias routers' BF16 layers with the
 # new token tile rule, 2x the expected rows, against the old 8x: FUSEDMOE_TILE_HEADROOM=8), then the
 # GPU tests of forward() (Forward.*: every check_forward case now also checks out_topk_ids /
