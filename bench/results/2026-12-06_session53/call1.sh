@@ -4,7 +4,8 @@
 # against the old 8x via FUSEDMOE_TILE_HEADROOM=8, alternating rounds), then the whole GPU suite
 # (Forward.* now checks out_topk_ids / out_topk_weights), the main job, the Python GPU test, then
 # the decode tables (FP8 and BF16, packed weights, uniform routing), each step only while the
-# call's time (LIMIT, default 575 s) leaves room.
+# call's time (LIMIT, default 575 s) leaves room; then the crossover (every tile forced) and the
+# per-stage times of the FP8 cases furthest from the floor.
 set -uo pipefail
 start=$(date +%s)
 left() { echo $((${LIMIT:-575} - ($(date +%s) - start))); }
@@ -41,6 +42,10 @@ step decode_fp8 90 --suite layer --tokens 1,16,64,128,256 --packed \
   --cases qwen235-tp8-fp8c,qwen235-tp8-fp8t,dsv3-tp8-fp8b,dsv3-ep8-fp8b,dsv4f-tp4-fp8b,qwen235-tp4-fp8b
 step decode_bf16 90 --suite layer --tokens 1,16,64,256 --packed \
   --cases dsv3-tp8,dsv3-ep8,dsv4f-tp4,qwen235-tp8,qwen235-tp4,qwen30-tp1,mixtral-tp2,gptoss-tp1
-mkdir -p "$out/bench" && mv "$out"/headroom*.txt "$out"/decode_*.txt "$out/bench/" 2>/dev/null
+step crossover 60 --suite crossover --tokens 16,128,256 --packed --cases qwen235-tp8-fp8c,qwen235-tp4-fp8b,qwen235-tp8
+grep -E "ratio" "$out/crossover.txt" >> "$sum"
+step stages 40 --suite layer --stages --tokens 16,256 --packed --cases qwen235-tp8-fp8c,dsv3-tp8-fp8b
+grep -E " stage " "$out/stages.txt" | cut -c1-120 >> "$sum"
+mkdir -p "$out/bench" && mv "$out"/headroom*.txt "$out"/decode_*.txt "$out"/crossover.txt "$out"/stages.txt "$out/bench/" 2>/dev/null
 tar -czf "$out/bench.tar.gz" -C "$out" bench && rm -rf "$out/bench"
 cat "$sum"
