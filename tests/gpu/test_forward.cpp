@@ -415,6 +415,21 @@ TEST(Forward, SkewedRoutingSharedExpertAndExpertMap) {
   check_forward(l4, 100, {}, "llama4-like weight on input");
 }
 
+// Routing that does not come from logits: precomputed ids / weights (passed through) and hash
+// routing (token id -> experts table, weights from the logits' scores, or none): the layer and the
+// routing outputs (check_forward) against the reference.
+TEST(Forward, PrecomputedAndHashRouting) {
+  fm::MoeProblem p = small_problem(32, 4, 192, 256);
+  for (int64_t t : {1, 17, 300}) {
+    p.router = fm::RouterConfig::precomputed(4);
+    check_forward(p, t, {}, "precomputed k4");
+    p.router = fm::RouterConfig::hash(4, fm::ScoreFunction::kSigmoid, 1.5f);
+    check_forward(p, t, {}, "hash sigmoid k4");
+    p.router = fm::RouterConfig::hash(4, fm::ScoreFunction::kSqrtSoftplus, 1.0f);
+    check_forward(p, t, tiles(fm::TileFamily::kNormal), "hash sqrt-softplus k4 normal");
+  }
+}
+
 TEST(Forward, SuiteShapesAtSmallBatch) {
   fm::MoeProblem q = fm::find_preset("qwen235-tp8")->problem;
   q.num_experts = 32;
@@ -431,26 +446,40 @@ TEST(Forward, SuiteShapesAtSmallBatch) {
   check_forward(q30, 64, {}, "qwen30-tp1 (16 of 128 experts)");
 }
 
+// (The routing outputs, MoeTensors::out_topk_ids / out_topk_weights, are given too: the replay writes
+// the same bits as the direct call.)
 TEST(Forward, GraphReplayMatchesDirectCall) {
   fm::MoeProblem p = small_problem(32, 8, 256, 1024);
   for (int64_t t : {1, 16, 256}) {
     p.num_tokens = p.max_tokens = t;
     Layer L;
     upload(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &L);
+    const size_t entries = static_cast<size_t>(t) * p.top_k();
+    DeviceBuffer ids_out(entries * sizeof(int32_t)), weights_out(entries * sizeof(float));
+    ids_out.poison();
+    weights_out.poison();
+    L.t.out_topk_ids = ids_out.as<int32_t>();
+    L.t.out_topk_weights = weights_out.as<float>();
     cudaStream_t s;
     FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, s).ok());
     FM_CUDA_CHECK(cudaStreamSynchronize(s));
     const size_t n = static_cast<size_t>(t) * p.hidden;
     const auto direct = to_host<uint16_t>(L.out.get(), n);
+    const auto direct_ids = to_host<int32_t>(ids_out.get(), entries);
+    const auto direct_w = to_host<uint32_t>(weights_out.get(), entries);
     L.out.poison();
     L.ws.poison();
+    ids_out.poison();
+    weights_out.poison();
     {
       const CapturedForward cap(p, L, s);
       ASSERT_NE(cap.exec, nullptr);
       for (int r = 0; r < 3; ++r) FM_CUDA_CHECK(cudaGraphLaunch(cap.exec, s));
       FM_CUDA_CHECK(cudaStreamSynchronize(s));
       EXPECT_EQ(to_host<uint16_t>(L.out.get(), n), direct) << "T=" << t << ": graph replay differs from the direct call";
+      EXPECT_EQ(to_host<int32_t>(ids_out.get(), entries), direct_ids) << "T=" << t << ": out_topk_ids differ in replay";
+      EXPECT_EQ(to_host<uint32_t>(weights_out.get(), entries), direct_w) << "T=" << t << ": out_topk_weights differ in replay";
     }
     cudaStreamDestroy(s);
   }
@@ -1017,6 +1046,12 @@ TEST(Forward, DeviceTokenCountOneGraph) {
     if (::testing::Test::HasFatalFailure()) return;
     DeviceBuffer count(4);
     L.t.num_tokens_device = count.as<int32_t>();
+    // The routing outputs too: the first count x k entries are the reference's routing (rows past
+    // the count hold stale values, as documented, and are not checked).
+    const size_t entries = static_cast<size_t>(bound) * p.top_k();
+    DeviceBuffer ids_out(entries * sizeof(int32_t)), weights_out(entries * sizeof(float));
+    L.t.out_topk_ids = ids_out.as<int32_t>();
+    L.t.out_topk_weights = weights_out.as<float>();
     cudaStream_t s;
     FM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     const CapturedForward cap(p, L, s, cc.o);
@@ -1037,6 +1072,15 @@ TEST(Forward, DeviceTokenCountOneGraph) {
       pc.num_tokens = c;
       fm::ref::LayerResult ref;
       ASSERT_TRUE(fm::ref::forward(pc, L.data.host_tensors(), &ref).ok());
+      {
+        const size_t used = static_cast<size_t>(c) * p.top_k();
+        ASSERT_EQ(ref.routing.ids.size(), used);
+        const auto ids = to_host<int32_t>(ids_out.get(), used);
+        const auto wts = to_host<float>(weights_out.get(), used);
+        EXPECT_EQ(ids, ref.routing.ids) << "count " << c << ": out_topk_ids";
+        EXPECT_EQ(std::memcmp(wts.data(), ref.routing.weights.data(), used * sizeof(float)), 0)
+            << "count " << c << ": out_topk_weights (bitwise)";
+      }
       const std::vector<uint16_t> head(got.begin(), got.begin() + static_cast<size_t>(c) * p.hidden);
       int64_t bad = 0;
       const double err = rel_error(pc, head, ref.out, &bad);
