@@ -87,22 +87,30 @@ Status can_implement(Backend b, const MoeProblem& p) {
 }
 
 // The Swap-AB token tile holds this many times the expected rows per expert
-// (kernels::choose_tokens_tile): 2 for every router. Sessions 23-51 gave BF16 weights behind a
-// correction-bias router 8 (measured on the bench's old data, whose random bias of 0.1 N(0,1) skews
-// the grouped routers' loads: dsv3-tp8 at 256 tokens 552 -> 529 us then). Under the protocol's
-// uniform routing (the bench's default since session 51) 2 was faster at all six points measured
-// (H100, session 52 call 1d, the crossover suite: dsv3-tp8 / dsv3-ep8 / dsv4f-tp4 at 64 tokens tile 8
-// 875 / 847 / 889 us against 16's 915 / 867 / 929; at 256 tile 16 1012 / 953 / 1120 against 32's
-// 1015 / 971 / 1121), and a trained bias balances the loads on average. FUSEDMOE_TILE_HEADROOM=n
-// (read once, 1-64) sets it for every call, for measurement; ForwardOptions::tokens_tile overrides
-// the tile itself.
-int tile_headroom() {
+// (kernels::choose_tokens_tile): 2, except BF16 weights behind a correction-bias router (not
+// precomputed ids) from 4 expected rows per expert up, which take 8. History: sessions 23-51 gave
+// those BF16 layers 8 at every count (tuned on the bench's old data, whose random bias skews the
+// grouped routers' loads); session 52 (H100, call 1d, crossover, uniform routing) found 2 faster at
+// 64 tokens (dsv3-tp8 tile 8 875 vs 16's 915 us) and made it 2 everywhere; session 53 (H100, call 1,
+// the layers with the oracle's full choice, headroom 8 vs 2 alternated twice) found 8 faster from 4
+// expected rows: dsv3-tp8 at 128 tokens (4 rows: tile 32 vs 8) 973.0 vs 980.5 us, at 256 (8 rows:
+// tile 32 vs 16 with evict_first) 1007.5 vs 1017.6; dsv3-ep8 945.3 vs 950.5, 962.4 vs 961.1 (level);
+// dsv4f-tp4 at 256 (6 rows) 1116.0 vs 1123.1; while 2 stayed faster below: dsv4f-tp4 at 128 (3 rows)
+// 1059.6 vs 1068.6, every case at 64 tokens (1.5-2 rows) by 0.2-0.8 %, level at 16.
+// FUSEDMOE_TILE_HEADROOM=n (read once, 1-64) sets it for every call, for measurement;
+// ForwardOptions::tokens_tile overrides the tile itself.
+int tile_headroom(const MoeProblem& p) {
   static const int forced = [] {
     const char* e = std::getenv("FUSEDMOE_TILE_HEADROOM");
     const int v = e != nullptr ? std::atoi(e) : 0;
     return v >= 1 && v <= 64 ? v : 0;
   }();
-  return forced > 0 ? forced : 2;
+  if (forced > 0) return forced;
+  if (p.num_experts <= 0) return 2;
+  const double per_expert = static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts;
+  const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
+  const bool biased = p.router.use_correction_bias && p.router.kind != RouterKind::kPrecomputed;
+  return bf16_weights && biased && per_expert >= 4.0 ? 8 : 2;
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)
@@ -112,7 +120,7 @@ int tile_headroom() {
 kernels::TokensTileChoice auto_tiles(const MoeProblem& p) {
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
   const int wide = !fp8 ? 64 : p.quant.weight.granularity == ScaleGranularity::kBlock ? 0 : 32;
-  return kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide, tile_headroom());
+  return kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide, tile_headroom(p));
 }
 #endif
 
@@ -129,7 +137,7 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
     d->tokens_tile = o.tokens_tile > 0 ? o.tokens_tile : 16;
     if (reasons) why << "forced swap-ab";
   } else {
-    const int headroom = tile_headroom();
+    const int headroom = tile_headroom(p);
 #if defined(FUSEDMOE_WITH_CUDA)
     const kernels::TokensTileChoice c = auto_tiles(p);
     d->family = c.family;
@@ -141,7 +149,9 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
       if (d->family == TileFamily::kSwapAB && per_expert <= 16)
         why << " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N), the token tile holding " << headroom
             << "x the expected rows"
-            << (headroom != 2 ? " (FUSEDMOE_TILE_HEADROOM)" : "");
+            << (headroom != 2 ? " (BF16 behind a correction-bias router from 4 expected rows, measured; or "
+                                "FUSEDMOE_TILE_HEADROOM)"
+                              : "");
       else
         why << (d->family == TileFamily::kSwapAB ? " in (16, 32]: swap-ab, the widest token tile (measured faster than "
                                                    "normal tiles there)"
@@ -261,7 +271,7 @@ bool weights_stream_once(const MoeProblem& p) {
 #if defined(FUSEDMOE_WITH_CUDA)
   if (p.num_tokens > 256 || p.num_experts <= 0) return false;
   const double per_expert = static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts;
-  return auto_tiles(p).tokens_tile >= tile_headroom() * per_expert;
+  return auto_tiles(p).tokens_tile >= tile_headroom(p) * per_expert;
 #else
   (void)p;
   return false;

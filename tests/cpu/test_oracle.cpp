@@ -355,9 +355,9 @@ TEST(Oracle, CutlassGemm2Switch) {
 
 // ForwardOptions::weights_evict_first's auto rule (oracle weights_stream_once, moe.cpp resolve): on up
 // to 256 tokens where the auto token tile holds the tile rule's headroom times the expected rows per
-// expert (each expert's weights stream once; the headroom is 2 for every router since session 52, so
-// this holds at every decode count; session 24 had measured evict_first slower on dsv3-tp8 BF16 at
-// 256 tokens with the old 8x headroom and skewed loads), off for FP8 with <= 40 MB of touched weights
+// expert (each expert's weights stream once; the headroom is 2 except BF16 behind a correction-bias
+// router from 4 expected rows up, 8, session 53; session 24 had measured evict_first slower on
+// dsv3-tp8 BF16 at 256 tokens with 8x and skewed loads), off for FP8 with <= 40 MB of touched weights
 // (call 4) and at prefill. Forced values win.
 TEST(Oracle, WeightsEvictFirstAutoRule) {
   const fm::ForwardOptions o;
@@ -367,8 +367,8 @@ TEST(Oracle, WeightsEvictFirstAutoRule) {
     EXPECT_TRUE(fm::resolve_options(bf16("mixtral-tp2", t), o).weights_evict_first) << t;  // measured at 16, 256
   }
   EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 16), o).weights_evict_first);   // tile 8, 0.5 rows x 8
-  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 128), o).weights_evict_first);  // tile 8, 4 rows x 2
-  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 256), o).weights_evict_first);   // tile 16, 8 rows x 2
+  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 128), o).weights_evict_first);  // tile 32, 4 rows x 8
+  EXPECT_FALSE(fm::resolve_options(bf16("dsv3-tp8", 256), o).weights_evict_first);  // tile 32 < 8 rows x 8
   fm::MoeProblem b = fm::find_preset("dsv3-tp8")->problem;  // FP8 blocks: headroom 2
   b.num_tokens = b.max_tokens = 256;
   EXPECT_TRUE(fm::resolve_options(b, o).weights_evict_first);  // tile 16 for 8 rows
@@ -516,16 +516,18 @@ TEST(Oracle, GatherRowsAutoRule) {
 
 #if defined(FUSEDMOE_WITH_CUDA)
 // The Swap-AB token tile (kernels::choose_tokens_tile, session 23): the smallest of 8/16/32 holding
-// 2x the expected rows per expert, for every router since session 52 (BF16 behind a correction-bias
-// router had 8x, tuned on skewed loads); explain() says it.
+// 2x the expected rows per expert, 8x for BF16 behind a correction-bias router from 4 expected rows
+// up (session 53; oracle tile_headroom); explain() says it.
 TEST(Oracle, SwapAbTokenTileRule) {
   auto tile = [](const fm::MoeProblem& p) {
     const fm::detail::Decision d = fm::detail::decide(p, {}, false);
     return d.family == fm::TileFamily::kSwapAB ? d.tokens_tile : -d.tokens_tile;
   };
   for (auto [t, want] : {std::pair{64, 8}, {128, 16}, {256, 32}}) EXPECT_EQ(tile(bf16("qwen235-tp8", t)), want) << t;
-  for (auto [t, want] : {std::pair{1, 8}, {16, 8}, {64, 8}, {128, 8}, {256, 16}})
+  for (auto [t, want] : {std::pair{1, 8}, {16, 8}, {64, 8}, {128, 32}, {256, 32}})
     EXPECT_EQ(tile(bf16("dsv3-tp8", t)), want) << t;
+  EXPECT_EQ(tile(bf16("dsv4f-tp4", 128)), 8);  // 3 rows: 2x
+  EXPECT_EQ(tile(bf16("dsv4f-tp4", 256)), 32);  // 6 rows: 8x
   fm::MoeProblem fp8 = fm::find_preset("dsv3-tp8")->problem;  // FP8 128x128 blocks: 2x
   ASSERT_EQ(fp8.quant.weight.format, fm::WeightFormat::kFP8E4M3);
   fp8.num_tokens = fp8.max_tokens = 256;
@@ -533,7 +535,9 @@ TEST(Oracle, SwapAbTokenTileRule) {
   fm::MoeProblem pre = bf16("dsv3-tp8", 256);  // precomputed ids: no bias, 2x
   pre.router = fm::RouterConfig::precomputed(pre.router.top_k);
   EXPECT_EQ(tile(pre), 16);
-  EXPECT_NE(fm::explain(bf16("dsv3-tp8", 256)).find("2x the expected rows"), std::string::npos);
+  EXPECT_NE(fm::explain(bf16("dsv3-tp8", 256)).find("8x the expected rows (BF16 behind a correction-bias router"),
+            std::string::npos);
+  EXPECT_NE(fm::explain(bf16("dsv3-tp8", 64)).find("2x the expected rows"), std::string::npos);
   EXPECT_NE(fm::explain(bf16("qwen235-tp8", 256)).find("2x the expected rows"), std::string::npos);
 }
 #endif
