@@ -139,9 +139,10 @@ struct TokensTileChoice {
 // Heuristic on the expected rows per expert e = T * k / E:
 //   - e <= 16: Swap-AB, the token tile the smallest of {8, 16, 32} holding `headroom` times the
 //     expected rows (an expert whose rows overflow the tile streams its weights again). The oracle
-//     passes 2 for every router since session 52 (under uniform routing 2 was faster on the bias
-//     routers' BF16 layers at 64 and 256 tokens, H100, session 52 call 1d); sessions 23-51 gave 8 to
-//     BF16 layers whose router adds a correction bias, measured on the bench's skewed data then
+//     (tile_headroom) passes 2, and 8 for BF16 layers whose router adds a correction bias from 4
+//     expected rows up (session 53, H100, uniform routing: 8 faster at 128-256 tokens by up to 1 %,
+//     2 faster at 64 tokens; session 52 had made it 2 everywhere); sessions 23-51 gave 8 to those
+//     BF16 layers at every count, measured on the bench's skewed data then
 //     (the H200, session 23, bench --suite crossover, layer,
 //     the kernels load only the activation boxes holding rows), dsv3-tp8 at 128 / 256 tokens
 //     (e = 4 / 8) tile 32 458.6 / 523.0 us vs 482.8 (tile 8) / 558.8 (tile 16), dsv3-ep8 438.1 /
