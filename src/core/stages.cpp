@@ -56,8 +56,8 @@ Status check_device() {
 
 namespace detail {
 
-Status check_call(const MoeProblem& p, const MoeTensors& t, const void* ws, size_t ws_bytes) {
-  FM_TRY(validate(p, t));
+Status check_call(const MoeProblem& p, const MoeTensors& t, const void* ws, size_t ws_bytes, bool front_only) {
+  FM_TRY(front_only ? validate_front(p, t) : validate(p, t));
   FM_TRY(check_workspace(p, ws, ws_bytes));
   return check_device();
 }
@@ -261,7 +261,7 @@ Status dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, size_t ws_by
   FM_REQUIRE(r != nullptr, kInvalidArgument, "result is null");
   FM_REQUIRE(o.tile_m >= 1 && o.tile_m <= detail::kMaxTileRows, kInvalidArgument,
              "tile_m (" << o.tile_m << ") must be in [1, " << detail::kMaxTileRows << "]");
-  FM_TRY(detail::check_call(p, t, ws, ws_bytes));
+  FM_TRY(detail::check_call(p, t, ws, ws_bytes, /*front_only=*/true));  // (no out, weights: engines bring their own)
   const kernels::ScopedOverlap overlap(o.overlap_launches);  // every launch below (launch_mode.h)
   return detail::run_dispatch(p, t, ws, stream, o, r);
 }

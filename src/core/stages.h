@@ -4,8 +4,11 @@
 #include "fusedmoe/moe.h"
 
 namespace fusedmoe::detail {
-// validate(p, t) + workspace size/alignment + a supported device.
-Status check_call(const MoeProblem& p, const MoeTensors& t, const void* ws, size_t ws_bytes);
+// The part of validate(p, t) that dispatch() needs: the problem, x, the router's inputs, the expert
+// map, a device token count, a static activation scale; not out, the weights or their scales.
+Status validate_front(const MoeProblem& p, const MoeTensors& t);
+// validate(p, t) (front_only: validate_front) + workspace size/alignment + a supported device.
+Status check_call(const MoeProblem& p, const MoeTensors& t, const void* ws, size_t ws_bytes, bool front_only = false);
 // A supported device is current (sm_90, kernels preloaded).
 Status check_device();
 Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream stream, const DispatchOptions& o,

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/stages.h"
 #include "fusedmoe/moe.h"
 
 namespace fusedmoe {
@@ -149,20 +150,20 @@ Status check_ptr(const void* ptr, const char* name, size_t align) {
 
 }  // namespace
 
-Status validate(const MoeProblem& p, const MoeTensors& t) {
+namespace detail {
+
+// The inputs of the layer's front (route -> plan -> permute / quantise): what dispatch() reads.
+Status validate_front(const MoeProblem& p, const MoeTensors& t) {
   FM_TRY(validate(p));
   const RouterConfig& r = p.router;
-  const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
   if (p.num_tokens > 0) {
     FM_TRY(check_ptr(t.x, "x", 16));
-    FM_TRY(check_ptr(t.out, "out", 16));
     // (optional outputs: checked for alignment where given)
     if (t.out_topk_ids != nullptr) FM_TRY(check_ptr(t.out_topk_ids, "out_topk_ids", 4));
     if (t.out_topk_weights != nullptr) FM_TRY(check_ptr(t.out_topk_weights, "out_topk_weights", 4));
-    for (auto [stride, name] : {std::pair{t.x_row_stride, "x_row_stride"}, {t.out_row_stride, "out_row_stride"}}) {
-      FM_REQUIRE(stride == 0 || (stride >= p.hidden && stride % 8 == 0), kMisaligned,
-                 name << " (" << stride << ") must be 0 or a multiple of 8 that is >= K (" << p.hidden << ")");
-    }
+    FM_REQUIRE(t.x_row_stride == 0 || (t.x_row_stride >= p.hidden && t.x_row_stride % 8 == 0), kMisaligned,
+               "x_row_stride (" << t.x_row_stride << ") must be 0 or a multiple of 8 that is >= K (" << p.hidden
+                                << ")");
     switch (r.kind) {
       case RouterKind::kPrecomputed:
         FM_TRY(check_ptr(t.topk_ids, "topk_ids", 4));
@@ -184,6 +185,22 @@ Status validate(const MoeProblem& p, const MoeTensors& t) {
     FM_TRY(check_ptr(t.num_tokens_device, "num_tokens_device", 4));
     FM_REQUIRE(p.num_tokens <= 0x7fffffff, kOutOfRange,
                "num_tokens (" << p.num_tokens << ") is the bound of an int32 device count: at most 2^31 - 1");
+  }
+  if (p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.act == ActQuant::kPerTensorStatic)
+    FM_TRY(check_ptr(t.act_scale, "act_scale (static per-tensor)", 4));
+  return Status::Ok();
+}
+
+}  // namespace detail
+
+Status validate(const MoeProblem& p, const MoeTensors& t) {
+  FM_TRY(detail::validate_front(p, t));
+  const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
+  if (p.num_tokens > 0) {
+    FM_TRY(check_ptr(t.out, "out", 16));
+    FM_REQUIRE(t.out_row_stride == 0 || (t.out_row_stride >= p.hidden && t.out_row_stride % 8 == 0), kMisaligned,
+               "out_row_stride (" << t.out_row_stride << ") must be 0 or a multiple of 8 that is >= K (" << p.hidden
+                                  << ")");
   }
   FM_TRY(check_ptr(t.w1, "w1", 16));
   FM_TRY(check_ptr(t.w2, "w2", 16));

@@ -253,6 +253,35 @@ TEST(Forward, NoGpuOrWrongArchIsAClearError) {
   EXPECT_TRUE(s2.code() == fm::StatusCode::kNoDevice || s2.code() == fm::StatusCode::kWrongArch) << s2.to_string();
 }
 
+// dispatch() checks the front's inputs only (engines with their own expert GEMMs pass no out and
+// no weights; session 53's Python GPU test found it asking for out): a call without them gets past
+// validation (on this machine to the device check), one without x or logits is refused.
+TEST(Dispatch, NeedsOnlyTheFrontsInputs) {
+  fm::MoeProblem p = base_problem();
+  size_t bytes = 0;
+  ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+  fm::MoeTensors t = good_tensors(p);
+  t.out = nullptr;
+  t.w1 = t.w2 = nullptr;
+  t.w1_scale = t.w2_scale = nullptr;
+  t.b1 = t.b2 = nullptr;
+  fm::DispatchResult r;
+  int dev = 0;
+  const fm::Status have = fm::current_device(&dev);
+  if (!(have.ok() && fm::check_device_supported(dev).ok())) {  // (with a GPU it would run on fake pointers)
+    const fm::Status st = fm::dispatch(p, t, g_buf, bytes, nullptr, {}, &r);
+    EXPECT_TRUE(st.code() == fm::StatusCode::kNoDevice || st.code() == fm::StatusCode::kWrongArch) << st.to_string();
+  }
+  expect_rejected(fm::forward(p, t, g_buf, bytes, nullptr), fm::StatusCode::kInvalidArgument, "out is null");
+  fm::MoeTensors nox = t;
+  nox.x = nullptr;
+  expect_rejected(fm::dispatch(p, nox, g_buf, bytes, nullptr, {}, &r), fm::StatusCode::kInvalidArgument, "x is null");
+  fm::MoeTensors nologits = t;
+  nologits.router_logits = nullptr;
+  expect_rejected(fm::dispatch(p, nologits, g_buf, bytes, nullptr, {}, &r), fm::StatusCode::kInvalidArgument,
+                  "router_logits is null");
+}
+
 TEST(Explain, NamesProblemAndBackends) {
   fm::MoeProblem p = block_fp8_problem();
   const std::string s = fm::explain(p);
