@@ -3,11 +3,7 @@
 # only. The Python binding's torch test (call 2: past its bad-input case, dispatch() asked for out),
 # then the GPU tests of dispatch() / combine() and of forward()'s main paths.
 set -uo pipefail
-out=${OUT:-out}; mkdir -p "$out"
-sum="$out/summary.txt"
-rm -rf .gpu && tar -xJf build_pack/gpu_main.tar.xz
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader > "$sum"
-echo "build $(cat .gpu/COMMIT)" >> "$sum"
+source scripts/device_prelude.sh
 PYTHONPATH=.gpu/python timeout 120 /opt/torch/.venv/bin/python3 tests/python/test_forward_gpu.py > "$out/python_gpu.log" 2>&1
 echo "python forward (GPU): rc=$?; $(tail -1 "$out/python_gpu.log")" >> "$sum"
 OUT=$out/t GPU_TEST_SHARDS=16 GPU_TEST_TIMEOUT=150 PY_TEST=0 SASS=0 MAIN=0 \

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Sourced by a session's device-call script (bench/results/<session>/callN.sh) on the GPU machine:
+# unpacks the staged build (build_pack/gpu_main.tar.xz, carried with the call) into .gpu/, starts
+# $OUT/summary.txt with the GPU and the build's commit, and defines
+#   left            seconds left of the call's budget (LIMIT, default 575: a 600 s call less ~25)
+#   bench_step NAME TIMEOUT ARGS...   `fusedmoe bench ARGS` into $OUT/NAME.txt while time is left,
+#                   its rc and layer rows appended to the summary (skipped under 30 s left)
+# Variables set: start (epoch s), out ($OUT or ./out), sum (the summary file).
+start=$(date +%s)
+out=${OUT:-out}
+mkdir -p "$out"
+sum="$out/summary.txt"
+left() { echo $((${LIMIT:-575} - ($(date +%s) - start))); }
+rm -rf .gpu && tar -xJf "${PACK:-build_pack/gpu_main.tar.xz}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader > "$sum"
+echo "build $(cat .gpu/COMMIT)" >> "$sum"
+bench_step() {
+  local name=$1 t=$2
+  shift 2
+  local l
+  l=$(left)
+  if [ "$l" -lt 30 ]; then echo "== $name: skipped (${l} s left)" >> "$sum"; return; fi
+  [ "$t" -gt $((l - 10)) ] && t=$((l - 10))
+  timeout "$t" .gpu/bin/fusedmoe bench "$@" > "$out/$name.txt" 2>&1
+  echo "== $name: rc=$? at $(( $(date +%s) - start )) s" >> "$sum"
+  grep -E " layer " "$out/$name.txt" | grep -v "packed off" | cut -c1-150 >> "$sum"
+}
