@@ -19,6 +19,11 @@ int main() {
   bad.router.top_k = 99;
   const fm::Status st = fm::validate(bad);
   if (st.ok()) return std::puts("a bad problem validated"), 1;
+  // The text carries its numbers: the library formats them with its own (private, static) C++
+  // runtime while this program links the system's libstdc++.so.6 (session 53: in PyTorch's process
+  // an exported runtime was interposed and texts were cut at their first number).
+  if (st.message().find("(99)") == std::string::npos)
+    return std::printf("error text without its number: '%s'\n", st.to_string().c_str()), 1;
   if (fm::explain(p).find("workspace") == std::string::npos) return std::puts("explain has no plan"), 1;
 
   fm::MoeProblem q;  // tiny fp16 layer through the float64 reference
