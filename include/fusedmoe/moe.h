@@ -337,7 +337,8 @@ struct DispatchResult {
 
 // Of `t` it reads and validates the front's inputs only: x, the router's inputs, expert_map,
 // num_tokens_device and, for static per-tensor FP8, act_scale; out, the weights and their scales may
-// be null (an engine with its own expert GEMMs has none of ours).
+// be null (an engine with its own expert GEMMs has none of ours). It does not write
+// out_topk_ids / out_topk_weights (forward() does): the result's topk_ids / topk_weights hold them.
 Status dispatch(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t workspace_bytes, Stream stream,
                 const DispatchOptions& options, DispatchResult* result);
 

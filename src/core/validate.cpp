@@ -224,8 +224,7 @@ Status validate(const MoeProblem& p, const MoeTensors& t) {
     FM_TRY(check_ptr(t.w1_scale, "w1_scale", sa));
     FM_TRY(check_ptr(t.w2_scale, "w2_scale", sa));
     if (p.quant.act == ActQuant::kPerTensorStatic) {
-      FM_TRY(check_ptr(t.act_scale, "act_scale (static per-tensor)", 4));
-      FM_TRY(check_ptr(t.act2_scale, "act2_scale (static per-tensor)", 4));
+      FM_TRY(check_ptr(t.act2_scale, "act2_scale (static per-tensor)", 4));  // (act_scale: validate_front)
     }
   }
   if (p.has_expert_bias) {

@@ -96,7 +96,9 @@ Status can_implement(Backend b, const MoeProblem& p) {
 // expected rows: dsv3-tp8 at 128 tokens (4 rows: tile 32 vs 8) 973.0 vs 980.5 us, at 256 (8 rows:
 // tile 32 vs 16 with evict_first) 1007.5 vs 1017.6; dsv3-ep8 945.3 vs 950.5, 962.4 vs 961.1 (level);
 // dsv4f-tp4 at 256 (6 rows) 1116.0 vs 1123.1; while 2 stayed faster below: dsv4f-tp4 at 128 (3 rows)
-// 1059.6 vs 1068.6, every case at 64 tokens (1.5-2 rows) by 0.2-0.8 %, level at 16.
+// 1059.6 vs 1068.6, every case at 64 tokens (1.5-2 rows) by 0.2-0.8 %, level at 16. The rule also
+// covers BF16 presets with a bias router that were not measured (nemotron-nano: E 128, k 6 + shared;
+// from 80 tokens tile 32 and evict_first off), as the old rule did.
 // FUSEDMOE_TILE_HEADROOM=n (read once, 1-64) sets it for every call, for measurement;
 // ForwardOptions::tokens_tile overrides the tile itself.
 int tile_headroom(const MoeProblem& p) {
@@ -149,8 +151,8 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
       if (d->family == TileFamily::kSwapAB && per_expert <= 16)
         why << " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N), the token tile holding " << headroom
             << "x the expected rows"
-            << (headroom != 2 ? " (BF16 behind a correction-bias router from 4 expected rows, measured; or "
-                                "FUSEDMOE_TILE_HEADROOM)"
+            << (headroom != 2 ? " (BF16 behind a correction-bias router from 4 expected rows: measured on the "
+                                "DeepSeek shapes; or FUSEDMOE_TILE_HEADROOM)"
                               : "");
       else
         why << (d->family == TileFamily::kSwapAB ? " in (16, 32]: swap-ab, the widest token tile (measured faster than "

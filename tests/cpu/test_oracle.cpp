@@ -366,7 +366,7 @@ TEST(Oracle, WeightsEvictFirstAutoRule) {
     EXPECT_TRUE(fm::resolve_options(bf16("qwen235-tp8", t), o).weights_evict_first) << t;  // measured at 16, 256
     EXPECT_TRUE(fm::resolve_options(bf16("mixtral-tp2", t), o).weights_evict_first) << t;  // measured at 16, 256
   }
-  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 16), o).weights_evict_first);   // tile 8, 0.5 rows x 8
+  EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 16), o).weights_evict_first);   // tile 8, 0.5 rows x 2
   EXPECT_TRUE(fm::resolve_options(bf16("dsv3-tp8", 128), o).weights_evict_first);  // tile 32, 4 rows x 8
   EXPECT_FALSE(fm::resolve_options(bf16("dsv3-tp8", 256), o).weights_evict_first);  // tile 32 < 8 rows x 8
   fm::MoeProblem b = fm::find_preset("dsv3-tp8")->problem;  // FP8 blocks: headroom 2

@@ -280,6 +280,25 @@ TEST(Dispatch, NeedsOnlyTheFrontsInputs) {
   nologits.router_logits = nullptr;
   expect_rejected(fm::dispatch(p, nologits, g_buf, bytes, nullptr, {}, &r), fm::StatusCode::kInvalidArgument,
                   "router_logits is null");
+  // FP8 with a static per-tensor activation scale: the front quantises x with act_scale, so that one
+  // is required; the weights' scales and GEMM2's act2_scale are not.
+  fm::MoeProblem f = p;
+  f.quant = fm::QuantScheme::fp8_per_tensor(/*dynamic_act_scale=*/false);
+  ASSERT_EQ(f.quant.act, fm::ActQuant::kPerTensorStatic);
+  ASSERT_TRUE(fm::workspace_size(f, &bytes).ok());
+  fm::MoeTensors ft = good_tensors(f);
+  ft.out = nullptr;
+  ft.w1 = ft.w2 = ft.w1_scale = ft.w2_scale = nullptr;
+  ft.act2_scale = nullptr;
+  fm::MoeTensors noscale = ft;
+  noscale.act_scale = nullptr;
+  expect_rejected(fm::dispatch(f, noscale, g_buf, bytes, nullptr, {}, &r), fm::StatusCode::kInvalidArgument,
+                  "act_scale (static per-tensor) is null");
+  expect_rejected(fm::forward(f, ft, g_buf, bytes, nullptr), fm::StatusCode::kInvalidArgument, "out is null");
+  if (!(have.ok() && fm::check_device_supported(dev).ok())) {
+    const fm::Status st = fm::dispatch(f, ft, g_buf, bytes, nullptr, {}, &r);
+    EXPECT_TRUE(st.code() == fm::StatusCode::kNoDevice || st.code() == fm::StatusCode::kWrongArch) << st.to_string();
+  }
 }
 
 TEST(Explain, NamesProblemAndBackends) {

@@ -416,7 +416,7 @@ TEST(Forward, SkewedRoutingSharedExpertAndExpertMap) {
 }
 
 // Routing that does not come from logits: precomputed ids / weights (passed through) and hash
-// routing (token id -> experts table, weights from the logits' scores, or none): the layer and the
+// routing (token id -> experts table, weights from the logits' scores): the layer and the
 // routing outputs (check_forward) against the reference.
 TEST(Forward, PrecomputedAndHashRouting) {
   fm::MoeProblem p = small_problem(32, 4, 192, 256);
@@ -1060,6 +1060,8 @@ TEST(Forward, DeviceTokenCountOneGraph) {
       const int32_t c32 = static_cast<int32_t>(c);
       L.out.poison();
       L.ws.poison();
+      ids_out.poison();
+      weights_out.poison();
       FM_CUDA_CHECK(cudaDeviceSynchronize());
       FM_CUDA_CHECK(cudaMemcpyAsync(count.get(), &c32, 4, cudaMemcpyHostToDevice, s));
       FM_CUDA_CHECK(cudaGraphLaunch(cap.exec, s));
