@@ -86,6 +86,11 @@ Status can_implement(Backend b, const MoeProblem& p) {
   return Status(StatusCode::kInternal, "kAuto is not a backend");
 }
 
+// Expected rows per expert under uniform routing, T * slots / E (the tile rule's measure).
+double rows_per_expert(const MoeProblem& p) {
+  return p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts : 0.0;
+}
+
 // The Swap-AB token tile holds this many times the expected rows per expert
 // (kernels::choose_tokens_tile): 2, except BF16 weights behind a correction-bias router (not
 // precomputed ids) from 4 expected rows per expert up, which take 8. History: sessions 23-51 gave
@@ -108,11 +113,9 @@ int tile_headroom(const MoeProblem& p) {
     return v >= 1 && v <= 64 ? v : 0;
   }();
   if (forced > 0) return forced;
-  if (p.num_experts <= 0) return 2;
-  const double per_expert = static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts;
+  // (validate(): a correction bias belongs to the biased-topk router only, never to precomputed ids)
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
-  const bool biased = p.router.use_correction_bias && p.router.kind != RouterKind::kPrecomputed;
-  return bf16_weights && biased && per_expert >= 4.0 ? 8 : 2;
+  return bf16_weights && p.router.use_correction_bias && rows_per_expert(p) >= 4.0 ? 8 : 2;
 }
 
 #if defined(FUSEDMOE_WITH_CUDA)
@@ -145,7 +148,7 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
     d->family = c.family;
     d->tokens_tile = c.tokens_tile;
 #endif
-    const double per_expert = static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts;
+    const double per_expert = rows_per_expert(p);
     if (reasons) {
       why << "expected rows per expert T*slots/E = " << per_expert;
       if (d->family == TileFamily::kSwapAB && per_expert <= 16)
@@ -272,8 +275,7 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
 bool weights_stream_once(const MoeProblem& p) {
 #if defined(FUSEDMOE_WITH_CUDA)
   if (p.num_tokens > 256 || p.num_experts <= 0) return false;
-  const double per_expert = static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts;
-  return auto_tiles(p).tokens_tile >= tile_headroom(p) * per_expert;
+  return auto_tiles(p).tokens_tile >= tile_headroom(p) * rows_per_expert(p);
 #else
   (void)p;
   return false;
