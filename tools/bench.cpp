@@ -866,6 +866,7 @@ int cmd_bench(int argc, char** argv) {
   bool scales = false;            // --scales: layer suite, FP8 block cases also with row-order activation scales
   bool gather = false;            // --gather: layer suite, also each case with gathered GEMM1 rows forced on and off
   bool front = false;             // --front: layer suite, also each case with the fused front forced on and off
+                                  // (with --gather also both forced on)
   bool splitk = false;            // --splitk: layer suite, also each case without split-K
   bool balanced = false;          // --balanced: layer suite, also the balanced GEMM2 schedule forced each way
   bool dense = false;             // --dense: the Swap-AB GEMMs' dense instances forced each way
@@ -998,6 +999,10 @@ int cmd_bench(int argc, char** argv) {
     if (front) {  // route + plan in the fused front kernel, forced each way
       add("front fused", &fusedmoe::ForwardOptions::fuse_front, Toggle::kOn);
       add("front separate", &fusedmoe::ForwardOptions::fuse_front, Toggle::kOff);
+    }
+    if (front && gather) {  // both: the fused front quantising x in token order, GEMM1 gathering it
+      add("front fused + gather on", &fusedmoe::ForwardOptions::fuse_front, Toggle::kOn);
+      variants.back().options.gather_rows = Toggle::kOn;
     }
     if (staged) add("staged off", &fusedmoe::ForwardOptions::staged_epilogue, Toggle::kOff);
     if (evict) {
