@@ -37,6 +37,8 @@ namespace {
 // Up to this many tokens, quantised activations go through the separate dispatch kernels (see
 // the fuse_front rule in resolve()).
 constexpr int64_t kFrontSeparateQuantMaxTokens = 16;
+// Row-scaled FP8 gathers its e4m3 rows (GEMM1) behind the fused front up to this many tokens.
+constexpr int64_t kFp8GatherMaxTokens = 128;
 // The dynamic balanced GEMM2 (BF16), measured up to this many tokens (session 17, call 5).
 constexpr int64_t kBalancedMaxTokens = 256;
 
@@ -57,7 +59,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                    : "auto: > 256 tokens, no gain measured");
   r.staged_epilogue = pick("staged_epilogue", o.staged_epilogue, true, "auto: measured faster at prefill");
   // FP8 (session 45): x quantised in token order (T rows instead of T*k) and GEMM1 gathering its
-  // e4m3 rows, on the Swap-AB tiles (forward() keeps the permuted rows on normal tiles); forced only
+  // e4m3 rows, on the Swap-AB tiles (forward() keeps the permuted rows on normal tiles); auto only
+  // for row-scaled FP8 behind the fused front (fp8_gather_auto below, session 54); else forced
   // (ForwardOptions::gather_rows = kOn): H200, session 47 call 1 (two rounds, on / off interleaved,
   // 1-256 tokens, four FP8 cases, packed weights) slower at 13 of 16 points, by up to 33 %
   // (dsv3-tp8-fp8b at 256 tokens 361.5 -> 481.7 us; at 16 tokens 148.0 -> 168.4; the gathering
@@ -89,30 +92,57 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // faster on 11 of 12 points (qwen235-tp8-fp8c 64 tokens 101.1 -> 97.4 us, qwen235-tp4-fp8b 32
   // 155.1 -> 150.2; dsv4f-tp4-fp8b at 32 +0.5 %); at 1-16 tokens mixed (-5.3 % to +6.1 %). Hence
   // separate only up to 16 tokens.
-  const bool front_auto = p.quant.act == ActQuant::kNone || p.num_tokens > kFrontSeparateQuantMaxTokens;
-  r.fuse_front = pick("fuse_front", o.fuse_front, front_auto,
-                      front_auto ? "auto: route + plan in one kernel at small token counts"
-                                 : "auto: off with quantised x up to 16 tokens (the quantiser between the plan and "
-                                   "GEMM1 lets GEMM1 prefetch weights; measured)");
   const double wbytes = p.quant.weight.format == WeightFormat::kFP8E4M3 ? 1.0 : 2.0;
   const double expert_bytes =
       wbytes * (double(p.activation.gemm1_rows(p.intermediate)) * p.hidden + double(p.hidden) * p.intermediate);
   const double touched_experts = std::min<double>(double(p.local_experts()), double(p.num_tokens) * p.top_k()) +
                                  p.num_shared_experts;
+  // Small experts or few touched weights: the layer is latency-bound (the BF16 gather rule below).
+  const bool small_layer = touched_experts * expert_bytes <= 400e6 || expert_bytes <= 6e6;
+  // Row-scaled FP8 (per-tensor or per-channel weights, per-token or static per-tensor x) from
+  // logits up to 128 tokens: the fused front quantises x in token order and GEMM1 gathers its e4m3
+  // rows, one kernel before GEMM1 instead of router + plan + permute/quantise. H100, session 54
+  // call 1 (qwen235-tp8-fp8c / fp8t, each switch forced each way and both on, one run): the pair
+  // faster than the old defaults at every point of 1-128 tokens, fp8c 1 / 4 / 16 / 32 / 64 / 128
+  // tokens 23.16 -> 19.40 / 40.74 -> 37.64 / 87.23 -> 81.50 / 113.10 -> 112.21 / 119.32 -> 118.56 /
+  // 140.08 -> 133.77 us (fp8t alike: 16 tokens 88.12 -> 82.68); either switch alone gains little
+  // up to 16 tokens. The block-scaled cases lose with gathered rows (session 47: the pair and dense
+  // instances their GEMM1 gives up) and keep the permute. 256 tokens: 2 % slower in session 47
+  // (fp8c), not taken.
+  const bool fp8_row_scaled = fp8_gather_ok &&
+                              (p.quant.weight.granularity == ScaleGranularity::kPerTensor ||
+                               p.quant.weight.granularity == ScaleGranularity::kPerChannel) &&
+                              (p.quant.act == ActQuant::kPerToken || p.quant.act == ActQuant::kPerTensorStatic);
+  const bool fp8_gather_auto = fp8_row_scaled && reads_logits(p.router.kind) &&
+                               p.num_tokens <= kFp8GatherMaxTokens && small_layer;
+  const bool front_auto =
+      p.quant.act == ActQuant::kNone || p.num_tokens > kFrontSeparateQuantMaxTokens || fp8_gather_auto;
+  r.fuse_front = pick("fuse_front", o.fuse_front, front_auto,
+                      front_auto ? (p.quant.act != ActQuant::kNone && p.num_tokens <= kFrontSeparateQuantMaxTokens
+                                        ? "auto: route + plan + x quantised in token order in one kernel (row-scaled "
+                                          "FP8 with gathered rows; measured)"
+                                        : "auto: route + plan in one kernel at small token counts")
+                                 : "auto: off with quantised x up to 16 tokens (the quantiser between the plan and "
+                                   "GEMM1 lets GEMM1 prefetch weights; measured)");
   // Also with any router for small experts (<= 6 MB of weights each; qwen235-tp8's 4.7 MB: 1-4 %
   // faster at 4-256 tokens with and without the router, call 5; 9-13 MB experts were mixed).
   // Precomputed ids up to 16 tokens also run in the fused front (session 15).
   const bool fused_front = r.fuse_front && (reads_logits(p.router.kind) ||
                                             (p.router.kind == RouterKind::kPrecomputed && p.num_tokens <= 16));
-  const bool gather_auto = gather_ok && !fp8_gather_ok && p.num_tokens <= 256 &&
-                           ((fused_front && touched_experts * expert_bytes <= 400e6) || expert_bytes <= 6e6);
+  const bool bf16_gather_auto = gather_ok && !fp8_gather_ok && p.num_tokens <= 256 &&
+                                ((fused_front && touched_experts * expert_bytes <= 400e6) || expert_bytes <= 6e6);
+  const bool fp8_gather = fp8_gather_auto && fused_front;
+  const bool gather_auto = bf16_gather_auto || fp8_gather;
   r.gather_rows = pick("gather_rows", o.gather_rows, gather_auto,
-                       gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits (or precomputed ids up to 16 "
-                                     "tokens: the fused front), or experts of "
-                                     "<= 6 MB (measured)"
-                                   : !gather_ok ? "auto: off (quantised x or weights on the input: not applicable)"
-                                   : fp8_gather_ok ? "auto: off for FP8 (gathered e4m3 rows measured slower at 13 of 16 decode points; kOn runs them)"
-                                                : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
+                       bf16_gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits (or precomputed ids up to 16 "
+                                          "tokens: the fused front), or experts of "
+                                          "<= 6 MB (measured)"
+                       : fp8_gather     ? "auto: row-scaled FP8 from logits up to 128 tokens, the fused front quantising x in "
+                                          "token order (measured)"
+                       : !gather_ok     ? "auto: off (quantised x or weights on the input: not applicable)"
+                       : fp8_gather_ok  ? "auto: off for this FP8 layer (gathered e4m3 rows measured faster only row-scaled "
+                                          "from logits up to 128 tokens behind the fused front; slower on block scales)"
+                                        : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
                   gather_ok;
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)
     *why << "    (not applicable: weights on the input, or a weight format without gathered rows)\n";

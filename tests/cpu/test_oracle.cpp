@@ -323,8 +323,8 @@ TEST(Oracle, DenseSwapAbSwitch) {
 }
 
 // ForwardOptions::gather_rows' auto rule (moe.cpp resolve): on at decode from a logits router with
-// <= 400 MB of touched expert weights, or for experts of <= 6 MB; off otherwise and for quantised
-// activations; a forced value wins where gathering applies.
+// <= 400 MB of touched expert weights, or for experts of <= 6 MB; for quantised activations only
+// row-scaled FP8 from logits up to 128 tokens; a forced value wins where gathering applies.
 // ForwardOptions::cutlass_gemm2 (auto off, measured slower: session 22): forced on where the CUTLASS
 // backend runs a BF16 layer, GEMM1 on the grouped backend's normal tiles with gathered rows, GEMM2 on
 // CUTLASS; explain() names both kernels; not applicable to FP8 or weights on the input.
@@ -421,8 +421,35 @@ TEST(Oracle, GatherRowsAutoRule) {
   EXPECT_TRUE(fm::resolve_options(pre, o).gather_rows);   // small experts, any router
   fm::MoeProblem q = bf16("qwen235-tp8", 1);
   q.quant = fm::QuantScheme::fp8_per_channel();
-  EXPECT_FALSE(fm::resolve_options(q, o).gather_rows);  // FP8: forced only until measured (session 45)
-  EXPECT_NE(fm::resolve_options(q, o).why.find("gather_rows: off (auto: off for FP8"), std::string::npos);
+  // Row-scaled FP8 from logits up to 128 tokens (session 54): the fused front quantises x in token
+  // order and GEMM1 gathers its e4m3 rows.
+  for (int64_t t : {1, 4, 16, 17, 64, 128}) {
+    fm::MoeProblem r = q;
+    r.num_tokens = r.max_tokens = t;
+    EXPECT_TRUE(fm::resolve_options(r, o).gather_rows) << t;
+    EXPECT_TRUE(fm::resolve_options(r, o).fuse_front) << t;
+    r.quant = fm::QuantScheme::fp8_per_tensor(false);  // static per-tensor x: also row-scaled
+    EXPECT_TRUE(fm::resolve_options(r, o).gather_rows) << t;
+    EXPECT_TRUE(fm::resolve_options(r, o).fuse_front) << t;
+  }
+  EXPECT_NE(fm::resolve_options(q, o).why.find("gather_rows: on (auto: row-scaled FP8"), std::string::npos);
+  {
+    fm::MoeProblem r = q;
+    r.num_tokens = r.max_tokens = 256;  // 2 % slower in session 47
+    EXPECT_FALSE(fm::resolve_options(r, o).gather_rows);
+    r.num_tokens = r.max_tokens = 16;
+    r.quant = fm::QuantScheme::fp8_per_tensor(true);  // dynamic per-tensor x: a pass over x first
+    EXPECT_FALSE(fm::resolve_options(r, o).gather_rows);
+    EXPECT_FALSE(fm::resolve_options(r, o).fuse_front);
+    r.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);  // block scales: the permute
+    EXPECT_FALSE(fm::resolve_options(r, o).gather_rows);
+    EXPECT_FALSE(fm::resolve_options(r, o).fuse_front);
+    EXPECT_NE(fm::resolve_options(r, o).why.find("gather_rows: off (auto: off for this FP8 layer"), std::string::npos);
+    r.quant = fm::QuantScheme::fp8_per_channel();
+    fm::ForwardOptions separate;
+    separate.fuse_front = fm::Toggle::kOff;  // gathered e4m3 rows only behind the fused front
+    EXPECT_FALSE(fm::resolve_options(r, separate).gather_rows);
+  }
   {
     fm::ForwardOptions g_on;
     g_on.gather_rows = fm::Toggle::kOn;
@@ -433,11 +460,13 @@ TEST(Oracle, GatherRowsAutoRule) {
     b.router.weight_on_input = true;  // routed and shared rows would differ: not applicable
     EXPECT_FALSE(fm::resolve_options(b, g_on).gather_rows);
   }
-  // The fused front: on, except quantised x up to 16 tokens (GEMM1's early weights; session 36).
-  EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
+  // The fused front: on, except quantised x up to 16 tokens (GEMM1's early weights; session 36)
+  // where GEMM1 does not gather (row-scaled FP8 from logits, above).
+  EXPECT_TRUE(fm::resolve_options(q, o).fuse_front);
   EXPECT_TRUE(fm::resolve_options(pre, o).fuse_front);
   q.router = fm::RouterConfig::precomputed(q.router.top_k);
   EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
+  EXPECT_FALSE(fm::resolve_options(q, o).gather_rows);  // precomputed ids: not measured
   q.num_tokens = q.max_tokens = 16;
   EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
   q.num_tokens = q.max_tokens = 17;
