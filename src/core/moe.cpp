@@ -172,7 +172,13 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   const int64_t groups = p.local_experts() + p.num_shared_experts;
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
   const bool fp8_weights = p.quant.weight.format == WeightFormat::kFP8E4M3;
-  const bool balanced_auto = bf16_weights && 4 * rows > groups && p.num_tokens <= kBalancedMaxTokens;
+  // Row-scaled FP8 behind the fused front with gathered rows (fp8_gather): the static ranges where
+  // the kernel's rule takes them (chained tiles, rows in (experts / 4, experts]: qwen235-tp8 at
+  // 5-16 tokens). H100, session 54 call 3 (forced each way, one run): 16 tokens fp8c 81.95 -> 80.56
+  // us, fp8t 83.19 -> 81.56; call 4 (two rounds, 6-16 tokens): see bench/results/2026-12-06_session54.
+  const bool fp8_balanced = fp8_gather && r.gather_rows;
+  const bool balanced_auto =
+      (bf16_weights && 4 * rows > groups && p.num_tokens <= kBalancedMaxTokens) || fp8_balanced;
   r.balanced_gemm2 = pick("balanced_gemm2", o.balanced_gemm2, balanced_auto,
                           !(bf16_weights || fp8_weights) ? "auto: off (BF16 and FP8 weights only)"
                           : bf16_weights
@@ -181,8 +187,11 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                                  "split-K, short reductions (under 4 ring lengths), chained unless rows exceed the "
                                                  "experts (measured)"
                                                : "auto: off (rows up to a quarter of the experts, or > 256 tokens; measured)")
-                          : "auto: off (FP8: the raster measured faster than the static ranges at 8 of 17 points "
-                            "within (experts / 4, experts] rows, 1-9 %, slower at 3, 0.8-3.3 %)") &&
+                          : fp8_balanced
+                              ? "auto: requested, static ranges (row-scaled FP8 with gathered rows; the kernel runs them "
+                                "for chained tiles with rows in (experts / 4, experts]; measured)"
+                              : "auto: off (FP8: the raster measured faster than the static ranges at 8 of 17 points "
+                                "within (experts / 4, experts] rows, 1-9 %, slower at 3, 0.8-3.3 %)") &&
                      (bf16_weights || fp8_weights);
   // FP8 GEMM1 on the balanced schedule's static ranges (the kernel runs it for Swap-AB tiles without
   // split-K).

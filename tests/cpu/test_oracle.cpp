@@ -248,8 +248,8 @@ TEST(Oracle, BalancedGemm2AutoRule) {
   off.balanced_gemm2 = fm::Toggle::kOff;
   EXPECT_FALSE(fm::resolve_options(bf16("qwen235-tp8", 16), off).balanced_gemm2);
   fm::MoeProblem q = bf16("qwen235-tp8", 16);
-  q.quant = fm::QuantScheme::fp8_per_channel();
-  EXPECT_FALSE(fm::resolve_options(q, o).balanced_gemm2);  // FP8 weights: the raster (measured)
+  q.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  EXPECT_FALSE(fm::resolve_options(q, o).balanced_gemm2);  // block FP8: the raster (measured)
   EXPECT_TRUE(fm::resolve_options(q, on).balanced_gemm2);
   EXPECT_FALSE(fm::resolve_options(q, off).balanced_gemm2);
   q.num_tokens = q.max_tokens = 64;
@@ -433,6 +433,16 @@ TEST(Oracle, GatherRowsAutoRule) {
     EXPECT_TRUE(fm::resolve_options(r, o).fuse_front) << t;
   }
   EXPECT_NE(fm::resolve_options(q, o).why.find("gather_rows: on (auto: row-scaled FP8"), std::string::npos);
+  // and GEMM2's static balanced ranges requested (the kernel's rule decides where they run)
+  EXPECT_TRUE(fm::resolve_options(q, o).balanced_gemm2);
+  {
+    fm::MoeProblem b = q;
+    b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+    EXPECT_FALSE(fm::resolve_options(b, o).balanced_gemm2);
+    fm::ForwardOptions g_off;
+    g_off.gather_rows = fm::Toggle::kOff;
+    EXPECT_FALSE(fm::resolve_options(q, g_off).balanced_gemm2);  // measured with gathered rows only
+  }
   {
     fm::MoeProblem r = q;
     r.num_tokens = r.max_tokens = 256;  // 2 % slower in session 47
