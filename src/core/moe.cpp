@@ -172,11 +172,13 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   const int64_t groups = p.local_experts() + p.num_shared_experts;
   const bool bf16_weights = p.quant.weight.format == WeightFormat::kBF16;
   const bool fp8_weights = p.quant.weight.format == WeightFormat::kFP8E4M3;
-  // Row-scaled FP8 behind the fused front with gathered rows (fp8_gather): the static ranges where
-  // the kernel's rule takes them (chained tiles, rows in (experts / 4, experts]: qwen235-tp8 at
-  // 5-16 tokens). H100, session 54 call 3 (forced each way, one run): 16 tokens fp8c 81.95 -> 80.56
-  // us, fp8t 83.19 -> 81.56; call 4 (two rounds, 6-16 tokens): see bench/results/2026-12-06_session54.
-  const bool fp8_balanced = fp8_gather && r.gather_rows;
+  // Row-scaled FP8 behind the fused front with gathered rows (fp8_gather): the static ranges from
+  // rows above 3/4 of the experts (the kernel's rule then runs them for chained tiles up to rows =
+  // experts: qwen235-tp8 at 13-16 tokens). H100, session 54, forced each way: 16 tokens faster in
+  // three runs (call 3: fp8c 81.95 -> 80.56 us, fp8t 83.19 -> 81.56; call 4, two rounds: fp8c
+  // 81.22 / 80.61 -> 79.24 / 79.05, fp8t 81.07 / 81.83 -> 79.78 / 80.08), 12 tokens level
+  // (+-0.7 %), 6-8 tokens slower (fp8c 1.6 %, fp8t 7-8 %: 54.68 -> 59.01 us at 8).
+  const bool fp8_balanced = fp8_gather && r.gather_rows && 4 * rows > 3 * groups;
   const bool balanced_auto =
       (bf16_weights && 4 * rows > groups && p.num_tokens <= kBalancedMaxTokens) || fp8_balanced;
   r.balanced_gemm2 = pick("balanced_gemm2", o.balanced_gemm2, balanced_auto,
@@ -188,8 +190,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                                  "experts (measured)"
                                                : "auto: off (rows up to a quarter of the experts, or > 256 tokens; measured)")
                           : fp8_balanced
-                              ? "auto: requested, static ranges (row-scaled FP8 with gathered rows; the kernel runs them "
-                                "for chained tiles with rows in (experts / 4, experts]; measured)"
+                              ? "auto: requested, static ranges (row-scaled FP8 with gathered rows, rows above 3/4 of "
+                                "the experts; the kernel runs them for chained tiles up to rows = experts; measured)"
                               : "auto: off (FP8: the raster measured faster than the static ranges at 8 of 17 points "
                                 "within (experts / 4, experts] rows, 1-9 %, slower at 3, 0.8-3.3 %)") &&
                      (bf16_weights || fp8_weights);

@@ -433,15 +433,24 @@ TEST(Oracle, GatherRowsAutoRule) {
     EXPECT_TRUE(fm::resolve_options(r, o).fuse_front) << t;
   }
   EXPECT_NE(fm::resolve_options(q, o).why.find("gather_rows: on (auto: row-scaled FP8"), std::string::npos);
-  // and GEMM2's static balanced ranges requested (the kernel's rule decides where they run)
-  EXPECT_TRUE(fm::resolve_options(q, o).balanced_gemm2);
+  // and GEMM2's static balanced ranges requested from rows above 3/4 of the experts (the kernel's
+  // rule decides where they run)
+  EXPECT_FALSE(fm::resolve_options(q, o).balanced_gemm2);  // 1 token
+  for (int64_t t : {8, 12, 13, 16}) {
+    fm::MoeProblem r = q;
+    r.num_tokens = r.max_tokens = t;
+    EXPECT_EQ(fm::resolve_options(r, o).balanced_gemm2, t >= 13) << t;  // 8 x t rows, 128 experts
+  }
   {
     fm::MoeProblem b = q;
     b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
     EXPECT_FALSE(fm::resolve_options(b, o).balanced_gemm2);
     fm::ForwardOptions g_off;
     g_off.gather_rows = fm::Toggle::kOff;
-    EXPECT_FALSE(fm::resolve_options(q, g_off).balanced_gemm2);  // measured with gathered rows only
+    fm::MoeProblem r = q;
+    r.num_tokens = r.max_tokens = 16;
+    EXPECT_TRUE(fm::resolve_options(r, o).balanced_gemm2);
+    EXPECT_FALSE(fm::resolve_options(r, g_off).balanced_gemm2);  // measured with gathered rows only
   }
   {
     fm::MoeProblem r = q;
