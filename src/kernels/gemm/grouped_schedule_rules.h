@@ -59,7 +59,9 @@ FM_HD uint32_t balanced_range_start(uint32_t items, uint32_t b, uint32_t g) {
 // layer ran FP8 with static ranges. Session 37 (schedule inlined, forced each way, two runs): the
 // FP8 raster faster than the static ranges at 8 of the 17 points this rule takes (1-9 %), slower at
 // 3 (0.8-3.3 %), and the dynamic form 7.4 % slower: the layer asks FP8 for neither (resolve(),
-// src/core/moe.cpp); forced, the static ranges run.
+// src/core/moe.cpp), except row-scaled FP8 with gathered rows from rows above 3/4 of the experts
+// (session 54: 16 tokens 2 % faster on qwen235-tp8-fp8c / fp8t, 6-8 tokens slower); forced, the
+// static ranges run.
 // (GroupedGemmArgs::balanced and ForwardOptions::balanced_gemm2 force it either way; bench --balanced.)
 // Session 20 (raster-only kernels, call 2 and 3): the dynamic form only for short reductions
 // (k_tiles < 4 x stages, choose_tiles_per_cta's chaining bound: GEMM2 of dsv3 / qwen3 / dsv4f). On
