@@ -61,8 +61,11 @@ struct ForwardOptions {
   // instead of a permuted copy of x: one launch and one pass over T*k rows fewer. Same values; not
   // with weight-on-input routers. BF16: auto on at decode where measured faster (explain() says
   // why). FP8 weights (session 45): x is quantised in token order (T rows) and GEMM1 gathers its
-  // e4m3 rows, on the Swap-AB tiles only (normal tiles keep the permuted rows); auto off, kOn
-  // runs it (built and CPU-tested, not yet measured on a GPU; bench --gather).
+  // e4m3 rows, on the Swap-AB tiles only (normal tiles keep the permuted rows). Auto on for
+  // row-scaled FP8 (per-tensor / per-channel weights, per-token or static per-tensor x) from a
+  // logits router up to 128 tokens, the fused front quantising x (H100, session 54: qwen235-tp8
+  // FP8 4-16 % faster at 1-16 tokens, 1-5 % at 32-128); off for block scales (measured slower,
+  // session 47) and at 256 tokens; kOn runs it wherever it applies (bench --gather).
   Toggle gather_rows = Toggle::kAuto;
   // Grouped backend (BF16 and FP8 GEMMs): the expert weights load with the L2 policy evict_first
   // instead of evict_normal, so that they do not push out H, the expert outputs and the activations.
@@ -87,7 +90,8 @@ struct ForwardOptions {
   // separate kernels put the quantiser between the plan and GEMM1, which lets GEMM1 stream its
   // first weight stages early (H200, session 15: dsv3-tp8-fp8b with the router 41.7 vs 50.7 us at
   // 1 token; bench --front). At 17-64 tokens the fused front measured faster (session 36: up to
-  // 4.4 %).
+  // 4.4 %). Row-scaled FP8 where GEMM1 gathers its rows (gather_rows' auto above): on from 1 token,
+  // the front quantising x in token order (one kernel before GEMM1).
   Toggle fuse_front = Toggle::kAuto;
   // Swap-AB GEMMs split each weight tile's reduction over a thread-block cluster (up to 8 CTAs)
   // when their tiles would fill under half of the GPU's CTA slots (decode on few experts). The
@@ -100,8 +104,10 @@ struct ForwardOptions {
   // auto from a quarter as many rows (T x slots) as local experts up to 256 tokens, where rows exceed
   // the experts or the weight tiles are chained (H200, session 17: 1.2-20 us faster at 16-256 tokens
   // on every BF16 case but gptoss-tp1 at 64 tokens, slower at 1 token). FP8 takes equal static
-  // ranges, forced only (session 37: the raster 1-9 % faster at 8 of 17 points where the earlier
-  // rule took them, rows in (experts / 4, experts], slower at 3 by 0.8-3.3 %). bench --balanced.
+  // ranges: auto only for row-scaled FP8 with gathered rows, rows in (3/4 of the experts, experts]
+  // (session 54: qwen235-tp8 at 16 tokens 2 % faster, at 6-8 slower); else forced only (session
+  // 37: the raster 1-9 % faster at 8 of 17 points where the earlier rule took them, rows in
+  // (experts / 4, experts], slower at 3 by 0.8-3.3 %). bench --balanced.
   Toggle balanced_gemm2 = Toggle::kAuto;
   // FP8 Swap-AB GEMM1 on the same one-wave grid with equal static ranges of the active (token tile,
   // weight tile) items (token-order block scales included): each CTA runs a chain of tiles found on
