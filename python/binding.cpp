@@ -498,6 +498,7 @@ NB_MODULE(_fusedmoe, m) {
       .def_rw("backend", &fm::ForwardOptions::backend)
       .def_rw("tiles", &fm::ForwardOptions::tiles)
       .def_rw("tokens_tile", &fm::ForwardOptions::tokens_tile)
+      .def_rw("gemm2_tokens_tile", &fm::ForwardOptions::gemm2_tokens_tile)
       .def_rw("overlap_launches", &fm::ForwardOptions::overlap_launches)
       .def_rw("staged_epilogue", &fm::ForwardOptions::staged_epilogue)
       .def_rw("gather_rows", &fm::ForwardOptions::gather_rows)

@@ -874,6 +874,7 @@ int cmd_bench(int argc, char** argv) {
   bool pair = false;              // --pair: the FP8 Swap-AB pair instances forced each way
   bool pingpong = false;          // --pingpong: BF16 GEMM2 on the ping-pong normal tiles forced each way
   std::vector<int> tpcs1d;        // --tpc1d: ... GEMM1's weight tiles per CTA forced, on its dense instance
+  std::vector<int> tiles2;        // --tile2: ... GEMM2's own Swap-AB token tile forced (it must divide GEMM1's)
   bool balanced1 = false;         // --balanced1: ... the FP8 GEMM1's balanced schedule forced each way
   bool cutlass_gemm2 = false;     // --cutlass-gemm2: layer suite, also GEMM1 gathered on normal tiles + GEMM2 on CUTLASS, forced each way
   bool cutlass = false;           // --cutlass: layer suite, also each case on each backend (grouped, CUTLASS)
@@ -931,10 +932,10 @@ int cmd_bench(int argc, char** argv) {
       }
     }
     else if (a == "--trace-csv" && i + 1 < argc) trace = true, trace_path = argv[++i];
-    else if ((a == "--ksplits" || a == "--ksplits1" || a == "--tpc" || a == "--tpc1" || a == "--early" || a == "--early2" || a == "--tpc1d") && i + 1 < argc) {
+    else if ((a == "--ksplits" || a == "--ksplits1" || a == "--tpc" || a == "--tpc1" || a == "--early" || a == "--early2" || a == "--tpc1d" || a == "--tile2") && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');)
-        (a == "--tpc" ? tpcs : a == "--tpc1" ? tpcs1 : a == "--early" ? earlies : a == "--early2" ? earlies2 : a == "--tpc1d" ? tpcs1d : a == "--ksplits1" ? ksplits1 : ksplits)
+        (a == "--tpc" ? tpcs : a == "--tpc1" ? tpcs1 : a == "--early" ? earlies : a == "--early2" ? earlies2 : a == "--tpc1d" ? tpcs1d : a == "--tile2" ? tiles2 : a == "--ksplits1" ? ksplits1 : ksplits)
             .push_back(std::atoi(x.c_str()));
     }
     else if (a == "--cases" && i + 1 < argc) {
@@ -947,7 +948,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--fused-act] [--packed] [--hq] [--hs] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--skew uniform|zipf|onehot|bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--fused-act] [--packed] [--hq] [--hs] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--tile2 8,16] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--skew uniform|zipf|onehot|bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }
@@ -1088,6 +1089,12 @@ int cmd_bench(int argc, char** argv) {
       v.label = "gemm1 dense, tiles/cta " + std::to_string(k);
       v.options.gemm1_weight_tiles_per_cta = k;
       v.options.gemm1_dense_swapab = Toggle::kOn;
+      variants.push_back(v);
+    }
+    for (int k : tiles2) {  // GEMM2's own Swap-AB token tile (ForwardOptions::gemm2_tokens_tile)
+      TileVariant v;
+      v.label = "gemm2 tile " + std::to_string(k);
+      v.options.gemm2_tokens_tile = k;
       variants.push_back(v);
     }
     for (int k : earlies) {  // GEMM1's weight stages before the permute is done (ForwardOptions)

@@ -53,7 +53,7 @@ void usage() {
       "            (layer: also with each switch forced: PDL on/off, staged epilogue off, gathered GEMM1 rows\n"
       "            on/off, split-K off, balanced GEMM2 on/off, row-order FP8 scales, GEMM1 gathered + GEMM2 on\n"
       "            CUTLASS on/off; each backend forced: grouped, CUTLASS grouped GEMMs)\n"
-      "            [--ksplits 1,2] [--ksplits1 2,4] [--tpc 2] [--tpc1 3] [--tpc1d 2] [--early 0,3] [--early2 3] (layer: tuning overrides forced)\n"
+      "            [--ksplits 1,2] [--ksplits1 2,4] [--tpc 2] [--tpc1 3] [--tpc1d 2] [--tile2 16] [--early 0,3] [--early2 3] (layer: tuning overrides forced)\n"
       "            [--evict] (layer: the weights' L2 policy evict_first forced on / off)\n"
       "            [--stages] [--precomputed] (layer: per-stage times; from precomputed top-k)\n"
       "            [--trace] [--trace-csv F] [--cold-inputs] (layer: per-CTA GEMM timeline; inputs left\n"

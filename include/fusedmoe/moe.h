@@ -46,6 +46,12 @@ struct ForwardOptions {
   Backend backend = Backend::kAuto;  // an explicit choice always wins or fails with the reason
   TileFamily tiles = TileFamily::kAuto;
   int tokens_tile = 0;  // with tiles forced: kNormal 128; kSwapAB 8, 16, 32 or 64 (0 = default)
+  // GEMM2's own Swap-AB token tile (grouped backend; 0 = GEMM1's): a tile that divides GEMM1's
+  // (8, 16, 32 or 64; FP8 8, 16 or 32). The plan pads each expert's rows to GEMM1's tile, so GEMM2's
+  // smaller tiles cover the same rows (a tile wholly in an expert's padding does nothing). Same
+  // values. For tuning: built in session 54, not yet run on a GPU; on normal tiles not applicable
+  // (explain says so); any other value is refused (kInvalidArgument).
+  int gemm2_tokens_tile = 0;
   // Programmatic dependent launch between the layer's kernels: each kernel may be scheduled while
   // its predecessor finishes (its launch and set-up overlap the predecessor's tail) and waits on
   // the device for the predecessor's results. Same results either way; captured into CUDA graphs

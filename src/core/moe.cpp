@@ -395,6 +395,23 @@ bool fused_activation_runs(const MoeProblem& p, const ForwardOptions& o, const R
 
 // FP8 on the grouped backend: where H is quantised for GEMM2 (forward() and explain() agree on it).
 enum class HQuantStep { kPass, kGemm1Epilogue, kGemm2 };
+// ForwardOptions::gemm2_tokens_tile against GEMM1's tile: 0 keeps GEMM1's; on Swap-AB tiles a
+// tile that divides GEMM1's (FP8: 8, 16, 32), so that the rows padded to GEMM1's tile are whole
+// GEMM2 tiles; on normal tiles not applicable (GEMM1's tile, explain() says so).
+Status resolve_gemm2_tile(const MoeProblem& p, const ForwardOptions& o, TileFamily family, int tile1, int* tile2) {
+  *tile2 = tile1;
+  const int t = o.gemm2_tokens_tile;
+  if (t == 0 || family != TileFamily::kSwapAB) return Status::Ok();
+  const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
+  const bool known = t == 8 || t == 16 || t == 32 || (t == 64 && !fp8);
+  FM_REQUIRE(known && t <= tile1 && tile1 % t == 0, kInvalidArgument,
+             "ForwardOptions::gemm2_tokens_tile " << t << ": GEMM2's Swap-AB token tile must divide GEMM1's ("
+                                                  << tile1 << ") and be 8, 16, 32" << (fp8 ? "" : " or 64")
+                                                  << " (0: GEMM1's)");
+  *tile2 = t;
+  return Status::Ok();
+}
+
 HQuantStep h_quant_step(const MoeProblem& p, const ResolvedOptions& ro, TileFamily family, int tokens_tile) {
   const int n = static_cast<int>(p.intermediate);
   if (ro.fused_h_quant && kernels::fp8_gemm1_quantises_h(p.quant.act, tokens_tile, n)) return HQuantStep::kGemm1Epilogue;
@@ -713,6 +730,8 @@ Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, 
   }
   const TileFamily family = hybrid ? TileFamily::kNormal : d.family;
   const int tokens_tile = hybrid ? 128 : d.tokens_tile;
+  int gemm2_tile = tokens_tile;
+  FM_TRY(resolve_gemm2_tile(p, options, family, tokens_tile, &gemm2_tile));
   // (FP8: gathered e4m3 rows on the Swap-AB tiles only; on normal tiles the permuted rows, as
   // explain() says: a global kOn must not break the token counts that run normal tiles)
   const bool gather = (ro.gather_rows && (p.quant.weight.format != WeightFormat::kFP8E4M3 || family == TileFamily::kSwapAB)) ||
@@ -898,6 +917,9 @@ Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, 
     f.w_scale = static_cast<const float*>(t.w2_scale);
     f.queue = nullptr;  // (static ranges: the FP8 kernel's dynamic form measured no faster, session 17)
   }
+  // GEMM2's token tile (ForwardOptions::gemm2_tokens_tile; the rows stay padded to GEMM1's)
+  g.tokens_tile = gemm2_tile;
+  f.tokens_tile = gemm2_tile;
   e = fp8 ? kernels::launch_fp8_grouped_gemm2(f, stream) : kernels::launch_grouped_gemm2(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm2) return Status::Ok();
@@ -1060,21 +1082,31 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
 #if defined(FUSEDMOE_WITH_CUDA)
     if (d.chosen == Backend::kGrouped) {
       const char* g1 = kernels::grouped_gemm1_name(d.family, d.tokens_tile);
-      const char* g2 = kernels::grouped_gemm2_name(d.family, d.tokens_tile, ro.pingpong_gemm2 && d.family == TileFamily::kNormal);
+      int tile2 = d.tokens_tile;
+      const Status t2 = resolve_gemm2_tile(p, options, d.family, d.tokens_tile, &tile2);
+      if (!t2.ok()) os << "refused: " << t2.to_string() << "\n";
+      else if (options.gemm2_tokens_tile != 0 && d.family != TileFamily::kSwapAB)
+        os << "gemm2_tokens_tile: not applicable on normal tiles (GEMM2 runs GEMM1's)\n";
+      else if (tile2 != d.tokens_tile)
+        os << "GEMM2 token tile " << tile2 << " (forced by ForwardOptions::gemm2_tokens_tile; rows padded to " << d.tokens_tile
+           << ")\n";
+      const char* g2 = kernels::grouped_gemm2_name(d.family, tile2, ro.pingpong_gemm2 && d.family == TileFamily::kNormal);
       os << "kernels: " << (front_fused ? "fused route + plan (one launch, <= 256 tokens)" : "router, dispatch plan");
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
         const std::string tile = d.family == TileFamily::kSwapAB ? "swapab_64x" + std::to_string(d.tokens_tile)
                                                                  : std::string("128x128");
         const HQuantStep h = h_quant_step(p, ro, d.family, d.tokens_tile);
         const bool fp8_gather = ro.gather_rows && d.family == TileFamily::kSwapAB;  // (as forward())
+        const std::string same2 =
+            tile2 == d.tokens_tile ? std::string("the same") : "the same on swapab_64x" + std::to_string(tile2) + " tiles";
         os << (fp8_gather     ? ", e4m3 quantise in token order (GEMM1 gathers x's rows: no permute)"
                : ro.gather_rows ? ", permute + e4m3 quantise (gather_rows: not applicable on normal tiles)"
                                 : ", permute + e4m3 quantise")
            << ", sm90_fp8e4m3_grouped_gemm_" << tile << "x128" << (fp8_gather ? "_gather" : "") << " (GEMM1, "
            << to_string(p.quant.weight.granularity) << " scales"
-           << (h == HQuantStep::kGemm1Epilogue ? "; H quantised in its epilogue), the same (GEMM2)"
-               : h == HQuantStep::kGemm2     ? "), the same (GEMM2, quantising its token tiles' rows of H: _hs)"
-                                             : "), quantise the intermediate, the same (GEMM2)")
+           << (h == HQuantStep::kGemm1Epilogue ? "; H quantised in its epilogue), " + same2 + " (GEMM2)"
+               : h == HQuantStep::kGemm2     ? "), " + same2 + " (GEMM2, quantising its token tiles' rows of H: _hs)"
+                                             : "), quantise the intermediate, " + same2 + " (GEMM2)")
            << ", combine\n";
       }
       else

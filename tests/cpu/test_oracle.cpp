@@ -71,6 +71,39 @@ TEST(Oracle, Fp8SchemesAreChosen) {
 #endif
 
 #if defined(FUSEDMOE_WITH_CUDA)
+// ForwardOptions::gemm2_tokens_tile (session 54): explain() names GEMM2's own Swap-AB tile when it
+// divides GEMM1's, says "refused" with the reason otherwise, and "not applicable" on normal tiles.
+TEST(Oracle, Gemm2TokenTileExplained) {
+  fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
+  p.quant = fm::QuantScheme::fp8_per_channel();
+  p.num_tokens = p.max_tokens = 256;
+  fm::ForwardOptions o;
+  o.backend = fm::Backend::kGrouped;
+  o.tiles = fm::TileFamily::kSwapAB;
+  o.tokens_tile = 32;
+  o.gemm2_tokens_tile = 16;
+  std::string ex = fm::explain(p, o);
+  EXPECT_NE(ex.find("GEMM2 token tile 16 (forced by ForwardOptions::gemm2_tokens_tile; rows padded to 32)"),
+            std::string::npos) << ex;
+  EXPECT_NE(ex.find("the same on swapab_64x16 tiles (GEMM2"), std::string::npos) << ex;
+  for (const int bad : {64, 24, -8}) {  // FP8 Swap-AB tiles are 8, 16, 32; 24 does not divide 32
+    o.gemm2_tokens_tile = bad;
+    ex = fm::explain(p, o);
+    EXPECT_NE(ex.find("refused: invalid argument: ForwardOptions::gemm2_tokens_tile"), std::string::npos) << bad << "\n" << ex;
+  }
+  p.quant = fm::QuantScheme::bf16();
+  o.tokens_tile = 64;
+  o.gemm2_tokens_tile = 32;  // BF16 has a 64-row Swap-AB tile
+  ex = fm::explain(p, o);
+  EXPECT_NE(ex.find("GEMM2 token tile 32"), std::string::npos) << ex;
+  o.tiles = fm::TileFamily::kNormal;
+  o.tokens_tile = 0;
+  ex = fm::explain(p, o);
+  EXPECT_NE(ex.find("gemm2_tokens_tile: not applicable on normal tiles"), std::string::npos) << ex;
+}
+#endif
+
+#if defined(FUSEDMOE_WITH_CUDA)
 // The CUTLASS grouped-GEMM backend: chosen at prefill for BF16 layers, forced or refused with the
 // reason otherwise; explain() names its kernels.
 TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {

@@ -641,6 +641,61 @@ void check_swapab_switch(const std::vector<fm::MoeProblem>& bases, fm::ForwardOp
   }
 }
 
+// GEMM2 on its own Swap-AB token tile (ForwardOptions::gemm2_tokens_tile, session 54) inside the
+// rows padded to GEMM1's tile: against the reference and bitwise against GEMM2 on GEMM1's tile, for
+// BF16 (64 -> 32 too), FP8 per-channel (H quantised by GEMM2 itself where it applies) and 128x128
+// blocks with UE8M0 scales, at 3 / 40 / 200 tokens (uniform and Zipf); values that do not divide
+// GEMM1's tile are refused before any launch.
+TEST(Forward, Gemm2TokenTile) {
+  fm::MoeProblem b16 = small_problem(64, 4, 256, 512);
+  fm::MoeProblem f8c = small_problem(32, 6, 192, 448);
+  f8c.quant = fm::QuantScheme::fp8_per_channel();
+  fm::MoeProblem f8b = small_problem(64, 4, 256, 640);
+  f8b.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  int variant = 0;
+  for (const fm::MoeProblem& base : {b16, f8c, f8b}) {
+    const bool fp8 = base.quant.weight.format == fm::WeightFormat::kFP8E4M3;
+    std::vector<std::pair<int, int>> tiles = {{32, 16}, {32, 8}, {16, 8}};
+    if (!fp8) tiles.push_back({64, 32});
+    for (const auto& [t1, t2] : tiles) {
+      fm::ForwardOptions on, off;
+      on.backend = off.backend = fm::Backend::kGrouped;
+      on.tiles = off.tiles = fm::TileFamily::kSwapAB;
+      on.split_k = off.split_k = fm::Toggle::kOff;
+      on.tokens_tile = off.tokens_tile = t1;
+      on.gemm2_tokens_tile = t2;
+      for (const int64_t t : {3, 40, 200}) {
+        const fm::testing::Skew skew = (variant++ % 2) ? fm::testing::Skew::kZipf : fm::testing::Skew::kUniform;
+        const std::string label = std::string(fp8 ? "fp8" : "bf16") + " gemm1 tile " + std::to_string(t1) +
+                                  ", gemm2 tile " + std::to_string(t2);
+        check_forward(base, t, on, label, skew);
+        fm::MoeProblem p = base;
+        p.num_tokens = p.max_tokens = t;
+        SCOPED_TRACE(label + " T=" + std::to_string(t));
+        Layer L;
+        upload(p, fm::gputest::test_seed(), skew, &L);
+        if (::testing::Test::HasFatalFailure()) return;
+        expect_same_bits(p, L, off, on, "GEMM2 on its own token tile differs from GEMM2 on GEMM1's");
+      }
+    }
+  }
+  fm::MoeProblem p = f8c;
+  p.num_tokens = p.max_tokens = 40;
+  Layer L;
+  upload(p, fm::gputest::test_seed(), fm::testing::Skew::kUniform, &L);
+  if (::testing::Test::HasFatalFailure()) return;
+  for (const int bad : {32, 24, 64, -8}) {
+    fm::ForwardOptions o;
+    o.backend = fm::Backend::kGrouped;
+    o.tiles = fm::TileFamily::kSwapAB;
+    o.tokens_tile = 16;
+    o.gemm2_tokens_tile = bad;
+    const fm::Status st = fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, o);
+    EXPECT_EQ(st.code(), fm::StatusCode::kInvalidArgument) << bad << ": " << st.to_string();
+    EXPECT_NE(st.to_string().find("gemm2_tokens_tile"), std::string::npos) << st.to_string();
+  }
+}
+
 // The dense Swap-AB instances (ForwardOptions::dense_swapab: 3-4 CTAs per SM, fewer stages), BF16
 // and FP8 (128x128 blocks with UE8M0 scales, per-channel): against the 2-CTA instances.
 TEST(Forward, DenseSwapAb) {
