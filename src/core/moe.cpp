@@ -97,8 +97,10 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
       wbytes * (double(p.activation.gemm1_rows(p.intermediate)) * p.hidden + double(p.hidden) * p.intermediate);
   const double touched_experts = std::min<double>(double(p.local_experts()), double(p.num_tokens) * p.top_k()) +
                                  p.num_shared_experts;
-  // Small experts or few touched weights: the layer is latency-bound (the BF16 gather rule below).
-  const bool small_layer = touched_experts * expert_bytes <= 400e6 || expert_bytes <= 6e6;
+  // Few touched weights or small experts: the layer is latency-bound (the gather rules below).
+  const bool few_touched = touched_experts * expert_bytes <= 400e6;
+  const bool small_experts = expert_bytes <= 6e6;
+  const bool small_layer = few_touched || small_experts;
   // Row-scaled FP8 (per-tensor or per-channel weights, per-token or static per-tensor x) from
   // logits up to 128 tokens: the fused front quantises x in token order and GEMM1 gathers its e4m3
   // rows, one kernel before GEMM1 instead of router + plan + permute/quantise. H100, session 54
@@ -129,8 +131,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // Precomputed ids up to 16 tokens also run in the fused front (session 15).
   const bool fused_front = r.fuse_front && (reads_logits(p.router.kind) ||
                                             (p.router.kind == RouterKind::kPrecomputed && p.num_tokens <= 16));
-  const bool bf16_gather_auto = gather_ok && !fp8_gather_ok && p.num_tokens <= 256 &&
-                                ((fused_front && touched_experts * expert_bytes <= 400e6) || expert_bytes <= 6e6);
+  const bool bf16_gather_auto =
+      gather_ok && !fp8_gather_ok && p.num_tokens <= 256 && ((fused_front && few_touched) || small_experts);
   const bool fp8_gather = fp8_gather_auto && fused_front;
   const bool gather_auto = bf16_gather_auto || fp8_gather;
   r.gather_rows = pick("gather_rows", o.gather_rows, gather_auto,
@@ -875,6 +877,9 @@ Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, 
   g.w_packed = packed ? t.w2_packed : nullptr;
   g.bias = p.has_expert_bias ? t.b2 : nullptr;
   g.out = expert_out;
+  // GEMM2's token tile (ForwardOptions::gemm2_tokens_tile; the rows stay padded to GEMM1's; FP8's
+  // arguments copy it below)
+  g.tokens_tile = gemm2_tile;
   // balanced schedule: forced, the kernel's rule (rows_hint, chained tiles), or off; BF16 runs it
   // dynamic (the counter), FP8 with static ranges (measured, grouped_schedule.cuh)
   g.balanced = options.balanced_gemm2 == Toggle::kOn ? 1 : ro.balanced_gemm2 ? 0 : -1;
@@ -917,9 +922,6 @@ Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, 
     f.w_scale = static_cast<const float*>(t.w2_scale);
     f.queue = nullptr;  // (static ranges: the FP8 kernel's dynamic form measured no faster, session 17)
   }
-  // GEMM2's token tile (ForwardOptions::gemm2_tokens_tile; the rows stay padded to GEMM1's)
-  g.tokens_tile = gemm2_tile;
-  f.tokens_tile = gemm2_tile;
   e = fp8 ? kernels::launch_fp8_grouped_gemm2(f, stream) : kernels::launch_grouped_gemm2(g, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm2) return Status::Ok();

@@ -148,6 +148,13 @@ Status check_ptr(const void* ptr, const char* name, size_t align) {
   return Status::Ok();
 }
 
+// A row stride in elements: 0 (dense rows) or a multiple of 8 that is >= K.
+Status check_row_stride(int64_t stride, const char* name, int64_t hidden) {
+  FM_REQUIRE(stride == 0 || (stride >= hidden && stride % 8 == 0), kMisaligned,
+             name << " (" << stride << ") must be 0 or a multiple of 8 that is >= K (" << hidden << ")");
+  return Status::Ok();
+}
+
 }  // namespace
 
 namespace detail {
@@ -161,9 +168,7 @@ Status validate_front(const MoeProblem& p, const MoeTensors& t) {
     // (optional outputs: checked for alignment where given)
     if (t.out_topk_ids != nullptr) FM_TRY(check_ptr(t.out_topk_ids, "out_topk_ids", 4));
     if (t.out_topk_weights != nullptr) FM_TRY(check_ptr(t.out_topk_weights, "out_topk_weights", 4));
-    FM_REQUIRE(t.x_row_stride == 0 || (t.x_row_stride >= p.hidden && t.x_row_stride % 8 == 0), kMisaligned,
-               "x_row_stride (" << t.x_row_stride << ") must be 0 or a multiple of 8 that is >= K (" << p.hidden
-                                << ")");
+    FM_TRY(check_row_stride(t.x_row_stride, "x_row_stride", p.hidden));
     switch (r.kind) {
       case RouterKind::kPrecomputed:
         FM_TRY(check_ptr(t.topk_ids, "topk_ids", 4));
@@ -198,9 +203,7 @@ Status validate(const MoeProblem& p, const MoeTensors& t) {
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
   if (p.num_tokens > 0) {
     FM_TRY(check_ptr(t.out, "out", 16));
-    FM_REQUIRE(t.out_row_stride == 0 || (t.out_row_stride >= p.hidden && t.out_row_stride % 8 == 0), kMisaligned,
-               "out_row_stride (" << t.out_row_stride << ") must be 0 or a multiple of 8 that is >= K (" << p.hidden
-                                  << ")");
+    FM_TRY(check_row_stride(t.out_row_stride, "out_row_stride", p.hidden));
   }
   FM_TRY(check_ptr(t.w1, "w1", 16));
   FM_TRY(check_ptr(t.w2, "w2", 16));
