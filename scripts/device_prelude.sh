@@ -5,6 +5,9 @@
 #   left            seconds left of the call's budget (LIMIT, default 575: a 600 s call less ~25)
 #   bench_step NAME TIMEOUT ARGS...   `fusedmoe bench ARGS` into $OUT/NAME.txt while time is left,
 #                   its rc and layer rows appended to the summary (skipped under 30 s left)
+#   suite_step SHARD_TIMEOUT [FILTER]  scripts/gpu_run.sh (16 shards, the main job, the torch test;
+#                   GPU_RUN_ENV adds variables such as SANITIZE=1) into $OUT/suite.tar.gz, its
+#                   summary appended
 # Variables set: start (epoch s), out ($OUT or ./out), sum (the summary file).
 start=$(date +%s)
 out=${OUT:-out}
@@ -24,4 +27,13 @@ bench_step() {
   timeout "$t" .gpu/bin/fusedmoe bench "$@" > "$out/$name.txt" 2>&1
   echo "== $name: rc=$? at $(( $(date +%s) - start )) s" >> "$sum"
   grep -E " layer " "$out/$name.txt" | grep -v "packed off" | cut -c1-150 >> "$sum"
+}
+suite_step() {
+  local t=$1 filter=${2:--StreamProbe.*}
+  env OUT="$out/t" GPU_TEST_SHARDS=16 GPU_TEST_TIMEOUT="$t" GPU_TEST_FILTER="$filter" SASS=0 MAIN=1 ${GPU_RUN_ENV:-} \
+    scripts/gpu_run.sh > /dev/null
+  gzip -f "$out/t/gpu_tests.log" "$out/t/memcheck.log" 2>/dev/null
+  cat "$out/t/summary.txt" >> "$sum"
+  echo "suite done at $(( $(date +%s) - start )) s" >> "$sum"
+  tar -czf "$out/suite.tar.gz" -C "$out" t && rm -rf "$out/t"
 }

@@ -8,12 +8,7 @@
 # 256 tokens, token tile 32 there), and the decode tables (the vLLM comparison wants H200 numbers).
 set -uo pipefail
 source scripts/device_prelude.sh
-OUT=$out/t GPU_TEST_SHARDS=16 GPU_TEST_TIMEOUT=330 GPU_TEST_FILTER='-StreamProbe.*' SASS=0 MAIN=1 \
-  scripts/gpu_run.sh > /dev/null
-gzip -f "$out/t/gpu_tests.log"
-cat "$out/t/summary.txt" >> "$sum"
-echo "suite done at $(( $(date +%s) - start )) s" >> "$sum"
-tar -czf "$out/suite.tar.gz" -C "$out" t && rm -rf "$out/t"
+suite_step 330
 bench_step tile2 60 --suite layer --tile2 16,8 --stages --tokens 128,256 --packed \
   --cases qwen235-tp8-fp8c,qwen235-tp8-fp8t,qwen235-tp4-fp8b,qwen235-tp8
 bench_step decode_fp8 90 --suite layer --tokens 1,16,64,128,256 --packed \
