@@ -13,11 +13,11 @@
 namespace fusedmoe::testing {
 
 const char* skew_name(Skew s) {
-  return s == Skew::kZipf ? "zipf" : s == Skew::kOneHot ? "onehot" : "uniform";
+  return s == Skew::kZipf ? "zipf" : s == Skew::kOneHot ? "onehot" : s == Skew::kLocal ? "local" : "uniform";
 }
 
 bool parse_skew(const std::string& name, Skew* s) {
-  for (const Skew k : {Skew::kUniform, Skew::kZipf, Skew::kOneHot})
+  for (const Skew k : {Skew::kUniform, Skew::kZipf, Skew::kOneHot, Skew::kLocal})
     if (name == skew_name(k)) {
       *s = k;
       return true;
@@ -160,6 +160,7 @@ bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* d
         float v = n01(rng);
         if (skew == Skew::kZipf) v -= 1.2f * std::log1p(static_cast<float>((j - hot + e) % e));
         if (skew == Skew::kOneHot && j == hot) v += 30.f;
+        if (skew == Skew::kLocal && d->expert_map[j] < 0) v = -30.f;
         d->logits_f32[static_cast<size_t>(i) * e + j] = v;
       }
     if (p.router.logits_dtype == DType::kBFloat16) {
@@ -183,6 +184,8 @@ bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* d
       std::vector<int> ids(e);
       for (int j = 0; j < e; ++j) ids[j] = j;
       std::shuffle(ids.begin(), ids.end(), rng);
+      if (skew == Skew::kLocal)
+        std::stable_partition(ids.begin(), ids.end(), [&](int id) { return d->expert_map[id] >= 0; });
       for (int j = 0; j < k; ++j) d->hash_table[static_cast<size_t>(v) * k + j] = ids[j];
     }
   }
@@ -195,6 +198,9 @@ bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* d
       for (int j = 0; j < e; ++j) ids[j] = j;
       std::shuffle(ids.begin(), ids.end(), rng);
       if (skew == Skew::kOneHot) std::swap(ids[0], *std::find(ids.begin(), ids.end(), hot));
+      // local: the local experts first, in shuffled order (the rest after, for k > local)
+      if (skew == Skew::kLocal)
+        std::stable_partition(ids.begin(), ids.end(), [&](int id) { return d->expert_map[id] >= 0; });
       for (int j = 0; j < k; ++j) {
         d->topk_ids[static_cast<size_t>(i) * k + j] = ids[j];
         d->topk_weights[static_cast<size_t>(i) * k + j] = u01(rng) / k;

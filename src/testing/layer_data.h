@@ -14,8 +14,12 @@ enum class Skew : uint8_t {
   kUniform,    // logits ~ N(0, 1)
   kZipf,       // expert e's logit offset by -1.2 * log(1 + e): a few experts take most tokens
   kOneHot,     // expert 0 (or the first local one) wins every token
+  kLocal,      // every token's top-k among the local experts only (logits ~ N(0, 1) there, -30
+               // elsewhere; precomputed ids drawn from them): an expert-parallel rank's layer as a
+               // layer of its local experts alone (vLLM's dsv3-ep8 figure: E32, top-8); without an
+               // expert map, uniform
 };
-// Its command-line names (uniform, zipf, onehot): the name of `s`; parse_skew is false on any other.
+// Its command-line names (uniform, zipf, onehot, local): the name of `s`; parse_skew is false on any other.
 const char* skew_name(Skew s);
 bool parse_skew(const std::string& name, Skew* s);
 

@@ -4,12 +4,18 @@
 
 #include "testing/layer_data.h"
 
+#include <string>
+#include <vector>
+
+#include "fusedmoe/presets.h"
+#include "fusedmoe/reference.h"
+
 namespace {
 
 namespace ft = fusedmoe::testing;
 
 TEST(LayerData, SkewNamesRoundTrip) {
-  for (const ft::Skew s : {ft::Skew::kUniform, ft::Skew::kZipf, ft::Skew::kOneHot}) {
+  for (const ft::Skew s : {ft::Skew::kUniform, ft::Skew::kZipf, ft::Skew::kOneHot, ft::Skew::kLocal}) {
     ft::Skew back = s == ft::Skew::kUniform ? ft::Skew::kOneHot : ft::Skew::kUniform;
     ASSERT_TRUE(ft::parse_skew(ft::skew_name(s), &back)) << ft::skew_name(s);
     EXPECT_EQ(back, s);
@@ -19,6 +25,47 @@ TEST(LayerData, SkewNamesRoundTrip) {
   EXPECT_FALSE(ft::parse_skew("Zipf", &untouched));
   EXPECT_FALSE(ft::parse_skew("", &untouched));
   EXPECT_EQ(untouched, ft::Skew::kZipf);
+}
+
+}  // namespace
+
+namespace {
+
+// Skew::kLocal: an expert-parallel rank's layer routed among its local experts only (vLLM's
+// dsv3-ep8 figure is E32 top-8): every id the float64 router picks (grouped sigmoid with groups,
+// softmax, precomputed) is local, and every local expert stays reachable.
+void expect_all_local(fusedmoe::MoeProblem p, int64_t tokens) {
+  p.num_tokens = p.max_tokens = tokens;
+  ft::LayerData d;
+  std::string why;
+  ASSERT_TRUE(ft::make_layer_data(p, 7 + tokens, ft::Skew::kLocal, &d, &why, false)) << why;
+  fusedmoe::ref::Routing r;
+  ASSERT_TRUE(fusedmoe::ref::route(p, d.host_tensors(), &r).ok());
+  std::vector<int> hits(p.num_experts, 0);
+  for (const int id : r.ids) {
+    ASSERT_GE(id, 0);
+    ASSERT_LT(id, p.num_experts);
+    EXPECT_GE(d.expert_map[id], 0) << "expert " << id << " is not local";
+    ++hits[id];
+  }
+  int touched = 0;
+  for (int e = 0; e < p.num_experts; ++e) touched += hits[e] > 0;
+  // tokens * k draws over the local experts: all of them at this many tokens
+  EXPECT_EQ(touched, p.local_experts());
+}
+
+TEST(LayerData, LocalSkewRoutesToLocalExperts) {
+  const auto* ep = fusedmoe::find_preset("dsv3-ep8");  // grouped sigmoid + bias, 32 of 256 local
+  ASSERT_NE(ep, nullptr);
+  ASSERT_GE(ep->problem.num_local_experts, 0);
+  expect_all_local(ep->problem, 256);
+  fusedmoe::MoeProblem pre = ep->problem;
+  pre.router = fusedmoe::RouterConfig::precomputed(pre.router.top_k);
+  expect_all_local(pre, 256);
+  // no expert map: uniform over every expert
+  const auto* tp = fusedmoe::find_preset("qwen235-tp8");
+  ASSERT_NE(tp, nullptr);
+  expect_all_local(tp->problem, 512);
 }
 
 }  // namespace
