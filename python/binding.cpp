@@ -473,6 +473,7 @@ NB_MODULE(_fusedmoe, m) {
       .def_rw("max_tokens", &fm::MoeProblem::max_tokens)
       .def_rw("num_experts", &fm::MoeProblem::num_experts)
       .def_rw("num_local_experts", &fm::MoeProblem::num_local_experts)
+      .def_rw("expected_local_slots", &fm::MoeProblem::expected_local_slots)
       .def_rw("hidden", &fm::MoeProblem::hidden)
       .def_rw("intermediate", &fm::MoeProblem::intermediate)
       .def_rw("act_dtype", &fm::MoeProblem::act_dtype)

@@ -459,6 +459,9 @@ static fm::testing::Skew g_skew = fm::testing::Skew::kUniform;
 // --packed (layer suite): BF16 and FP8 cases also get their weights packed for the Swap-AB GEMMs
 // (MoeTensors::w1_packed / w2_packed, pack_weights), which the default then uses; the variant
 // "packed off" times the 2D weight boxes of the same call.
+// --local-hint (layer suite): every case's MoeProblem::expected_local_slots = top_k (the oracle sizes
+// its tiles for tokens routed to the local experts only; with --skew local that is the routing).
+static bool g_local_hint = false;
 static bool g_packed = false;
 // --fused-act (layer suite): BF16 and FP8 128x128-block cases with gate and up as W1's halves also
 // get MoeTensors::w1_gate_up_blocks (pack_gate_up_blocks); the variants force
@@ -549,6 +552,7 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
     }
     for (int64_t t : tokens) {
       p.num_tokens = p.max_tokens = t;
+      if (g_local_hint) p.expected_local_slots = static_cast<float>(p.router.top_k);
       fm::testing::LayerData d;
       std::string why;
       if (!fm::testing::make_layer_data(p, 99 + t, g_skew, &d, &why, false)) {
@@ -911,6 +915,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--pair") pair = true;
     else if (a == "--pingpong") pingpong = true;
     else if (a == "--packed") g_packed = true;
+    else if (a == "--local-hint") g_local_hint = true;
     else if (a == "--fused-act") g_fused_act = true;
     else if (a == "--hq") hq = true;
     else if (a == "--hs") hs = true;
@@ -948,7 +953,7 @@ int cmd_bench(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string x; std::getline(ss, x, ',');) tokens.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--fused-act] [--packed] [--hq] [--hs] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--tile2 8,16] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--skew uniform|zipf|onehot|local|bias] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
+      std::fprintf(stderr, "bench: unknown option '%s'\nusage: fusedmoe bench [--suite dispatch|layer|crossover|coldstart|rope] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--scales] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--pair] [--pingpong] [--fused-act] [--packed] [--hq] [--hs] [--ksplits 1,2] [--ksplits1 2,4] [--tpc 1,2] [--tpc1 2,3] [--tpc1d 2,3] [--tile2 8,16] [--early 0,4] [--early2 3,4] [--evict] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--cold-inputs] [--skew uniform|zipf|onehot|local|bias] [--local-hint] [--trace] [--trace-csv F] [--front-b2b] [--csv F] [--json F] [--peer F]\n", a.c_str());
       return 2;
     }
   }

@@ -33,6 +33,13 @@ struct MoeProblem {
   int num_shared_experts = 0;       // 0 or 1: fused as local expert index local_experts()
   float shared_expert_scale = 1.f;  // its combine weight
   bool has_expert_bias = false;
+  // Tuning hint, never a result: the routed slots per token expected to land on this GPU's experts
+  // (0 = uniform routing, top_k x local / E). The oracle sizes the token tiles, schedules and the
+  // backend choice from the rows it expects per expert; under expert parallelism with an
+  // all-to-all dispatch a rank receives the tokens routed to it, whose slots land on its experts
+  // far more than uniformly (top_k when every slot is local, as a layer of the local experts
+  // alone). In [0, top_k].
+  float expected_local_slots = 0.f;
 
   int top_k() const { return router.top_k; }
   int local_experts() const { return num_local_experts < 0 ? num_experts : num_local_experts; }
@@ -41,6 +48,11 @@ struct MoeProblem {
   int gemm1_rows() const { return activation.gemm1_rows(intermediate); }
   // Rows each token contributes to the grouped GEMMs (k routed + shared).
   int slots_per_token() const { return router.top_k + num_shared_experts; }
+  // Routed slots per token expected on the local experts: expected_local_slots, or top_k x local / E.
+  double local_slots_per_token() const {
+    return expected_local_slots > 0.f ? double(expected_local_slots)
+                                      : double(router.top_k) * local_experts() / (num_experts > 0 ? num_experts : 1);
+  }
   // 2*T*(k+shared)*(R1*K + K*N)
   double flops() const;
 };

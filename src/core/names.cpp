@@ -239,6 +239,7 @@ double MoeProblem::flops() const {
 std::ostream& operator<<(std::ostream& os, const MoeProblem& p) {
   os << "MoeProblem{T=" << p.num_tokens << " max_T=" << p.max_tokens << " E=" << p.num_experts;
   if (p.num_local_experts >= 0) os << " E_local=" << p.num_local_experts;
+  if (p.expected_local_slots > 0.f) os << " local_slots=" << p.expected_local_slots;
   os << " k=" << p.router.top_k << " K=" << p.hidden << " N=" << p.intermediate
      << " act_dtype=" << to_string(p.act_dtype) << " weights=" << to_string(p.quant.weight.format);
   if (p.quant.weight.granularity != ScaleGranularity::kNone)

@@ -1,5 +1,6 @@
 // Precondition checks of the public API. Every rule here has a test in tests/cpu/test_validate.cpp
 // that it is rejected with a message naming the offending value.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <sstream>
@@ -108,6 +109,11 @@ Status validate(const MoeProblem& p) {
   FM_REQUIRE(p.num_local_experts >= -1 && p.num_local_experts <= p.num_experts, kInvalidArgument,
              "num_local_experts (" << p.num_local_experts << ") must be -1 (all) or in [0, num_experts = "
                                    << p.num_experts << "]");
+  FM_REQUIRE(std::isfinite(p.expected_local_slots) && p.expected_local_slots >= 0.f &&
+                 p.expected_local_slots <= float(std::max(p.router.top_k, 0)),
+             kInvalidArgument,
+             "expected_local_slots (" << p.expected_local_slots << ") must be 0 (uniform routing) or in (0, top_k = "
+                                      << p.router.top_k << "]");
   FM_REQUIRE(p.num_shared_experts == 0 || p.num_shared_experts == 1, kInvalidArgument,
              "num_shared_experts (" << p.num_shared_experts << ") must be 0 or 1");
   FM_REQUIRE(std::isfinite(p.shared_expert_scale), kInvalidArgument, "shared_expert_scale must be finite");

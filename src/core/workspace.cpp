@@ -102,7 +102,7 @@ WorkspaceLayout WorkspaceLayout::plan(const MoeProblem& p) {
 }
 
 double expected_local_rows(const MoeProblem& p) {
-  const double routed = static_cast<double>(p.num_tokens) * p.top_k() * p.local_experts() / std::max(p.num_experts, 1);
+  const double routed = static_cast<double>(p.num_tokens) * p.local_slots_per_token();
   return routed + static_cast<double>(p.num_tokens) * p.num_shared_experts;
 }
 

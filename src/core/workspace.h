@@ -15,7 +15,8 @@ inline constexpr int kMaxTileRows = 128;
 // The CUTLASS path pads each expert's rows to this (CUTLASS takes each group's row count).
 inline constexpr int kCutlassTileRows = 8;
 
-// Expected grouped rows on this rank under uniform routing: T * (k * local / E + shared).
+// Expected grouped rows on this rank: T * (local slots + shared), the local slots per token
+// MoeProblem::local_slots_per_token() (uniform routing: k * local / E, or the expected_local_slots hint).
 double expected_local_rows(const MoeProblem& p);
 // Expected rows per weight group (expected_local_rows / groups): a tile-choice hint.
 int64_t expected_rows_per_group(const MoeProblem& p);

@@ -1,5 +1,6 @@
 #include "dispatch/oracle.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -86,9 +87,20 @@ Status can_implement(Backend b, const MoeProblem& p) {
   return Status(StatusCode::kInternal, "kAuto is not a backend");
 }
 
-// Expected rows per expert under uniform routing, T * slots / E (the tile rule's measure).
+// Expected rows per expert, the tile rule's measure: T * slots / E under uniform routing; with the
+// MoeProblem::expected_local_slots hint T * hint / local (+ T * shared / E, as uniform counts them).
 double rows_per_expert(const MoeProblem& p) {
-  return p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.slots_per_token() / p.num_experts : 0.0;
+  if (p.num_experts <= 0) return 0.0;
+  const double t = static_cast<double>(p.num_tokens);
+  if (p.expected_local_slots <= 0.f || p.local_experts() <= 0) return t * p.slots_per_token() / p.num_experts;
+  return t * p.expected_local_slots / p.local_experts() + t * p.num_shared_experts / p.num_experts;
+}
+// The routed part alone (T * k / E uniform; the CUTLASS rule's measure).
+double routed_rows_per_expert(const MoeProblem& p) {
+  if (p.num_experts <= 0) return 0.0;
+  const double t = static_cast<double>(p.num_tokens);
+  if (p.expected_local_slots <= 0.f || p.local_experts() <= 0) return t * p.top_k() / p.num_experts;
+  return t * p.expected_local_slots / p.local_experts();
 }
 
 // The Swap-AB token tile holds this many times the expected rows per expert
@@ -125,7 +137,12 @@ int tile_headroom(const MoeProblem& p) {
 kernels::TokensTileChoice auto_tiles(const MoeProblem& p) {
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
   const int wide = !fp8 ? 64 : p.quant.weight.granularity == ScaleGranularity::kBlock ? 0 : 32;
-  return kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide, tile_headroom(p));
+  if (p.expected_local_slots <= 0.f || p.local_experts() <= 0)
+    return kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide, tile_headroom(p));
+  // (the hint: the rule's T * slots / E as rows_per_expert(p) in 1/1024 steps of a row)
+  constexpr int kScale = 1024;
+  return kernels::choose_tokens_tile(static_cast<int64_t>(std::llround(rows_per_expert(p) * kScale)), 1, kScale, wide,
+                                     tile_headroom(p));
 }
 #endif
 
@@ -150,7 +167,11 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
 #endif
     const double per_expert = rows_per_expert(p);
     if (reasons) {
-      why << "expected rows per expert T*slots/E = " << per_expert;
+      if (p.expected_local_slots > 0.f)
+        why << "expected rows per expert T*hint/local = " << per_expert << " (MoeProblem::expected_local_slots = "
+            << p.expected_local_slots << ")";
+      else
+        why << "expected rows per expert T*slots/E = " << per_expert;
       if (d->family == TileFamily::kSwapAB && per_expert <= 16)
         why << " <= 16: swap-ab (weights fill WGMMA's M = 64, tokens are N), the token tile holding " << headroom
             << "x the expected rows"
@@ -195,7 +216,7 @@ bool grouped_switch_forced(const MoeProblem& p, const ForwardOptions& o) {
 
 bool cutlass_preferred(const MoeProblem& p, const ForwardOptions& o) {
   if (o.backend != Backend::kAuto || o.tiles != TileFamily::kAuto || grouped_switch_forced(p, o)) return false;
-  const double per_expert = static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts;
+  const double per_expert = routed_rows_per_expert(p);
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
   return per_expert >= kCutlassMinRowsPerExpert && p.num_tokens >= (fp8 ? kCutlassMinTokensFp8 : kCutlassMinTokens) &&
          can_implement(Backend::kCutlassGrouped, p).ok();
@@ -248,7 +269,8 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
   if (cutlass_preferred(p, options)) {
     d.chosen = Backend::kCutlassGrouped;
     std::ostringstream why;
-    why << "expected rows per expert T*k/E = " << static_cast<double>(p.num_tokens) * p.top_k() / p.num_experts
+    why << "expected rows per expert " << (p.expected_local_slots > 0.f ? "T*hint/local" : "T*k/E") << " = "
+        << routed_rows_per_expert(p)
         << " >= " << kCutlassMinRowsPerExpert << " and T >= "
         << (p.quant.weight.format == WeightFormat::kFP8E4M3 ? kCutlassMinTokensFp8 : kCutlassMinTokens)
         << ": CUTLASS's persistent grouped GEMMs measured faster than the normal tiles";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/workspace.h"
 #include "dispatch/oracle.h"
@@ -620,5 +621,51 @@ TEST(Oracle, SwapAbTokenTileRule) {
             std::string::npos);
   EXPECT_NE(fm::explain(bf16("dsv3-tp8", 64)).find("2x the expected rows"), std::string::npos);
   EXPECT_NE(fm::explain(bf16("qwen235-tp8", 256)).find("2x the expected rows"), std::string::npos);
+}
+#endif
+
+#if defined(FUSEDMOE_WITH_CUDA)
+// MoeProblem::expected_local_slots (session 55): an expert-parallel rank whose tokens route to its
+// own experts (all-to-all dispatch; vLLM's dsv3-ep8 figure is that layer as E32 top-8) expects
+// T * hint / local rows per expert, not T * k / E: the token tile, the CUTLASS rule and the expected
+// rows follow the hint; 0 keeps the uniform rule; values outside [0, top_k] are refused.
+TEST(Oracle, ExpectedLocalSlotsHint) {
+  fm::MoeProblem p = fm::find_preset("dsv3-ep8")->problem;  // E 256, 32 local, k 8
+  p.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+  p.num_tokens = p.max_tokens = 64;
+  fm::detail::Decision d = fm::detail::decide(p, {}, true);
+  EXPECT_EQ(d.family, fm::TileFamily::kSwapAB);
+  EXPECT_EQ(d.tokens_tile, 8);  // uniform: 64 * 8 / 256 = 2 rows per expert
+  EXPECT_DOUBLE_EQ(fm::detail::expected_local_rows(p), 64.0);
+  p.expected_local_slots = 8.f;  // every slot local: 64 * 8 / 32 = 16 rows per expert
+  d = fm::detail::decide(p, {}, true);
+  EXPECT_EQ(d.family, fm::TileFamily::kSwapAB);
+  EXPECT_EQ(d.tokens_tile, 32);
+  EXPECT_NE(d.tile_reason.find("T*hint/local = 16 (MoeProblem::expected_local_slots = 8)"), std::string::npos)
+      << d.tile_reason;
+  EXPECT_EQ(fm::detail::decide(p, {}, false).tokens_tile, 32);
+  EXPECT_DOUBLE_EQ(fm::detail::expected_local_rows(p), 512.0);
+  EXPECT_EQ(fm::detail::expected_rows_per_group(p), 16);
+  // at 1024 tokens the hint's 256 rows per expert take the CUTLASS path (uniform: 32, also CUTLASS);
+  // at 256 tokens (64 rows: normal tiles; uniform 8: Swap-AB)
+  p.num_tokens = p.max_tokens = 256;
+  EXPECT_EQ(fm::detail::decide(p, {}, true).family, fm::TileFamily::kNormal);
+  p.expected_local_slots = 0.f;
+  EXPECT_EQ(fm::detail::decide(p, {}, true).family, fm::TileFamily::kSwapAB);
+  // the hint equal to the uniform value changes nothing
+  fm::MoeProblem u = fm::find_preset("qwen235-tp8")->problem;
+  u.num_tokens = u.max_tokens = 48;
+  const fm::detail::Decision du = fm::detail::decide(u, {}, true);
+  u.expected_local_slots = float(u.top_k());  // no expert map: uniform is k
+  const fm::detail::Decision dh = fm::detail::decide(u, {}, true);
+  EXPECT_EQ(dh.family, du.family);
+  EXPECT_EQ(dh.tokens_tile, du.tokens_tile);
+  // refused outside [0, top_k]
+  for (const float bad : {-1.f, 9.f, std::nanf("")}) {
+    p.expected_local_slots = bad;
+    const fm::Status st = fm::validate(p);
+    EXPECT_EQ(st.code(), fm::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("expected_local_slots"), std::string::npos) << st.message();
+  }
 }
 #endif
