@@ -58,15 +58,17 @@ void usage() {
       "            [--stages] [--precomputed] (layer: per-stage times; from precomputed top-k)\n"
       "            [--trace] [--trace-csv F] [--cold-inputs] (layer: per-CTA GEMM timeline; inputs left\n"
       "            cold after the L2 flush)\n"
-      "            [--skew uniform|zipf|onehot|bias] (layer, crossover, dispatch: the routing of\n"
+      "            [--skew uniform|zipf|onehot|local|bias] (layer, crossover, dispatch: the routing of\n"
       "            shared/benchmark-protocol.md, uniform by default (correction biases zero), a few hot\n"
-      "            experts, or one; bias: the test data's random correction bias, which skews the loads)\n"
+      "            experts, or one; local: every token among an EP rank's local experts; bias: the test\n"
+      "            data's random correction bias, which skews the loads) [--local-hint] (layer: the\n"
+      "            problem's expected_local_slots = top_k, the oracle's routing hint)\n"
       "            [--peer F] [--csv F] [--json F]\n"
       "options:\n"
       "  --preset NAME   layer shape (see `fusedmoe presets`); default: dsv3-tp8 on a GPU, tiny-dsv3 on CPU\n"
       "  --tokens T      tokens in the batch (default 4)\n"
       "  --seed S        random seed (default: fresh)\n"
-      "  --skew KIND     routing: uniform | zipf | onehot\n"
+      "  --skew KIND     routing: uniform | zipf | onehot | local\n"
       "  --cpu           use the CPU reference even when a GPU is present");
 }
 
