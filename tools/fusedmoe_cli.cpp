@@ -37,6 +37,7 @@ struct Args {
   bool seed_given = false;
   bool cpu = false;
   fm::testing::Skew skew = fm::testing::Skew::kUniform;
+  float local_slots = 0.f;  // --local-slots: MoeProblem::expected_local_slots (run, explain)
 };
 
 void usage() {
@@ -69,6 +70,8 @@ void usage() {
       "  --tokens T      tokens in the batch (default 4)\n"
       "  --seed S        random seed (default: fresh)\n"
       "  --skew KIND     routing: uniform | zipf | onehot | local\n"
+      "  --local-slots S routing hint: routed slots per token expected on this GPU's experts\n"
+      "                  (MoeProblem::expected_local_slots; 0 = uniform, up to top_k)\n"
       "  --cpu           use the CPU reference even when a GPU is present");
 }
 
@@ -88,6 +91,7 @@ bool parse(int argc, char** argv, Args* a) {
     else if (s == "--tokens") a->tokens = std::atoll(value("--tokens"));
     else if (s == "--seed") { a->seed = std::strtoull(value("--seed"), nullptr, 10); a->seed_given = true; }
     else if (s == "--cpu") a->cpu = true;
+    else if (s == "--local-slots") a->local_slots = std::strtof(value("--local-slots"), nullptr);
     else if (s == "--skew") {
       const std::string k = value("--skew");
       if (!fm::testing::parse_skew(k, &a->skew)) { std::fprintf(stderr, "fusedmoe: unknown skew '%s'\n", k.c_str()); return false; }
@@ -178,6 +182,7 @@ int cmd_explain(const Args& a) {
   fm::MoeProblem p = pr->problem;
   p.num_tokens = a.tokens >= 0 ? a.tokens : 4;
   p.max_tokens = p.num_tokens;
+  p.expected_local_slots = a.local_slots;
   std::cout << pr->name << ": " << pr->description << "\n" << fm::explain(p);
   return 0;
 }
@@ -234,6 +239,7 @@ int cmd_run(const Args& a) {
   fm::MoeProblem p = pr->problem;
   p.num_tokens = a.tokens >= 0 ? a.tokens : 4;
   p.max_tokens = p.num_tokens;
+  p.expected_local_slots = a.local_slots;
   std::cout << pr->name << ": " << pr->description << "\n";
   if (!use_gpu) return run_reference(p, pr->name, seed, a.skew);
 

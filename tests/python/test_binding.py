@@ -67,6 +67,14 @@ def descriptors():
     o.tiles = fm.TileFamily.SwapAB
     o.tokens_tile = 16
     assert "swap" in fm.explain(q, o).lower()
+    # the routing hint (MoeProblem::expected_local_slots): explained, and refused outside [0, top_k]
+    e = fm.preset("dsv3-ep8")
+    e.num_tokens = e.max_tokens = 64
+    assert e.expected_local_slots == 0.0
+    e.expected_local_slots = 8.0
+    assert "T*hint/local = 16" in fm.explain(e), fm.explain(e)
+    e.expected_local_slots = 9.0
+    raises(ValueError, lambda: fm.validate(e), "expected_local_slots")
 
 
 def tiny_problem(act=fm.DType.Float16):
