@@ -25,9 +25,10 @@ enum class Backend : uint8_t {
   kFused,          // single-pass fused kernels (gather + GEMM + epilogue): not built yet
   kCutlassGrouped, // permute -> CUTLASS sm90 persistent grouped GEMM1 -> activation kernel -> CUTLASS
                    // grouped GEMM2 -> combine: BF16 weights, or FP8 128x128 blocks (CUTLASS's
-                   // blockwise-scaled GEMM; H quantised between the GEMMs); bf16 activations, no
-                   // expert biases. Auto picks it at prefill (T*k/E >= 32 expected rows per expert,
-                   // T >= 512 BF16 / 1024 FP8; explain says why)
+                   // blockwise-scaled GEMM; H quantised between the GEMMs); bf16 activations;
+                   // expert biases b1 in the activation, b2 added by the combine (forced only).
+                   // Auto picks it at prefill (T*k/E >= 32 expected rows per expert, T >= 512 BF16
+                   // / 1024 FP8, no expert biases; explain says why)
 };
 
 enum class TileFamily : uint8_t {

@@ -465,6 +465,11 @@ kernels::GroupedGemmArgs plan_gemm_args(const MoeProblem& p, const DispatchResul
   return g;
 }
 
+// The expert bias b2 of a layer whose GEMM2 runs on the CUTLASS backend (no bias in its epilogue):
+// the combine adds each slot's group bias row, weighted like the row (session 55; GPU test
+// Forward.CutlassBackendExpertBias); nullptr without biases.
+const float* cutlass_combine_bias(const MoeProblem& p, const MoeTensors& t) { return p.has_expert_bias ? t.b2 : nullptr; }
+
 // The BF16 CUTLASS GEMM2 (H [padded rows, N] at the plan's padded offsets -> Y [R, K], unpadded
 // grouped order) and the combine; after either GEMM1 (CUTLASS + activation, or the grouped
 // backend's under ForwardOptions::cutlass_gemm2). Its group arrays in the scratch's second half:
@@ -492,7 +497,7 @@ Status run_cutlass_gemm2_and_combine(const MoeProblem& p, const MoeTensors& t, c
     const cudaError_t e = kernels::launch_grouped_gemm2(g, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "grouped GEMM2 (ping-pong): " << cudaGetErrorString(e));
     if (options.stop_after == Stage::kGemm2) return Status::Ok();
-    return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, true);
+    return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, true, cutlass_combine_bias(p, t));
   }
   const size_t half = w.cutlass_scratch.bytes / 2 / detail::kWorkspaceAlign * detail::kWorkspaceAlign;
   kernels::CutlassGroupedArgs c;
@@ -513,7 +518,7 @@ Status run_cutlass_gemm2_and_combine(const MoeProblem& p, const MoeTensors& t, c
   const cudaError_t e = kernels::launch_cutlass_grouped_gemm(c, stream);
   FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS grouped GEMM2: " << cudaGetErrorString(e));
   if (options.stop_after == Stage::kGemm2) return Status::Ok();
-  return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, true);
+  return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, true, cutlass_combine_bias(p, t));
 }
 
 // Backend::kCutlassGrouped after dispatch: GEMM1 (CUTLASS grouped, pre-activation rows into the
@@ -610,7 +615,7 @@ Status run_cutlass_layer(const MoeProblem& p, const MoeTensors& t, const Dispatc
     e = launch(f, stream);
     FM_REQUIRE(e == cudaSuccess, kCudaError, "CUTLASS FP8 grouped GEMM2: " << cudaGetErrorString(e));
     if (options.stop_after == Stage::kGemm2) return Status::Ok();
-    return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, true);
+    return detail::run_combine(p, r, expert_out, t.out, t.out_row_stride, stream, true, cutlass_combine_bias(p, t));
   };
   if (p.quant.weight.format == WeightFormat::kFP8E4M3 && p.quant.weight.granularity != ScaleGranularity::kBlock) {
     // per-tensor / per-channel weight scales: CUTLASS's FP8 grouped GEMM with the scales in its

@@ -230,9 +230,9 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
 }
 
 Status run_combine(const MoeProblem& p, const DispatchResult& d, const void* expert_out, void* out,
-                   int64_t out_row_stride, Stream stream, bool plan_ready) {
+                   int64_t out_row_stride, Stream stream, bool plan_ready, const float* bias) {
 #if !defined(FUSEDMOE_WITH_CUDA)
-  (void)p; (void)d; (void)expert_out; (void)out; (void)out_row_stride; (void)stream; (void)plan_ready;
+  (void)p; (void)d; (void)expert_out; (void)out; (void)out_row_stride; (void)stream; (void)plan_ready; (void)bias;
   return Status(StatusCode::kNoDevice, "built without CUDA kernels");
 #else
   if (p.num_tokens == 0) return Status::Ok();
@@ -250,6 +250,11 @@ Status run_combine(const MoeProblem& p, const DispatchResult& d, const void* exp
   c.out = out;
   c.out_row_stride = out_row_stride;
   c.plan_ready = plan_ready;
+  if (bias != nullptr) {
+    c.bias = bias;
+    c.group_offsets = d.offsets;
+    c.num_groups = d.num_groups;
+  }
   return launched(kernels::launch_combine(c, stream), "combine");
 #endif
 }

@@ -15,6 +15,8 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
                     DispatchResult* r);
 // plan_ready: kernels::CombineArgs::plan_ready (forward() only: the permute, or GEMM1 gathering its
 // rows, waits before it triggers, so the plan is complete when the combine starts).
+// bias: the expert bias b2 [weight experts, K] f32, added to each slot's row by the combine (the
+// CUTLASS backend's GEMM2 has none in its epilogue); nullptr = none.
 Status run_combine(const MoeProblem& p, const DispatchResult& d, const void* expert_out, void* out,
-                   int64_t out_row_stride, Stream stream, bool plan_ready = false);
+                   int64_t out_row_stride, Stream stream, bool plan_ready = false, const float* bias = nullptr);
 }  // namespace fusedmoe::detail

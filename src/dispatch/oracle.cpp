@@ -76,9 +76,8 @@ Status can_implement(Backend b, const MoeProblem& p) {
       }
       if (p.act_dtype != DType::kBFloat16)
         return Status(StatusCode::kUnsupported, "CUTLASS grouped GEMMs are built for bf16 activations");
-      if (p.has_expert_bias)
-        return Status(StatusCode::kUnsupported,
-                      "expert biases: GEMM2's bias is not in the CUTLASS epilogue (the grouped backend adds it)");
+      // expert biases: b1 in the activation kernel (or GEMM1's fused epilogue), b2 added by the
+      // combine (GEMM2's CUTLASS epilogue has none; session 55)
       return Status::Ok();
 #endif
     case Backend::kAuto:
@@ -218,6 +217,9 @@ bool cutlass_preferred(const MoeProblem& p, const ForwardOptions& o) {
   if (o.backend != Backend::kAuto || o.tiles != TileFamily::kAuto || grouped_switch_forced(p, o)) return false;
   const double per_expert = routed_rows_per_expert(p);
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
+  // Expert biases (b2 in the combine, session 55): CUTLASS when forced only, until measured
+  // (gptoss-tp1 at 4096 tokens: the grouped normal tiles at 59.5 % of the floor, H100 session 55)
+  if (p.has_expert_bias) return false;
   return per_expert >= kCutlassMinRowsPerExpert && p.num_tokens >= (fp8 ? kCutlassMinTokensFp8 : kCutlassMinTokens) &&
          can_implement(Backend::kCutlassGrouped, p).ok();
 }
@@ -280,7 +282,10 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
   for (const Candidate& c : d.candidates) {
     if (c.legal.ok()) {
       d.chosen = c.backend;
-      d.reason = c.backend == Backend::kGrouped
+      d.reason = c.backend == Backend::kGrouped && p.has_expert_bias
+                     ? "grouped backend (tiles below): with expert biases the CUTLASS path (b2 added by the combine) "
+                       "runs only when forced (ForwardOptions::backend), not yet measured"
+                 : c.backend == Backend::kGrouped
                      ? "grouped backend (tiles below): the CUTLASS path needs more rows per expert or tokens, "
                        "cannot run this problem, or a grouped-backend switch (tiles, gather_rows, staged_epilogue, "
                        "split_k, balanced_gemm2, balanced_gemm1, dense_swapab, gemm1_dense_swapab, fp8_pair_swapab, scales_by_token) is forced"

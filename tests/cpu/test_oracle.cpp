@@ -192,12 +192,18 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   EXPECT_NE(ex_fp8.find("swap_ab_epilogue: stmatrix puts (FP8 kernel"), std::string::npos) << ex_fp8;
   const std::string ex_bf16 = fm::explain(fm::find_preset("qwen235-tp8")->problem);  // (BF16 weights)
   EXPECT_NE(ex_bf16.find("swap_ab_epilogue: per-value puts (BF16 kernel"), std::string::npos) << ex_bf16;
-  fm::MoeProblem g = fm::find_preset("gptoss-tp1")->problem;  // expert biases
+  // expert biases (session 55: b2 added by the combine): CUTLASS when forced, the grouped backend
+  // in auto (not measured yet), saying why
+  fm::MoeProblem g = fm::find_preset("gptoss-tp1")->problem;
   g.num_tokens = g.max_tokens = 4096;
-  EXPECT_EQ(fm::detail::decide(g, {}, true).chosen, fm::Backend::kGrouped);
+  const fm::detail::Decision da = fm::detail::decide(g, {}, true);
+  EXPECT_EQ(da.chosen, fm::Backend::kGrouped);
+  EXPECT_NE(da.reason.find("with expert biases the CUTLASS path (b2 added by the combine) runs only when forced"),
+            std::string::npos) << da.reason;
+  EXPECT_EQ(fm::detail::decide(g, {}, false).chosen, fm::Backend::kGrouped);
   const fm::detail::Decision dg = fm::detail::decide(g, forced, true);
-  EXPECT_EQ(dg.chosen, fm::Backend::kAuto);
-  EXPECT_NE(dg.status.message().find("expert biases"), std::string::npos) << dg.status.message();
+  EXPECT_EQ(dg.chosen, fm::Backend::kCutlassGrouped) << dg.status.message();
+  EXPECT_EQ(fm::detail::decide(g, forced, false).chosen, fm::Backend::kCutlassGrouped);
 }
 #endif
 

@@ -1380,6 +1380,49 @@ static void expect_replays_match_direct(const fm::ForwardOptions& o, int replays
 
 TEST(Forward, CutlassBackendGraphReplayIsBitwiseStable) { expect_replays_match_direct(cutlass_backend(), 3); }
 
+// Expert biases on the CUTLASS backend (session 55): b1 in the activation kernel or GEMM1's fused
+// epilogue, b2 added by the combine (CombineArgs::bias: each slot's group bias row, weighted like
+// its row), since CUTLASS's GEMM2 epilogue has none. Forced only (the oracle keeps the grouped
+// backend for biased layers until measured). Every element against the float64 reference with the
+// biases: BF16 with the GPT-OSS activation (interleaved and not), ragged token counts, a skewed and
+// a one-hot routing, a shared expert, expert parallelism, GEMM2 on the ping-pong tiles and the
+// hybrid (GEMM1 grouped, GEMM2 CUTLASS), FP8 per-channel and 128x128 blocks; a graph replay.
+TEST(Forward, CutlassBackendExpertBias) {
+  const fm::ForwardOptions c = cutlass_backend();
+  fm::ForwardOptions ping = c;
+  ping.pingpong_gemm2 = fm::Toggle::kOn;
+  fm::ForwardOptions hybrid = c;
+  hybrid.cutlass_gemm2 = fm::Toggle::kOn;
+  for (const bool inter : {true, false}) {
+    fm::MoeProblem b = small_problem(16, 4, 136, 264, fm::Activation::swiglu_oai(1.702f, 7.f, inter));
+    b.has_expert_bias = true;
+    const std::string name = std::string("cutlass biases swiglu-oai") + (inter ? "-interleaved" : "");
+    EXPECT_EQ(fm::detail::decide([&] { fm::MoeProblem q = b; q.num_tokens = q.max_tokens = 4096; return q; }(), {}, false).chosen,
+              fm::Backend::kGrouped);  // auto keeps the grouped backend
+    for (int64_t t : {1, 3, 65, 1000}) check_forward(b, t, c, name);
+    check_forward(b, 700, c, name + " zipf", fm::testing::Skew::kZipf);
+    check_forward(b, 700, c, name + " one hot", fm::testing::Skew::kOneHot);
+    check_forward(b, 300, ping, name + " ping-pong GEMM2");
+    check_forward(b, 300, hybrid, name + " hybrid");
+  }
+  fm::MoeProblem s = fm::find_preset("qwen3next-tp1")->problem;  // shared expert, E512 k10
+  s.hidden = 256;
+  s.intermediate = 64;
+  s.has_expert_bias = true;
+  check_forward(s, 300, c, "cutlass biases qwen3-next-like shared");
+  fm::MoeProblem ep = small_problem(64, 8, 128, 512);
+  ep.router = fm::RouterConfig::deepseek_v3(8, 8, 4, 2.5f);
+  ep.num_local_experts = 8;
+  ep.has_expert_bias = true;
+  check_forward(ep, 500, c, "cutlass biases dsv3-like EP 8 of 64 local");
+  fm::MoeProblem f = small_problem(16, 4, 256, 512);
+  f.has_expert_bias = true;
+  f.quant = fm::QuantScheme::fp8_per_channel();
+  check_forward(f, 1000, c, "cutlass biases fp8 per-channel");
+  f.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+  check_forward(f, 1000, c, "cutlass biases fp8 128x128 blocks");
+}
+
 // ForwardOptions::cutlass_gemm2: where the CUTLASS backend runs the layer, GEMM1 on the grouped
 // backend's normal tiles with x's rows gathered (no permute) and the activation in its epilogue,
 // then CUTLASS's GEMM2 on that intermediate. Same tolerance as the layer tests; explain() must say

@@ -43,7 +43,23 @@ struct CombineParams {
   int ts;
   int teams;
   int plan_ready;  // CombineArgs::plan_ready: slot rows, weights and the device count read before the PDL wait
+  const float* bias;           // CombineArgs::bias (the kBias instances)
+  const int32_t* group_offsets;
+  int num_groups;
 };
+
+// The group of grouped row r: the g with offsets[g] <= r < offsets[g + 1] (offsets ascending,
+// offsets[0] = 0), by binary search over the G + 1 offsets; -1 when r lies past offsets[G].
+__device__ __forceinline__ int group_of_row(const int32_t* offsets, int groups, int32_t r) {
+  int lo = 0, hi = groups;  // the answer is in [lo, hi) while offsets[lo] <= r
+  if (r >= __ldcg(offsets + groups)) return -1;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (__ldcg(offsets + mid) <= r) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
 
 // Slots per token (top-k <= 16, one shared expert) and teams per block (256 threads / 8-lane teams).
 constexpr int kMaxSlots = 17;
@@ -54,10 +70,12 @@ constexpr int kMaxTeams = 32;
 __host__ __device__ constexpr int combine_max_block(int vpt) { return vpt >= 8 ? 256 : 512; }
 
 // kBatch: slots whose rows are loaded before accumulating (combine_launch.cu: launch_typed).
-template <class T, int VPT, int kBatch>
+// kBias: each slot adds its group's bias row, weighted like its expert row (CombineParams::bias).
+template <class T, int VPT, int kBatch, bool kBias = false>
 __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(CombineParams p) {
   __shared__ int32_t s_row[kMaxTeams][kMaxSlots];
   __shared__ float s_w[kMaxTeams][kMaxSlots];
+  __shared__ int32_t s_g[kBias ? kMaxTeams : 1][kBias ? kMaxSlots : 1];
   // kernels/common/pdl.cuh: first, before any global access, unless the plan may be read early
   if (!p.plan_ready) pdl_enter();
   const int u0 = int(blockIdx.y) * p.chunk_units;
@@ -72,8 +90,10 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
   auto load_plan = [&](int64_t t) {
     if (t >= num_tokens) return;
     for (int s = lane; s < p.slots; s += p.ts) {
-      s_row[team][s] = __ldcg(p.slot_row + t * p.slots + s);
+      const int32_t r = __ldcg(p.slot_row + t * p.slots + s);
+      s_row[team][s] = r;
       s_w[team][s] = s < p.top_k ? (p.weights != nullptr ? __ldcg(p.weights + t * p.top_k + s) : 1.f) : p.shared_scale;
+      if constexpr (kBias) s_g[team][s] = r >= 0 ? group_of_row(p.group_offsets, p.num_groups, r) : -1;
     }
   };
   // (block-uniform trip count: every team passes the barriers)
@@ -117,6 +137,19 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
             vec::unpack8<T>(v[q][j], f);
 #pragma unroll
             for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(f[e]), acc[j][e]);
+            if constexpr (kBias) {
+              // the group's bias row (f32, 8 values per unit), weighted like the row (a row past the
+              // offsets, g < 0, adds none)
+              const int g = s_g[team][s0 + q];
+              const int u = u0 + lane + j * p.ts;
+              if (g >= 0 && u < u_end) {
+                const float4* b = reinterpret_cast<const float4*>(p.bias + static_cast<int64_t>(g) * p.hidden) + 2 * u;
+                const float4 b0 = __ldg(b), b1 = __ldg(b + 1);
+                const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(bv[e]), acc[j][e]);
+              }
+            }
           }
         }
       }

@@ -18,13 +18,13 @@ using namespace combine_detail;
 // batches (8 loads in flight) with the plan read after the PDL wait: the kernel alone 2.85 vs
 // 3.03 us at 1 token, 3.17 vs 3.32 at 16 (K 7168, k 8 + 1), level at 256-16384 tokens and in
 // the layers (the time ratio over 42 decode points: geometric mean 1.0015, within the noise).
-template <class T>
+template <class T, bool kBias = false>
 cudaError_t launch_typed(const CombineParams& p, int vpt, dim3 grid, int block, cudaStream_t stream) {
   switch (vpt) {
-    case 1: return launch_chain(combine_kernel<T, 1, 12>, dim3(grid), dim3(block), 0, stream, p);
-    case 2: return launch_chain(combine_kernel<T, 2, 8>, dim3(grid), dim3(block), 0, stream, p);
-    case 4: return launch_chain(combine_kernel<T, 4, 2>, dim3(grid), dim3(block), 0, stream, p);
-    case 8: return launch_chain(combine_kernel<T, 8, 1>, dim3(grid), dim3(block), 0, stream, p);
+    case 1: return launch_chain(combine_kernel<T, 1, 12, kBias>, dim3(grid), dim3(block), 0, stream, p);
+    case 2: return launch_chain(combine_kernel<T, 2, 8, kBias>, dim3(grid), dim3(block), 0, stream, p);
+    case 4: return launch_chain(combine_kernel<T, 4, 2, kBias>, dim3(grid), dim3(block), 0, stream, p);
+    case 8: return launch_chain(combine_kernel<T, 8, 1, kBias>, dim3(grid), dim3(block), 0, stream, p);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -46,6 +46,10 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   if (a.out == nullptr || !vec::aligned16(a.out)) return cudaErrorInvalidValue;
   if (slots > 0 && (a.slot_row == nullptr || a.expert_out == nullptr || !vec::aligned16(a.expert_out)))
     return cudaErrorInvalidValue;
+  // the expert bias: bf16 rows, a 16-byte aligned [groups, K] f32 array and the group offsets
+  if (a.bias != nullptr && (a.act_dtype != DType::kBFloat16 || !vec::aligned16(a.bias) || a.group_offsets == nullptr ||
+                            a.num_groups < 1))
+    return cudaErrorInvalidValue;
 
   CombineParams p{};
   p.expert_out = a.expert_out;
@@ -61,6 +65,9 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   p.out = a.out;
   p.out_stride = stride;
   p.plan_ready = a.plan_ready ? 1 : 0;
+  p.bias = a.bias;
+  p.group_offsets = a.group_offsets;
+  p.num_groups = a.num_groups;
 
   vec::TeamShape shape;
   if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
@@ -83,6 +90,7 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   p.teams = shape.teams;
   const int64_t resident = sms * std::max(1, 2048 / shape.block);
   const dim3 grid(static_cast<unsigned>(std::min(blocks_needed, resident)), static_cast<unsigned>(chunks));
+  if (a.bias != nullptr) return launch_typed<__nv_bfloat16, true>(p, shape.vpt, grid, shape.block, stream);
   if (a.act_dtype == DType::kBFloat16) return launch_typed<__nv_bfloat16>(p, shape.vpt, grid, shape.block, stream);
   return launch_typed<__half>(p, shape.vpt, grid, shape.block, stream);
 }
@@ -98,6 +106,11 @@ void append_combine_instances(KernelList* out) {
   add("combine<bf16,vpt2,batch8>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 2, 8>));
   add("combine<bf16,vpt4,batch2>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 4, 2>));
   add("combine<bf16,vpt8,batch1>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 8, 1>));
+  // with the expert bias (CombineArgs::bias: the CUTLASS backend's GEMM2 biases), bf16
+  add("combine<bf16,vpt1,batch12,bias>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 1, 12, true>));
+  add("combine<bf16,vpt2,batch8,bias>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 2, 8, true>));
+  add("combine<bf16,vpt4,batch2,bias>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 4, 2, true>));
+  add("combine<bf16,vpt8,batch1,bias>", reinterpret_cast<const void*>(&combine_kernel<__nv_bfloat16, 8, 1, true>));
   add("combine<f16,vpt1,batch12>", reinterpret_cast<const void*>(&combine_kernel<__half, 1, 12>));
   add("combine<f16,vpt2,batch8>", reinterpret_cast<const void*>(&combine_kernel<__half, 2, 8>));
   add("combine<f16,vpt4,batch2>", reinterpret_cast<const void*>(&combine_kernel<__half, 4, 2>));

@@ -28,6 +28,12 @@ struct CombineArgs {
   // predecessor before it triggers its dependents (forward(): the permute, or GEMM1 gathering its
   // rows): the kernel then reads them before griddepcontrol.wait.
   bool plan_ready = false;
+  // Optional expert bias added to every slot's row before its weight (the CUTLASS GEMM2 has no bias
+  // in its epilogue): bias [groups, K] f32 (16-byte aligned), row r's group g from the unpadded
+  // group offsets, offsets[g] <= r < offsets[g + 1] ([groups + 1], device). bf16 rows only.
+  const float* bias = nullptr;
+  const int32_t* group_offsets = nullptr;
+  int num_groups = 0;
 };
 
 // Name of the compiled kernel family (for the kernel registry / `fusedmoe info`).
