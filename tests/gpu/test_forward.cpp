@@ -264,6 +264,13 @@ void check_forward(fm::MoeProblem p, int64_t tokens, const fm::ForwardOptions& o
     std::vector<double> y_gpu(yq.size());
     for (size_t i = 0; i < yq.size(); ++i) y_gpu[i] = f16 ? fm::ref::fp16_to_float(yq[i]) : fm::ref::bf16_to_float(yq[i]);
     ASSERT_EQ(r2.y.size(), y_gpu.size());
+    // (the CUTLASS backend's GEMM2 rows hold no expert bias: the combine adds b2 there)
+    if (p.has_expert_bias && fm::detail::decide(p, opt, false).chosen == fm::Backend::kCutlassGrouped) {
+      const std::vector<float>& b2 = L.data.b2;
+      for (int g = 0; g < groups; ++g)
+        for (int64_t r = offs[g]; r < offs[g + 1]; ++r)
+          for (int64_t c = 0; c < p.hidden; ++c) r2.y[r * p.hidden + c] -= b2[static_cast<size_t>(g) * p.hidden + c];
+    }
     err_g2 = rel2(y_gpu, r2.y, false, f16);
     err_g2_r = rel2(y_gpu, r2.y, true, f16);
   }
@@ -1385,8 +1392,10 @@ TEST(Forward, CutlassBackendGraphReplayIsBitwiseStable) { expect_replays_match_d
 // its row), since CUTLASS's GEMM2 epilogue has none. Forced only (the oracle keeps the grouped
 // backend for biased layers until measured). Every element against the float64 reference with the
 // biases: BF16 with the GPT-OSS activation (interleaved and not), ragged token counts, a skewed and
-// a one-hot routing, a shared expert, expert parallelism, GEMM2 on the ping-pong tiles and the
-// hybrid (GEMM1 grouped, GEMM2 CUTLASS), FP8 per-channel and 128x128 blocks; a graph replay.
+// a one-hot routing, a shared expert, expert parallelism, GEMM2 on the ping-pong tiles (where the
+// workspace holds 128-row padding) and the hybrid (GEMM1 grouped, GEMM2 CUTLASS), a wide K at few
+// tokens (the combine's column chunks), FP8 per-channel and 128x128 blocks (their GEMM2 rows checked
+// without b2, which the combine adds).
 TEST(Forward, CutlassBackendExpertBias) {
   const fm::ForwardOptions c = cutlass_backend();
   fm::ForwardOptions ping = c;
@@ -1405,6 +1414,10 @@ TEST(Forward, CutlassBackendExpertBias) {
     check_forward(b, 300, ping, name + " ping-pong GEMM2");
     check_forward(b, 300, hybrid, name + " hybrid");
   }
+  // K 2880 (GPT-OSS's hidden) at 1-3 tokens: the combine splits each row in column chunks
+  fm::MoeProblem wide = small_problem(8, 4, 64, 2880, fm::Activation::swiglu_oai(1.702f, 7.f, true));
+  wide.has_expert_bias = true;
+  for (int64_t t : {1, 3}) check_forward(wide, t, c, "cutlass biases K2880");
   fm::MoeProblem s = fm::find_preset("qwen3next-tp1")->problem;  // shared expert, E512 k10
   s.hidden = 256;
   s.intermediate = 64;

@@ -143,11 +143,10 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
               const int g = s_g[team][s0 + q];
               const int u = u0 + lane + j * p.ts;
               if (g >= 0 && u < u_end) {
-                const float4* b = reinterpret_cast<const float4*>(p.bias + static_cast<int64_t>(g) * p.hidden) + 2 * u;
-                const float4 b0 = __ldg(b), b1 = __ldg(b + 1);
-                const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+                // (scalar loads: the bias needs only the 4-byte alignment validate() asks of it)
+                const float* b = p.bias + static_cast<int64_t>(g) * p.hidden + 8 * u;
 #pragma unroll
-                for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(bv[e]), acc[j][e]);
+                for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(__ldg(b + e)), acc[j][e]);
               }
             }
           }

@@ -46,9 +46,9 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   if (a.out == nullptr || !vec::aligned16(a.out)) return cudaErrorInvalidValue;
   if (slots > 0 && (a.slot_row == nullptr || a.expert_out == nullptr || !vec::aligned16(a.expert_out)))
     return cudaErrorInvalidValue;
-  // the expert bias: bf16 rows, a 16-byte aligned [groups, K] f32 array and the group offsets
-  if (a.bias != nullptr && (a.act_dtype != DType::kBFloat16 || !vec::aligned16(a.bias) || a.group_offsets == nullptr ||
-                            a.num_groups < 1))
+  // the expert bias: bf16 rows, a 4-byte aligned [groups, K] f32 array and the group offsets
+  if (a.bias != nullptr && (a.act_dtype != DType::kBFloat16 || (reinterpret_cast<uintptr_t>(a.bias) & 3) != 0 ||
+                            a.group_offsets == nullptr || a.num_groups < 1))
     return cudaErrorInvalidValue;
 
   CombineParams p{};
