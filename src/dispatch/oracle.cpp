@@ -86,20 +86,23 @@ Status can_implement(Backend b, const MoeProblem& p) {
   return Status(StatusCode::kInternal, "kAuto is not a backend");
 }
 
-// Expected rows per expert, the tile rule's measure: T * slots / E under uniform routing; with the
-// MoeProblem::expected_local_slots hint T * hint / local (+ T * shared / E, as uniform counts them).
-double rows_per_expert(const MoeProblem& p) {
-  if (p.num_experts <= 0) return 0.0;
-  const double t = static_cast<double>(p.num_tokens);
-  if (p.expected_local_slots <= 0.f || p.local_experts() <= 0) return t * p.slots_per_token() / p.num_experts;
-  return t * p.expected_local_slots / p.local_experts() + t * p.num_shared_experts / p.num_experts;
-}
-// The routed part alone (T * k / E uniform; the CUTLASS rule's measure).
+// MoeProblem::expected_local_slots is set (and there are local experts to spread it over).
+bool local_slots_hinted(const MoeProblem& p) { return p.expected_local_slots > 0.f && p.local_experts() > 0; }
+// Routed rows per expert: T * k / E under uniform routing (the CUTLASS rule's measure), T * hint /
+// local with the hint.
 double routed_rows_per_expert(const MoeProblem& p) {
   if (p.num_experts <= 0) return 0.0;
   const double t = static_cast<double>(p.num_tokens);
-  if (p.expected_local_slots <= 0.f || p.local_experts() <= 0) return t * p.top_k() / p.num_experts;
-  return t * p.expected_local_slots / p.local_experts();
+  return local_slots_hinted(p) ? t * p.expected_local_slots / p.local_experts() : t * p.top_k() / p.num_experts;
+}
+// Expected rows per expert, the tile rule's measure: T * slots / E under uniform routing (as
+// always computed, so the tuned thresholds see the same values); with the hint the routed rows plus
+// T * shared / E, as uniform counts the shared expert.
+double rows_per_expert(const MoeProblem& p) {
+  if (p.num_experts <= 0) return 0.0;
+  const double t = static_cast<double>(p.num_tokens);
+  if (!local_slots_hinted(p)) return t * p.slots_per_token() / p.num_experts;
+  return routed_rows_per_expert(p) + t * p.num_shared_experts / p.num_experts;
 }
 
 // The Swap-AB token tile holds this many times the expected rows per expert
@@ -136,7 +139,7 @@ int tile_headroom(const MoeProblem& p) {
 kernels::TokensTileChoice auto_tiles(const MoeProblem& p) {
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
   const int wide = !fp8 ? 64 : p.quant.weight.granularity == ScaleGranularity::kBlock ? 0 : 32;
-  if (p.expected_local_slots <= 0.f || p.local_experts() <= 0)
+  if (!local_slots_hinted(p))
     return kernels::choose_tokens_tile(p.num_tokens, p.slots_per_token(), p.num_experts, wide, tile_headroom(p));
   // (the hint: the rule's T * slots / E as rows_per_expert(p) in 1/1024 steps of a row)
   constexpr int kScale = 1024;
@@ -166,7 +169,7 @@ void choose_tiles(const MoeProblem& p, const ForwardOptions& o, Decision* d, boo
 #endif
     const double per_expert = rows_per_expert(p);
     if (reasons) {
-      if (p.expected_local_slots > 0.f)
+      if (local_slots_hinted(p))
         why << "expected rows per expert T*hint/local = " << per_expert << " (MoeProblem::expected_local_slots = "
             << p.expected_local_slots << ")";
       else
@@ -271,7 +274,7 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
   if (cutlass_preferred(p, options)) {
     d.chosen = Backend::kCutlassGrouped;
     std::ostringstream why;
-    why << "expected rows per expert " << (p.expected_local_slots > 0.f ? "T*hint/local" : "T*k/E") << " = "
+    why << "expected rows per expert " << (local_slots_hinted(p) ? "T*hint/local" : "T*k/E") << " = "
         << routed_rows_per_expert(p)
         << " >= " << kCutlassMinRowsPerExpert << " and T >= "
         << (p.quant.weight.format == WeightFormat::kFP8E4M3 ? kCutlassMinTokensFp8 : kCutlassMinTokens)

@@ -153,6 +153,12 @@ bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* d
   const int first_local = p.num_local_experts >= 0 && local < e ? static_cast<int>(rng() % (e - local + 1)) : 0;
   for (int i = 0; i < local; ++i) d->expert_map[first_local + i] = i;
   const int hot = first_local;
+  // Skew::kLocal's id order: the local experts first, each side in its shuffled order (the rest
+  // after, for k > local)
+  auto local_first = [&](std::vector<int>* ids) {
+    if (skew == Skew::kLocal)
+      std::stable_partition(ids->begin(), ids->end(), [&](int id) { return d->expert_map[id] >= 0; });
+  };
   if (rk != RouterKind::kPrecomputed) {
     d->logits_f32.resize(static_cast<size_t>(t) * e);
     for (int64_t i = 0; i < t; ++i)
@@ -184,8 +190,7 @@ bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* d
       std::vector<int> ids(e);
       for (int j = 0; j < e; ++j) ids[j] = j;
       std::shuffle(ids.begin(), ids.end(), rng);
-      if (skew == Skew::kLocal)
-        std::stable_partition(ids.begin(), ids.end(), [&](int id) { return d->expert_map[id] >= 0; });
+      local_first(&ids);
       for (int j = 0; j < k; ++j) d->hash_table[static_cast<size_t>(v) * k + j] = ids[j];
     }
   }
@@ -198,9 +203,7 @@ bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* d
       for (int j = 0; j < e; ++j) ids[j] = j;
       std::shuffle(ids.begin(), ids.end(), rng);
       if (skew == Skew::kOneHot) std::swap(ids[0], *std::find(ids.begin(), ids.end(), hot));
-      // local: the local experts first, in shuffled order (the rest after, for k > local)
-      if (skew == Skew::kLocal)
-        std::stable_partition(ids.begin(), ids.end(), [&](int id) { return d->expert_map[id] >= 0; });
+      local_first(&ids);
       for (int j = 0; j < k; ++j) {
         d->topk_ids[static_cast<size_t>(i) * k + j] = ids[j];
         d->topk_weights[static_cast<size_t>(i) * k + j] = u01(rng) / k;
