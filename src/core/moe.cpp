@@ -39,6 +39,8 @@ namespace {
 constexpr int64_t kFrontSeparateQuantMaxTokens = 16;
 // Row-scaled FP8 gathers its e4m3 rows (GEMM1) behind the fused front up to this many tokens.
 constexpr int64_t kFp8GatherMaxTokens = 128;
+// Precomputed ids run in the fused front up to this many tokens (above it, separate kernels).
+constexpr int64_t kFrontPrecomputedMaxTokens = 16;
 // The dynamic balanced GEMM2 (BF16), measured up to this many tokens (session 17, call 5).
 constexpr int64_t kBalancedMaxTokens = 256;
 
@@ -110,12 +112,17 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // 140.08 -> 133.77 us (fp8t alike: 16 tokens 88.12 -> 82.68); either switch alone gains little
   // up to 16 tokens. The block-scaled cases lose with gathered rows (session 47: the pair and dense
   // instances their GEMM1 gives up) and keep the permute. 256 tokens: 2 % slower in session 47
-  // (fp8c), not taken.
+  // (fp8c), not taken. From precomputed ids up to 16 tokens (the fused front's limit for them):
+  // H100, session 56 call 1 (forced each way, one run), default -> pair at 1 / 4 / 16 tokens:
+  // fp8c 23.97 -> 17.69 / 40.34 -> 35.06 / 85.62 -> 79.71 us, fp8t 23.02 -> 17.39 / 40.30 -> 36.06 /
+  // 87.43 -> 80.18 (faster than from logits, whose router does more).
+  const bool front_routes = reads_logits(p.router.kind) ||
+                            (p.router.kind == RouterKind::kPrecomputed && p.num_tokens <= kFrontPrecomputedMaxTokens);
   const bool fp8_row_scaled = fp8_gather_ok &&
                               (p.quant.weight.granularity == ScaleGranularity::kPerTensor ||
                                p.quant.weight.granularity == ScaleGranularity::kPerChannel) &&
                               (p.quant.act == ActQuant::kPerToken || p.quant.act == ActQuant::kPerTensorStatic);
-  const bool fp8_gather_auto = fp8_row_scaled && reads_logits(p.router.kind) &&
+  const bool fp8_gather_auto = fp8_row_scaled && front_routes &&
                                p.num_tokens <= kFp8GatherMaxTokens && small_layer;
   const bool front_auto =
       p.quant.act == ActQuant::kNone || p.num_tokens > kFrontSeparateQuantMaxTokens || fp8_gather_auto;
@@ -129,8 +136,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // Also with any router for small experts (<= 6 MB of weights each; qwen235-tp8's 4.7 MB: 1-4 %
   // faster at 4-256 tokens with and without the router, call 5; 9-13 MB experts were mixed).
   // Precomputed ids up to 16 tokens also run in the fused front (session 15).
-  const bool fused_front = r.fuse_front && (reads_logits(p.router.kind) ||
-                                            (p.router.kind == RouterKind::kPrecomputed && p.num_tokens <= 16));
+  const bool fused_front = r.fuse_front && front_routes;
   const bool bf16_gather_auto =
       gather_ok && !fp8_gather_ok && p.num_tokens <= 256 && ((fused_front && few_touched) || small_experts);
   const bool fp8_gather = fp8_gather_auto && fused_front;
@@ -139,11 +145,11 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                        bf16_gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits (or precomputed ids up to 16 "
                                           "tokens: the fused front), or experts of "
                                           "<= 6 MB (measured)"
-                       : fp8_gather     ? "auto: row-scaled FP8 from logits up to 128 tokens, the fused front quantising x in "
-                                          "token order (measured)"
+                       : fp8_gather     ? "auto: row-scaled FP8 from logits up to 128 tokens (precomputed ids up to 16), the "
+                                          "fused front quantising x in token order (measured)"
                        : !gather_ok     ? "auto: off (quantised x or weights on the input: not applicable)"
                        : fp8_gather_ok  ? "auto: off for this FP8 layer (gathered e4m3 rows measured faster only row-scaled "
-                                          "from logits up to 128 tokens behind the fused front; slower on block scales)"
+                                          "behind the fused front (logits up to 128 tokens, precomputed ids up to 16); slower on block scales)"
                                         : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
                   gather_ok;
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)

@@ -205,6 +205,11 @@ constexpr int64_t kCutlassMinTokens = 512;
 // FP8 with per-tensor / per-channel weight scales (session 19): CUTLASS's FP8 GEMM with the scales
 // in its epilogue, the same threshold (measured in bench/results/2026-12-01_h200_session19).
 constexpr int64_t kCutlassMinTokensFp8 = 1024;
+// Expert biases (b1 in the activation, b2 added by the combine; session 55): from 128 expected rows
+// per expert. H100, session 56 call 1, gptoss-tp1 forced each way: 4096 tokens (128 rows) CUTLASS
+// 3033.4 vs the normal tiles' 3405.2 us, 16384 tokens 7648.2 vs 8836.3; 1024 tokens (32 rows) the
+// Swap-AB tile 64 2217.7 vs 2398.5 (still bandwidth-bound there, at 90.6 % of the floor).
+constexpr double kCutlassMinRowsPerExpertBias = 128.0;
 
 // The grouped backend's own GEMM switches: forcing one asks for that backend's kernels.
 // (scales_by_token only exists for FP8 128x128 blocks.)
@@ -220,10 +225,8 @@ bool cutlass_preferred(const MoeProblem& p, const ForwardOptions& o) {
   if (o.backend != Backend::kAuto || o.tiles != TileFamily::kAuto || grouped_switch_forced(p, o)) return false;
   const double per_expert = routed_rows_per_expert(p);
   const bool fp8 = p.quant.weight.format == WeightFormat::kFP8E4M3;
-  // Expert biases (b2 in the combine, session 55): CUTLASS when forced only, until measured
-  // (gptoss-tp1 at 4096 tokens: the grouped normal tiles at 59.5 % of the floor, H100 session 55)
-  if (p.has_expert_bias) return false;
-  return per_expert >= kCutlassMinRowsPerExpert && p.num_tokens >= (fp8 ? kCutlassMinTokensFp8 : kCutlassMinTokens) &&
+  const double min_rows = p.has_expert_bias ? kCutlassMinRowsPerExpertBias : kCutlassMinRowsPerExpert;
+  return per_expert >= min_rows && p.num_tokens >= (fp8 ? kCutlassMinTokensFp8 : kCutlassMinTokens) &&
          can_implement(Backend::kCutlassGrouped, p).ok();
 }
 
@@ -276,7 +279,8 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
     std::ostringstream why;
     why << "expected rows per expert " << (local_slots_hinted(p) ? "T*hint/local" : "T*k/E") << " = "
         << routed_rows_per_expert(p)
-        << " >= " << kCutlassMinRowsPerExpert << " and T >= "
+        << " >= " << (p.has_expert_bias ? kCutlassMinRowsPerExpertBias : kCutlassMinRowsPerExpert)
+        << (p.has_expert_bias ? " (expert biases: b2 added by the combine)" : "") << " and T >= "
         << (p.quant.weight.format == WeightFormat::kFP8E4M3 ? kCutlassMinTokensFp8 : kCutlassMinTokens)
         << ": CUTLASS's persistent grouped GEMMs measured faster than the normal tiles";
     d.reason = why.str();
@@ -287,7 +291,7 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
       d.chosen = c.backend;
       d.reason = c.backend == Backend::kGrouped && p.has_expert_bias
                      ? "grouped backend (tiles below): with expert biases the CUTLASS path (b2 added by the combine) "
-                       "runs only when forced (ForwardOptions::backend), not yet measured"
+                       "takes over from 128 expected rows per expert (measured), or a grouped-backend switch is forced"
                  : c.backend == Backend::kGrouped
                      ? "grouped backend (tiles below): the CUTLASS path needs more rows per expert or tokens, "
                        "cannot run this problem, or a grouped-backend switch (tiles, gather_rows, staged_epilogue, "

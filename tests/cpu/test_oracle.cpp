@@ -192,15 +192,27 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   EXPECT_NE(ex_fp8.find("swap_ab_epilogue: stmatrix puts (FP8 kernel"), std::string::npos) << ex_fp8;
   const std::string ex_bf16 = fm::explain(fm::find_preset("qwen235-tp8")->problem);  // (BF16 weights)
   EXPECT_NE(ex_bf16.find("swap_ab_epilogue: per-value puts (BF16 kernel"), std::string::npos) << ex_bf16;
-  // expert biases (session 55: b2 added by the combine): CUTLASS when forced, the grouped backend
-  // in auto (not measured yet), saying why
-  fm::MoeProblem g = fm::find_preset("gptoss-tp1")->problem;
-  g.num_tokens = g.max_tokens = 4096;
+  // expert biases (b2 added by the combine, session 55): auto from 128 expected rows per expert
+  // (session 56: gptoss-tp1 faster on CUTLASS at 4096 / 16384 tokens, slower at 1024), saying why;
+  // forced at any size
+  fm::MoeProblem g = fm::find_preset("gptoss-tp1")->problem;  // E 128, k 4
+  g.num_tokens = g.max_tokens = 2048;                         // 64 rows per expert
   const fm::detail::Decision da = fm::detail::decide(g, {}, true);
   EXPECT_EQ(da.chosen, fm::Backend::kGrouped);
-  EXPECT_NE(da.reason.find("with expert biases the CUTLASS path (b2 added by the combine) runs only when forced"),
+  EXPECT_NE(da.reason.find("with expert biases the CUTLASS path (b2 added by the combine) takes over from 128"),
             std::string::npos) << da.reason;
   EXPECT_EQ(fm::detail::decide(g, {}, false).chosen, fm::Backend::kGrouped);
+  for (int64_t t : {4096, 16384}) {
+    fm::MoeProblem h = g;
+    h.num_tokens = h.max_tokens = t;
+    const fm::detail::Decision dh = fm::detail::decide(h, {}, true);
+    EXPECT_EQ(dh.chosen, fm::Backend::kCutlassGrouped) << t;
+    EXPECT_NE(dh.reason.find(">= 128 (expert biases: b2 added by the combine)"), std::string::npos) << dh.reason;
+    EXPECT_EQ(fm::detail::decide(h, {}, false).chosen, fm::Backend::kCutlassGrouped) << t;
+    fm::ForwardOptions tiles;  // a grouped-backend switch keeps it there
+    tiles.tiles = fm::TileFamily::kNormal;
+    EXPECT_EQ(fm::detail::decide(h, tiles, true).chosen, fm::Backend::kGrouped) << t;
+  }
   const fm::detail::Decision dg = fm::detail::decide(g, forced, true);
   EXPECT_EQ(dg.chosen, fm::Backend::kCutlassGrouped) << dg.status.message();
   EXPECT_EQ(fm::detail::decide(g, forced, false).chosen, fm::Backend::kCutlassGrouped);
@@ -473,6 +485,17 @@ TEST(Oracle, GatherRowsAutoRule) {
     EXPECT_TRUE(fm::resolve_options(r, o).fuse_front) << t;
   }
   EXPECT_NE(fm::resolve_options(q, o).why.find("gather_rows: on (auto: row-scaled FP8"), std::string::npos);
+  // from precomputed ids up to 16 tokens too (session 56: the fused front's limit for them), above
+  // it the separate kernels and the permute
+  for (int64_t t : {1, 4, 16, 17, 64}) {
+    fm::MoeProblem r = q;
+    r.router = fm::RouterConfig::precomputed(r.router.top_k);
+    r.num_tokens = r.max_tokens = t;
+    EXPECT_EQ(fm::resolve_options(r, o).gather_rows, t <= 16) << t;
+    EXPECT_TRUE(fm::resolve_options(r, o).fuse_front) << t;
+    r.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);  // block scales: the permute
+    EXPECT_FALSE(fm::resolve_options(r, o).gather_rows) << t;
+  }
   // and GEMM2's static balanced ranges requested from rows above 3/4 of the experts (the kernel's
   // rule decides where they run)
   EXPECT_FALSE(fm::resolve_options(q, o).balanced_gemm2);  // 1 token
@@ -520,12 +543,16 @@ TEST(Oracle, GatherRowsAutoRule) {
     EXPECT_FALSE(fm::resolve_options(b, g_on).gather_rows);
   }
   // The fused front: on, except quantised x up to 16 tokens (GEMM1's early weights; session 36)
-  // where GEMM1 does not gather (row-scaled FP8 from logits, above).
+  // where GEMM1 does not gather (row-scaled FP8, above: from logits, or precomputed ids since
+  // session 56).
   EXPECT_TRUE(fm::resolve_options(q, o).fuse_front);
   EXPECT_TRUE(fm::resolve_options(pre, o).fuse_front);
   q.router = fm::RouterConfig::precomputed(q.router.top_k);
+  EXPECT_TRUE(fm::resolve_options(q, o).fuse_front);
+  EXPECT_TRUE(fm::resolve_options(q, o).gather_rows);
+  q.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);  // block scales: no gather
   EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
-  EXPECT_FALSE(fm::resolve_options(q, o).gather_rows);  // precomputed ids: not measured
+  EXPECT_FALSE(fm::resolve_options(q, o).gather_rows);
   q.num_tokens = q.max_tokens = 16;
   EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
   q.num_tokens = q.max_tokens = 17;

@@ -1,6 +1,7 @@
 // The weighted combine on the GPU (kernels/combine/combine_launch.h): within 1 ulp (bf16/f16) of
 // the float64 reference, bit-equal to a host emulation of its float64 fma chain in slot order,
-// bitwise identical across 10 runs; shared expert; -1 slots (whose weights are NaN here) ignored.
+// bitwise identical across 10 runs; shared expert; -1 slots (whose weights are NaN here) ignored;
+// the expert bias of each slot's group (CombineArgs::bias), added after the rows in slot order.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -40,6 +41,12 @@ struct CCase {
   // Adversarial values: slot 1 cancels slot 0 (same weight, negated values) in two of every three
   // columns, and every 101st value is near the format's largest (sums that overflow float32).
   bool cancel = false;
+  // CombineArgs::bias: > 0 gives a [groups, K] f32 bias and random group offsets over the rows
+  // (some groups empty); bias_misaligned offsets the bias by 4 bytes (scalar loads), rows_past_end
+  // leaves the last rows past offsets[G] (no bias).
+  int bias_groups = 0;
+  bool bias_misaligned = false;
+  bool rows_past_end = false;
 };
 
 uint16_t to_bits(DType t, float v) { return t == DType::kBFloat16 ? ref::float_to_bf16(v) : ref::float_to_fp16(v); }
@@ -100,6 +107,26 @@ void run_case(const CCase& c) {
     }
   }
 
+  // the expert bias: row r's group g has offsets[g] <= r < offsets[g + 1]
+  const int G = c.bias_groups;
+  std::vector<int32_t> offsets(static_cast<size_t>(G) + 1, 0);
+  std::vector<float> bias(static_cast<size_t>(G) * K + 1);
+  if (G > 0) {
+    const int64_t covered = c.rows_past_end ? R - R / 5 : R;
+    std::vector<int32_t> cuts(static_cast<size_t>(G) - 1);
+    for (auto& x : cuts) x = static_cast<int32_t>(covered > 0 ? rng() % (covered + 1) : 0);
+    std::sort(cuts.begin(), cuts.end());
+    for (int g = 1; g < G; ++g) offsets[g] = cuts[g - 1];
+    offsets[G] = static_cast<int32_t>(covered);
+    for (auto& b : bias) b = nd(rng) * 4.f;
+  }
+  auto group_of = [&](int32_t r) {
+    if (G == 0 || r >= offsets[G]) return -1;
+    return static_cast<int>(std::upper_bound(offsets.begin(), offsets.end(), r) - offsets.begin()) - 1;
+  };
+  const size_t bias_shift = c.bias_misaligned ? 1 : 0;  // floats: 4 bytes off the 16-byte allocation
+
+  DeviceBuffer dbias = to_device(bias), doff = to_device(offsets);
   DeviceBuffer dy = to_device(y), dsr = to_device(slot_row), dw = to_device(w);
   DeviceBuffer dout(static_cast<size_t>(T * stride * 2));
   fk::CombineArgs a;
@@ -115,6 +142,12 @@ void run_case(const CCase& c) {
   a.out = dout.get();
   a.out_row_stride = c.stride_pad ? stride : 0;
   a.plan_ready = (seed & 1) != 0;  // (no PDL here: the plan may be read before the wait or after)
+  if (G > 0) {
+    // the bias rows as stored: bias[bias_shift + g * K + i]
+    a.bias = dbias.as<float>() + bias_shift;
+    a.group_offsets = doff.as<int32_t>();
+    a.num_groups = G;
+  }
 
   std::vector<uint16_t> first;
   for (int run = 0; run < 10; ++run) {
@@ -143,6 +176,16 @@ void run_case(const CCase& c) {
         acc = std::fma(static_cast<double>(ws), static_cast<double>(v), acc);
         ref64 += static_cast<double>(ws) * v;
         mag += std::fabs(static_cast<double>(ws) * v);
+      }
+      for (int s = 0; s < slots && G > 0; ++s) {  // the bias rows after the expert rows, in slot order
+        const int32_t r = slot_row[t * slots + s];
+        const int g = r < 0 ? -1 : group_of(r);
+        if (g < 0) continue;
+        const float ws = s < c.k ? (c.weights ? w[t * c.k + s] : 1.f) : c.shared_scale;
+        const float b = bias[bias_shift + static_cast<size_t>(g) * K + i];
+        acc = std::fma(static_cast<double>(ws), static_cast<double>(b), acc);
+        ref64 += static_cast<double>(ws) * b;
+        mag += std::fabs(static_cast<double>(ws) * b);
       }
       const uint16_t got = first[t * stride + i];
       if (got != to_bits(c.dtype, static_cast<float>(acc))) {
@@ -198,6 +241,16 @@ TEST(Combine, MatchesReferenceAndIsDeterministic) {
       // 17 slots (k 16 + shared): teams of 8 lanes (two passes over the plan), and a row team
       {5, 8, 16, 1, true, bf},
       {2, 7168, 16, 1, true, hf, 8},
+      // the expert bias (bf16; the CUTLASS backend's b2): prefill, decode column chunks, 1025 groups
+      // (1024 local experts + a shared one), 4-byte aligned bias (scalar loads), rows past the
+      // offsets, every values-per-thread instance
+      {4096, 2880, 4, 0, true, bf, 0, 1.f, false, 128},
+      {3, 2880, 4, 1, true, bf, 0, 0.5f, false, 129},
+      {300, 7168, 8, 1, true, bf, 64, 1.f, false, 1025},
+      {65, 96, 16, 1, false, bf, 8, 1.f, false, 33, true},
+      {200, 2048, 8, 0, true, bf, 0, 1.f, false, 64, true, true},
+      {16, 16384, 2, 1, true, bf, 0, 1.f, false, 9},
+      {40, 4096, 6, 0, true, bf, 0, 1.f, true, 16},
   };
   for (const CCase& c : cases) run_case(c);
 }
@@ -215,6 +268,16 @@ TEST(Combine, RejectsMoreThan17Slots) {
   EXPECT_EQ(fk::launch_combine(a, nullptr), cudaErrorInvalidValue);
   a.top_k = 16;
   a.num_shared = 1;
+  EXPECT_EQ(fk::launch_combine(a, nullptr), cudaSuccess);
+  FM_CUDA_CHECK(cudaDeviceSynchronize());
+  // the bias kernels stage at most 1088 groups' offsets
+  DeviceBuffer b(64 * 4), off(1090 * 4);
+  off.poison(0);
+  a.bias = b.as<float>();
+  a.group_offsets = off.as<int32_t>();
+  a.num_groups = 1089;
+  EXPECT_EQ(fk::launch_combine(a, nullptr), cudaErrorInvalidValue);
+  a.num_groups = 1088;
   EXPECT_EQ(fk::launch_combine(a, nullptr), cudaSuccess);
   FM_CUDA_CHECK(cudaDeviceSynchronize());
 }

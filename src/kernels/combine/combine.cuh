@@ -45,17 +45,22 @@ struct CombineParams {
   int plan_ready;  // CombineArgs::plan_ready: slot rows, weights and the device count read before the PDL wait
   const float* bias;           // CombineArgs::bias (the kBias instances)
   const int32_t* group_offsets;
-  int num_groups;
+  int num_groups;              // <= kMaxBiasGroups
+  int bias_vec4;               // bias 16-byte aligned: float4 loads (else scalar)
 };
 
+// Groups the bias instances stage offsets for in shared memory (1024 experts + a shared one fit).
+constexpr int kMaxBiasGroups = 1088;
+
 // The group of grouped row r: the g with offsets[g] <= r < offsets[g + 1] (offsets ascending,
-// offsets[0] = 0), by binary search over the G + 1 offsets; -1 when r lies past offsets[G].
+// offsets[0] = 0), by binary search over the G + 1 offsets (in shared memory); -1 when r lies past
+// offsets[G].
 __device__ __forceinline__ int group_of_row(const int32_t* offsets, int groups, int32_t r) {
   int lo = 0, hi = groups;  // the answer is in [lo, hi) while offsets[lo] <= r
-  if (r >= __ldcg(offsets + groups)) return -1;
+  if (r >= offsets[groups]) return -1;
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
-    if (__ldcg(offsets + mid) <= r) lo = mid;
+    if (offsets[mid] <= r) lo = mid;
     else hi = mid;
   }
   return lo;
@@ -67,17 +72,28 @@ constexpr int kMaxTeams = 32;
 
 // 8 units per thread hold 64 float64 accumulators: at most 256 threads (255 registers each)
 // or they spill; that bounds K at 8 * 8 * 256 = 16384.
-__host__ __device__ constexpr int combine_max_block(int vpt) { return vpt >= 8 ? 256 : 512; }
+// (The bias instances: 256 threads for any VPT, which leaves their bias rows registers without
+// spilling; pick_team_shape's teams never exceed 256 threads below 8 units per thread anyway.)
+__host__ __device__ constexpr int combine_max_block(int vpt, bool bias = false) { return vpt >= 8 || bias ? 256 : 512; }
 
 // kBatch: slots whose rows are loaded before accumulating (combine_launch.cu: launch_typed).
 // kBias: each slot adds its group's bias row, weighted like its expert row (CombineParams::bias).
+// Its block first stages the group offsets in shared memory (the slots' groups by binary search
+// there, not over L2: session 56 measured the L2 search's dependent loads at ~3-4x the combine's
+// time on gptoss-tp1 at 16384 tokens); the bias rows are added after the expert rows, kBias4
+// slots' rows loaded at a time (float4 where aligned).
 template <class T, int VPT, int kBatch, bool kBias = false>
-__global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(CombineParams p) {
+__global__ void __launch_bounds__(combine_max_block(VPT, kBias), 1) combine_kernel(CombineParams p) {
   __shared__ int32_t s_row[kMaxTeams][kMaxSlots];
   __shared__ float s_w[kMaxTeams][kMaxSlots];
   __shared__ int32_t s_g[kBias ? kMaxTeams : 1][kBias ? kMaxSlots : 1];
+  __shared__ int32_t s_off[kBias ? kMaxBiasGroups + 1 : 1];
   // kernels/common/pdl.cuh: first, before any global access, unless the plan may be read early
   if (!p.plan_ready) pdl_enter();
+  if constexpr (kBias) {
+    for (int i = threadIdx.x; i <= p.num_groups; i += blockDim.x) s_off[i] = __ldcg(p.group_offsets + i);
+    __syncthreads();
+  }
   const int u0 = int(blockIdx.y) * p.chunk_units;
   const int u_end = min(p.units, u0 + p.chunk_units);
   const int tid = threadIdx.x;
@@ -93,7 +109,7 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
       const int32_t r = __ldcg(p.slot_row + t * p.slots + s);
       s_row[team][s] = r;
       s_w[team][s] = s < p.top_k ? (p.weights != nullptr ? __ldcg(p.weights + t * p.top_k + s) : 1.f) : p.shared_scale;
-      if constexpr (kBias) s_g[team][s] = r >= 0 ? group_of_row(p.group_offsets, p.num_groups, r) : -1;
+      if constexpr (kBias) s_g[team][s] = r >= 0 ? group_of_row(s_off, p.num_groups, r) : -1;
     }
   };
   // (block-uniform trip count: every team passes the barriers)
@@ -137,17 +153,50 @@ __global__ void __launch_bounds__(combine_max_block(VPT), 1) combine_kernel(Comb
             vec::unpack8<T>(v[q][j], f);
 #pragma unroll
             for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(f[e]), acc[j][e]);
-            if constexpr (kBias) {
-              // the group's bias row (f32, 8 values per unit), weighted like the row (a row past the
-              // offsets, g < 0, adds none)
-              const int g = s_g[team][s0 + q];
-              const int u = u0 + lane + j * p.ts;
-              if (g >= 0 && u < u_end) {
-                // (scalar loads: the bias needs only the 4-byte alignment validate() asks of it)
-                const float* b = p.bias + static_cast<int64_t>(g) * p.hidden + 8 * u;
+          }
+        }
+      }
+      if constexpr (kBias) {
+        // each slot's group bias row (f32, 8 values per unit), weighted like its row (a row past the
+        // offsets, g < 0, adds none); the products are exact in float64 like the rows'
+        constexpr int kBias4 = VPT >= 4 ? 1 : 4 / VPT;
+        for (int s0 = 0; s0 < p.slots; s0 += kBias4) {
+          int g[kBias4];
+          float w[kBias4];
 #pragma unroll
-                for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(static_cast<double>(w[q]), static_cast<double>(__ldg(b + e)), acc[j][e]);
+          for (int q = 0; q < kBias4; ++q) {
+            const int s = s0 + q;
+            g[q] = s < p.slots ? s_g[team][s] : -1;
+            w[q] = s < p.slots ? s_w[team][s] : 0.f;
+          }
+          float4 b[kBias4][VPT][2];
+#pragma unroll
+          for (int q = 0; q < kBias4; ++q)
+#pragma unroll
+            for (int j = 0; j < VPT; ++j) {
+              const int u = u0 + lane + j * p.ts;
+              b[q][j][0] = b[q][j][1] = make_float4(0.f, 0.f, 0.f, 0.f);
+              if (g[q] >= 0 && u < u_end) {
+                const float* src_b = p.bias + static_cast<int64_t>(g[q]) * p.hidden + 8 * u;
+                if (p.bias_vec4) {
+                  b[q][j][0] = __ldg(reinterpret_cast<const float4*>(src_b));
+                  b[q][j][1] = __ldg(reinterpret_cast<const float4*>(src_b) + 1);
+                } else {  // (validate() asks only 4-byte alignment of the bias)
+                  b[q][j][0] = make_float4(__ldg(src_b), __ldg(src_b + 1), __ldg(src_b + 2), __ldg(src_b + 3));
+                  b[q][j][1] = make_float4(__ldg(src_b + 4), __ldg(src_b + 5), __ldg(src_b + 6), __ldg(src_b + 7));
+                }
               }
+            }
+#pragma unroll
+          for (int q = 0; q < kBias4; ++q) {
+            if (g[q] < 0) continue;
+            const double wq = static_cast<double>(w[q]);
+#pragma unroll
+            for (int j = 0; j < VPT; ++j) {
+              const float f[8] = {b[q][j][0].x, b[q][j][0].y, b[q][j][0].z, b[q][j][0].w,
+                                  b[q][j][1].x, b[q][j][1].y, b[q][j][1].z, b[q][j][1].w};
+#pragma unroll
+              for (int e = 0; e < 8; ++e) acc[j][e] = __fma_rn(wq, static_cast<double>(f[e]), acc[j][e]);
             }
           }
         }

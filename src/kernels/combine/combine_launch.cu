@@ -48,7 +48,7 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   // the expert bias: bf16 rows, a 4-byte aligned [groups, K] f32 array and the group offsets
   if (a.bias != nullptr && (a.act_dtype != DType::kBFloat16 || (reinterpret_cast<uintptr_t>(a.bias) & 3) != 0 ||
-                            a.group_offsets == nullptr || a.num_groups < 1))
+                            a.group_offsets == nullptr || a.num_groups < 1 || a.num_groups > kMaxBiasGroups))
     return cudaErrorInvalidValue;
 
   CombineParams p{};
@@ -68,9 +68,10 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   p.bias = a.bias;
   p.group_offsets = a.group_offsets;
   p.num_groups = a.num_groups;
+  p.bias_vec4 = (reinterpret_cast<uintptr_t>(a.bias) & 15) == 0 ? 1 : 0;
 
   vec::TeamShape shape;
-  if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
+  if (!vec::pick_team_shape(p.units, 256, &shape) || shape.block > combine_max_block(shape.vpt, a.bias != nullptr))
     return cudaErrorInvalidValue;
   int64_t blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
   // Few tokens (decode): split rows into column chunks of >= 64 units (1 KB of bf16) so that about
@@ -82,7 +83,7 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
     chunks = static_cast<int>(std::min<int64_t>(p.units / 64, sms / blocks_needed));
     p.chunk_units = (p.units + chunks - 1) / chunks;
     chunks = (p.units + p.chunk_units - 1) / p.chunk_units;
-    if (!vec::pick_team_shape(p.chunk_units, 256, &shape) || shape.block > combine_max_block(shape.vpt))
+    if (!vec::pick_team_shape(p.chunk_units, 256, &shape) || shape.block > combine_max_block(shape.vpt, a.bias != nullptr))
       return cudaErrorInvalidValue;
     blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
   }

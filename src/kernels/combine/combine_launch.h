@@ -30,7 +30,8 @@ struct CombineArgs {
   bool plan_ready = false;
   // Optional expert bias added to every slot's row before its weight (the CUTLASS GEMM2 has no bias
   // in its epilogue): bias [groups, K] f32 (4-byte aligned), row r's group g from the unpadded
-  // group offsets, offsets[g] <= r < offsets[g + 1] ([groups + 1], device). bf16 rows only.
+  // group offsets, offsets[g] <= r < offsets[g + 1] ([groups + 1], device; groups <= 1088). bf16
+  // rows only.
   const float* bias = nullptr;
   const int32_t* group_offsets = nullptr;
   int num_groups = 0;
