@@ -323,3 +323,36 @@ TEST(CombineTiming, Informational) {
   }
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
+
+// The expert bias's cost (gptoss-tp1's combine on the CUTLASS backend: K 2880, k 4, 128 groups).
+TEST(CombineTiming, BiasInformational) {
+  const int K = 2880, k = 4, G = 128;
+  for (int64_t T : {int64_t{1}, int64_t{256}, int64_t{4096}, int64_t{16384}}) {
+    const int64_t R = T * k;
+    std::vector<int32_t> slot_row(static_cast<size_t>(R));
+    std::iota(slot_row.begin(), slot_row.end(), 0);
+    std::shuffle(slot_row.begin(), slot_row.end(), std::mt19937_64(5));
+    std::vector<int32_t> offsets(G + 1);
+    for (int g = 0; g <= G; ++g) offsets[g] = static_cast<int32_t>(R * g / G);
+    std::vector<float> w(static_cast<size_t>(R), 0.25f), bias(static_cast<size_t>(G) * K, 0.5f);
+    DeviceBuffer dy(static_cast<size_t>(R * K * 2)), dsr = to_device(slot_row), dw = to_device(w),
+        dout(static_cast<size_t>(T * K * 2)), db = to_device(bias), doff = to_device(offsets);
+    cudaMemset(dy.get(), 0x3C, dy.bytes());
+    fk::CombineArgs a;
+    a.expert_out = dy.get();
+    a.slot_row = dsr.as<int32_t>();
+    a.topk_weights = dw.as<float>();
+    a.num_tokens = T;
+    a.top_k = k;
+    a.hidden = K;
+    a.out = dout.get();
+    auto launch = [&](cudaStream_t s) { EXPECT_EQ(fk::launch_combine(a, s), cudaSuccess); };
+    const float plain = graph_us(launch);
+    a.bias = db.as<float>();
+    a.group_offsets = doff.as<int32_t>();
+    a.num_groups = G;
+    const float with_bias = graph_us(launch);
+    std::printf("[timing] combine T=%lld K=%d k=%d bf16, %d groups: %.2f us with the bias, %.2f us without\n",
+                static_cast<long long>(T), K, k, G, with_bias, plain);
+  }
+}
