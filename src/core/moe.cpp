@@ -1010,6 +1010,8 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         }
       };
       const int r1 = p.activation.gemm1_rows(p.intermediate);
+      // b2: CUTLASS's GEMM2 epilogue has no bias, the combine adds it (cutlass_combine_bias)
+      const char* combine = p.has_expert_bias ? "combine (+ b2, each slot's expert bias)" : "combine";
       if (p.quant.weight.format == WeightFormat::kFP8E4M3) {
         const bool block = p.quant.weight.granularity == ScaleGranularity::kBlock;
         const CutlassFp8Override& fo = cutlass_fp8_override();
@@ -1036,7 +1038,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
                      : std::string(fp8_name(fo.gemm1, r1)) +
                            (block ? " (GEMM1; scales re-laid per group), grouped_activation"
                                   : " (GEMM1; scales in the epilogue), grouped_activation"))
-           << ", quantise the intermediate, " << fp8_name(fo.gemm2, static_cast<int>(p.hidden)) << " (GEMM2), combine\n";
+           << ", quantise the intermediate, " << fp8_name(fo.gemm2, static_cast<int>(p.hidden)) << " (GEMM2), " << combine << "\n";
         return os.str();
       }
       if (ro.cutlass_gemm2) {
@@ -1045,7 +1047,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         const char* g1 = kernels::grouped_gemm1_name(TileFamily::kNormal, 128);
         os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan") << " (no permute), "
            << (g1 ? g1 : "?") << " (GEMM1: x's rows gathered, activation in its epilogue), "
-           << cfg(co.gemm2, p.hidden, true) << " (GEMM2), combine\n";
+           << cfg(co.gemm2, p.hidden, true) << " (GEMM2), " << combine << "\n";
         return os.str();
       }
       const bool ping_fits = detail::WorkspaceLayout::plan(p).holds_cutlass_rows(p, 128);
@@ -1072,7 +1074,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
            << ", permute (rows padded to 128 per expert), " << gemm1 << ", "
            << kernels::grouped_gemm2_name(TileFamily::kNormal, 128, true)
-           << " (GEMM2), combine\n";
+           << " (GEMM2), " << combine << "\n";
         return os.str();
       }
       os << "tiles: cutlass " << (ro.fused_activation ? "coop 128x256 + activation" : brief(co.gemm1, r1, false))
@@ -1080,7 +1082,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
          << " (GEMM1 + GEMM2 configurations)\n";
       os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
          << ", permute, " << gemm1 << ", " << cfg(co.gemm2, p.hidden, true)
-         << " (GEMM2), combine (CUTLASS configuration: cooperative 128x256, or 256x128 for an N that is not a "
+         << " (GEMM2), " << combine << " (CUTLASS configuration: cooperative 128x256, or 256x128 for an N that is not a "
             "multiple of 256 below 2048 with >= 512 rows per expert, measured in session 10; GEMM2 on ping-pong "
             "64x256 at <= 128 rows per expert, measured in session 39"
          << (co.gemm1 != kernels::CutlassConfig::kAuto || co.gemm2 != kernels::CutlassConfig::kAuto

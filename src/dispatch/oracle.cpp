@@ -205,11 +205,12 @@ constexpr int64_t kCutlassMinTokens = 512;
 // FP8 with per-tensor / per-channel weight scales (session 19): CUTLASS's FP8 GEMM with the scales
 // in its epilogue, the same threshold (measured in bench/results/2026-12-01_h200_session19).
 constexpr int64_t kCutlassMinTokensFp8 = 1024;
-// Expert biases (b1 in the activation, b2 added by the combine; session 55): from 128 expected rows
-// per expert. H100, session 56 call 1, gptoss-tp1 forced each way: 4096 tokens (128 rows) CUTLASS
-// 3033.4 vs the normal tiles' 3405.2 us, 16384 tokens 7648.2 vs 8836.3; 1024 tokens (32 rows) the
-// Swap-AB tile 64 2217.7 vs 2398.5 (still bandwidth-bound there, at 90.6 % of the floor).
-constexpr double kCutlassMinRowsPerExpertBias = 128.0;
+// Expert biases (b1 in the activation, b2 added by the combine; session 55): from 64 expected rows
+// per expert. H100, session 56 call 2 (the combine's bias rows reworked), gptoss-tp1 forced each
+// way: 2048 / 3072 / 4096 / 16384 tokens (64-512 rows) CUTLASS 2586.0 / 2670.2 / 2997.5 / 7491.9 us
+// vs the normal tiles' 2706.8 / 2801.2 / 3389.4 / 8971.3; 1024 tokens (32 rows) the Swap-AB tile 64
+// 2224.0 vs 2392.4 (still bandwidth-bound there, at 90 % of the floor). Call 1 alike.
+constexpr double kCutlassMinRowsPerExpertBias = 64.0;
 
 // The grouped backend's own GEMM switches: forcing one asks for that backend's kernels.
 // (scales_by_token only exists for FP8 128x128 blocks.)
@@ -291,7 +292,7 @@ Decision decide(const MoeProblem& p, const ForwardOptions& options, bool reasons
       d.chosen = c.backend;
       d.reason = c.backend == Backend::kGrouped && p.has_expert_bias
                      ? "grouped backend (tiles below): with expert biases the CUTLASS path (b2 added by the combine) "
-                       "takes over from 128 expected rows per expert (measured), or a grouped-backend switch is forced"
+                       "takes over from 64 expected rows per expert (measured), or a grouped-backend switch is forced"
                  : c.backend == Backend::kGrouped
                      ? "grouped backend (tiles below): the CUTLASS path needs more rows per expert or tokens, "
                        "cannot run this problem, or a grouped-backend switch (tiles, gather_rows, staged_epilogue, "

@@ -192,23 +192,24 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
   EXPECT_NE(ex_fp8.find("swap_ab_epilogue: stmatrix puts (FP8 kernel"), std::string::npos) << ex_fp8;
   const std::string ex_bf16 = fm::explain(fm::find_preset("qwen235-tp8")->problem);  // (BF16 weights)
   EXPECT_NE(ex_bf16.find("swap_ab_epilogue: per-value puts (BF16 kernel"), std::string::npos) << ex_bf16;
-  // expert biases (b2 added by the combine, session 55): auto from 128 expected rows per expert
-  // (session 56: gptoss-tp1 faster on CUTLASS at 4096 / 16384 tokens, slower at 1024), saying why;
+  // expert biases (b2 added by the combine, session 55): auto from 64 expected rows per expert
+  // (session 56: gptoss-tp1 faster on CUTLASS at 2048-16384 tokens, slower at 1024), saying why;
   // forced at any size
   fm::MoeProblem g = fm::find_preset("gptoss-tp1")->problem;  // E 128, k 4
-  g.num_tokens = g.max_tokens = 2048;                         // 64 rows per expert
+  g.num_tokens = g.max_tokens = 1024;                         // 32 rows per expert
   const fm::detail::Decision da = fm::detail::decide(g, {}, true);
   EXPECT_EQ(da.chosen, fm::Backend::kGrouped);
-  EXPECT_NE(da.reason.find("with expert biases the CUTLASS path (b2 added by the combine) takes over from 128"),
+  EXPECT_NE(da.reason.find("with expert biases the CUTLASS path (b2 added by the combine) takes over from 64"),
             std::string::npos) << da.reason;
   EXPECT_EQ(fm::detail::decide(g, {}, false).chosen, fm::Backend::kGrouped);
-  for (int64_t t : {4096, 16384}) {
+  for (int64_t t : {2048, 4096, 16384}) {
     fm::MoeProblem h = g;
     h.num_tokens = h.max_tokens = t;
     const fm::detail::Decision dh = fm::detail::decide(h, {}, true);
     EXPECT_EQ(dh.chosen, fm::Backend::kCutlassGrouped) << t;
-    EXPECT_NE(dh.reason.find(">= 128 (expert biases: b2 added by the combine)"), std::string::npos) << dh.reason;
+    EXPECT_NE(dh.reason.find(">= 64 (expert biases: b2 added by the combine)"), std::string::npos) << dh.reason;
     EXPECT_EQ(fm::detail::decide(h, {}, false).chosen, fm::Backend::kCutlassGrouped) << t;
+    EXPECT_NE(fm::explain(h).find("(GEMM2), combine (+ b2, each slot's expert bias)"), std::string::npos) << t;
     fm::ForwardOptions tiles;  // a grouped-backend switch keeps it there
     tiles.tiles = fm::TileFamily::kNormal;
     EXPECT_EQ(fm::detail::decide(h, tiles, true).chosen, fm::Backend::kGrouped) << t;

@@ -1389,8 +1389,8 @@ TEST(Forward, CutlassBackendGraphReplayIsBitwiseStable) { expect_replays_match_d
 
 // Expert biases on the CUTLASS backend (session 55): b1 in the activation kernel or GEMM1's fused
 // epilogue, b2 added by the combine (CombineArgs::bias: each slot's group bias row, weighted like
-// its row), since CUTLASS's GEMM2 epilogue has none. Forced only (the oracle keeps the grouped
-// backend for biased layers until measured). Every element against the float64 reference with the
+// its row), since CUTLASS's GEMM2 epilogue has none. Forced, and auto from 64 expected rows per
+// expert and 512 tokens (session 56). Every element against the float64 reference with the
 // biases: BF16 with the GPT-OSS activation (interleaved and not), ragged token counts, a skewed and
 // a one-hot routing, a shared expert, expert parallelism, GEMM2 on the ping-pong tiles (where the
 // workspace holds 128-row padding) and the hybrid (GEMM1 grouped, GEMM2 CUTLASS), a wide K at few
@@ -1406,9 +1406,12 @@ TEST(Forward, CutlassBackendExpertBias) {
     fm::MoeProblem b = small_problem(16, 4, 136, 264, fm::Activation::swiglu_oai(1.702f, 7.f, inter));
     b.has_expert_bias = true;
     const std::string name = std::string("cutlass biases swiglu-oai") + (inter ? "-interleaved" : "");
-    EXPECT_EQ(fm::detail::decide([&] { fm::MoeProblem q = b; q.num_tokens = q.max_tokens = 4096; return q; }(), {}, false).chosen,
-              fm::Backend::kGrouped);  // auto keeps the grouped backend
+    EXPECT_EQ(fm::detail::decide([&] { fm::MoeProblem q = b; q.num_tokens = q.max_tokens = 1000; return q; }(), {}, false).chosen,
+              fm::Backend::kCutlassGrouped);  // auto: 250 rows per expert
+    EXPECT_EQ(fm::detail::decide([&] { fm::MoeProblem q = b; q.num_tokens = q.max_tokens = 255; return q; }(), {}, false).chosen,
+              fm::Backend::kGrouped);  // auto: under 512 tokens
     for (int64_t t : {1, 3, 65, 1000}) check_forward(b, t, c, name);
+    check_forward(b, 1000, {}, name + " auto");
     check_forward(b, 700, c, name + " zipf", fm::testing::Skew::kZipf);
     check_forward(b, 700, c, name + " one hot", fm::testing::Skew::kOneHot);
     check_forward(b, 300, ping, name + " ping-pong GEMM2");
