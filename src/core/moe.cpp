@@ -319,8 +319,9 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                             fp8_blocks ? "auto: off for FP8 128x128 blocks (built, not yet measured); forced on it "
                                          "applies where the CUTLASS backend runs the layer"
                                        : "auto: forward() turns it on where the CUTLASS backend runs the layer, "
-                                         "MoeTensors::w1_gate_up_blocks is given and CUTLASS's GEMM1 would run its "
-                                         "128x256 tile over whole 256-row tiles of W1 (measured faster there)") &&
+                                         "MoeTensors::w1_gate_up_blocks is given (or gate / up are interleaved) and "
+                                         "CUTLASS's GEMM1 would run its 128x256 tile over whole 256-row tiles of W1 "
+                                         "(measured faster there; interleaved also over >= 16 tiles)") &&
                        fused_act_ok;
   if (why && o.fused_activation == Toggle::kOn && !fused_act_ok)
     *why << "    (not applicable: BF16 x and weights or FP8 128x128 blocks, and not with cutlass_gemm2)\n";
@@ -385,20 +386,28 @@ const CutlassFp8Override& cutlass_fp8_override() {
 // slower where the two-pass path runs CUTLASS's 256x128 tile (qwen235-tp8 at 16384: 2N = 384), and
 // qwen235-tp8 at 4096 (128x256 tiles both ways, its last one half empty) 3.4-8 % slower as a layer
 // in three runs though its GEMM1 stage was faster: so only where 2N fills whole 256-wide tiles.
+// Interleaved gate / up (GPT-OSS: no blocks needed, the pairs are adjacent columns): also where 2N
+// spans at least 16 such tiles (a half-empty last one costs <= 3 %; gptoss-tp1's 2N = 5760).
+// Session 56: gptoss-tp1 runs on CUTLASS from 64 rows per expert (expert biases), its GEMM1 stage
+// 57-78 % of its floor with the separate activation pass; measured in call 3 (bench --fused-act).
 bool fused_activation_auto(const MoeProblem& p) {
+  const int64_t r1 = p.gemm1_rows();
+  const bool tiles_ok = r1 % 256 == 0 || (p.activation.interleaved && r1 >= 16 * 256);
   return p.quant.weight.format == WeightFormat::kBF16 && p.act_dtype == DType::kBFloat16 && p.activation.gated() &&
-         !p.activation.interleaved && p.gemm1_rows() % 256 == 0 &&
-         cutlass_override().gemm1 == kernels::CutlassConfig::kAuto &&
+         tiles_ok && cutlass_override().gemm1 == kernels::CutlassConfig::kAuto &&
          kernels::cutlass_grouped_auto_config(p.gemm1_rows(), detail::expected_rows_per_group(p), false) ==
              kernels::CutlassConfig::kCoop128x256;
 }
 
+// The fused GEMM1 reads MoeTensors::w1_gate_up_blocks where gate and up are W1's halves.
+bool fused_activation_needs_blocks(const MoeProblem& p) { return p.activation.gated() && !p.activation.interleaved; }
+
 // Whether the CUTLASS backend's GEMM1 runs with the activation in its epilogue: forced
-// (ResolvedOptions), or by the auto rule where the caller gave MoeTensors::w1_gate_up_blocks
-// (`has_blocks`; explain(), which has no tensors, asks with true and says so).
+// (ResolvedOptions), or by the auto rule, where the caller gave MoeTensors::w1_gate_up_blocks if the
+// kernel needs them (`has_blocks`; explain(), which has no tensors, asks with true and says so).
 bool fused_activation_runs(const MoeProblem& p, const ForwardOptions& o, const ResolvedOptions& ro, bool has_blocks) {
-  return ro.fused_activation ||
-         (o.fused_activation == Toggle::kAuto && !ro.cutlass_gemm2 && has_blocks && fused_activation_auto(p));
+  return ro.fused_activation || (o.fused_activation == Toggle::kAuto && !ro.cutlass_gemm2 &&
+                                 (has_blocks || !fused_activation_needs_blocks(p)) && fused_activation_auto(p));
 }
 
 // FP8 on the grouped backend: where H is quantised for GEMM2 (forward() and explain() agree on it).
@@ -1051,13 +1060,18 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         return os.str();
       }
       const bool ping_fits = detail::WorkspaceLayout::plan(p).holds_cutlass_rows(p, 128);
-      if (!ro.fused_activation && fused_activation_runs(p, options, ro, true))
+      const bool act_auto = !ro.fused_activation && fused_activation_runs(p, options, ro, true);
+      if (act_auto && fused_activation_needs_blocks(p))
         os << "fused_activation: auto, on when MoeTensors::w1_gate_up_blocks is given (pack_gate_up_blocks()): "
            << kernels::cutlass_gated_gemm1_name() << " then runs GEMM1 with the activation in its epilogue, "
               "no grouped_activation (measured faster, session 43)\n";
+      if (act_auto && !fused_activation_needs_blocks(p))
+        os << "fused_activation: auto, on (interleaved gate / up: GEMM1 applies b1 and the activation in its "
+              "epilogue, no grouped_activation)\n";
       // GEMM1 (and where the activation runs) as forward() launches them
+      const bool act_fused = ro.fused_activation || (act_auto && !fused_activation_needs_blocks(p));
       const std::string gemm1 =
-          ro.fused_activation
+          act_fused
               ? std::string(kernels::cutlass_gated_gemm1_name()) +
                     (p.activation.gated() && !p.activation.interleaved
                          ? " (GEMM1 over MoeTensors::w1_gate_up_blocks, b1 and the activation in its epilogue: "
@@ -1068,7 +1082,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
         os << "pingpong_gemm2: not applied on this backend (the workspace's expert-output region holds "
               "GEMM1's rows padded to 8 per expert, not 128: CUTLASS's GEMM2 runs)\n";
       if (ro.pingpong_gemm2 && ping_fits) {
-        os << "tiles: cutlass " << (ro.fused_activation ? "coop 128x256 + activation" : brief(co.gemm1, r1, false))
+        os << "tiles: cutlass " << (act_fused ? "coop 128x256 + activation" : brief(co.gemm1, r1, false))
            << " + normal 128 ping-pong (GEMM1 on CUTLASS, GEMM2 on the grouped backend's ping-pong tiles: "
               "ForwardOptions::pingpong_gemm2)\n";
         os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")
@@ -1077,7 +1091,7 @@ std::string explain(const MoeProblem& p, const ForwardOptions& options) {
            << " (GEMM2), " << combine << "\n";
         return os.str();
       }
-      os << "tiles: cutlass " << (ro.fused_activation ? "coop 128x256 + activation" : brief(co.gemm1, r1, false))
+      os << "tiles: cutlass " << (act_fused ? "coop 128x256 + activation" : brief(co.gemm1, r1, false))
          << " + " << brief(co.gemm2, p.hidden, true)
          << " (GEMM1 + GEMM2 configurations)\n";
       os << "kernels: " << (front_fused ? "fused route + plan" : "router, dispatch plan")

@@ -209,7 +209,14 @@ TEST(Oracle, CutlassBackendChosenAtPrefillOrRefusedWithReason) {
     EXPECT_EQ(dh.chosen, fm::Backend::kCutlassGrouped) << t;
     EXPECT_NE(dh.reason.find(">= 64 (expert biases: b2 added by the combine)"), std::string::npos) << dh.reason;
     EXPECT_EQ(fm::detail::decide(h, {}, false).chosen, fm::Backend::kCutlassGrouped) << t;
-    EXPECT_NE(fm::explain(h).find("(GEMM2), combine (+ b2, each slot's expert bias)"), std::string::npos) << t;
+    const std::string ex = fm::explain(h);
+    EXPECT_NE(ex.find("(GEMM2), combine (+ b2, each slot's expert bias)"), std::string::npos) << t;
+    // interleaved gate / up over 2N = 5760 (>= 16 tiles of 256): the activation in GEMM1's epilogue
+    EXPECT_NE(ex.find("fused_activation: auto, on (interleaved gate / up"), std::string::npos) << ex;
+    EXPECT_NE(ex.find("cutlass_sm90_bf16_grouped_gemm1_act_coop_128x256x64 (GEMM1"), std::string::npos) << ex;
+    fm::ForwardOptions act_off;
+    act_off.fused_activation = fm::Toggle::kOff;
+    EXPECT_NE(fm::explain(h, act_off).find("(GEMM1), grouped_activation"), std::string::npos);
     fm::ForwardOptions tiles;  // a grouped-backend switch keeps it there
     tiles.tiles = fm::TileFamily::kNormal;
     EXPECT_EQ(fm::detail::decide(h, tiles, true).chosen, fm::Backend::kGrouped) << t;

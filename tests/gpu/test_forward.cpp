@@ -1416,6 +1416,21 @@ TEST(Forward, CutlassBackendExpertBias) {
     check_forward(b, 700, c, name + " one hot", fm::testing::Skew::kOneHot);
     check_forward(b, 300, ping, name + " ping-pong GEMM2");
     check_forward(b, 300, hybrid, name + " hybrid");
+    if (inter) {  // b1 and the activation in CUTLASS's GEMM1 epilogue (forced; auto below)
+      fm::ForwardOptions fa = c;
+      fa.fused_activation = fm::Toggle::kOn;
+      check_forward(b, 1000, fa, name + " fused activation");
+      check_forward(b, 700, fa, name + " fused activation one hot", fm::testing::Skew::kOneHot);
+    }
+  }
+  {
+    // interleaved with 2N = 256 (whole 256-wide tiles): auto runs the activation in GEMM1 (session 56)
+    fm::MoeProblem b = small_problem(16, 4, 128, 264, fm::Activation::swiglu_oai(1.702f, 7.f, true));
+    b.has_expert_bias = true;
+    b.num_tokens = b.max_tokens = 1000;
+    const std::string ex = fm::explain(b);
+    EXPECT_NE(ex.find(fm::kernels::cutlass_gated_gemm1_name()), std::string::npos) << ex;
+    check_forward(b, 1000, {}, "cutlass biases interleaved, auto fused activation");
   }
   // K 2880 (GPT-OSS's hidden) at 1-3 tokens: the combine splits each row in column chunks
   fm::MoeProblem wide = small_problem(8, 4, 64, 2880, fm::Activation::swiglu_oai(1.702f, 7.f, true));
@@ -1524,8 +1539,8 @@ TEST(Forward, CutlassFusedActivation) {
   for (fm::Activation a : {fm::Activation::silu(), fm::Activation::gelu(), fm::Activation{fm::ActivationKind::kGeluTanhGated},
                            fm::Activation::clamped_swiglu(1.5f), fm::Activation::swiglu_oai(1.702f, 1.0f, true),
                            fm::Activation::swiglu_oai(1.702f, 7.f, false), fm::Activation::squared_relu()}) {
-    // (no expert biases: the CUTLASS backend refuses them, GEMM2's b2; the GEMM1 kernel's b1 is
-    // tested in test_cutlass_grouped.cpp)
+    // (no expert biases here: with them Forward.CutlassBackendExpertBias; the GEMM1 kernel's b1 is
+    // also tested in test_cutlass_grouped.cpp)
     const fm::MoeProblem p = small_problem(8, 2, 136, 264, a);
     check_forward(p, 300, o, std::string("fused-act ") + fm::to_string(a.kind) + (a.interleaved ? "-interleaved" : ""));
   }
