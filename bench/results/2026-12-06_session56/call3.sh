@@ -6,7 +6,8 @@
 #     fused activation with biases), Forward.CutlassFusedActivation, Combine.*;
 # (b) gptoss-tp1 at 2048 / 4096 / 16384 tokens, the fused activation forced each way, each backend,
 #     with stages;
-# (c) vLLM's gptoss-tp1 points from precomputed ids (1 / 64 / 4096 tokens);
+# (c) vLLM's gptoss-tp1 points from precomputed ids (1 / 64 / 4096 tokens); FP8 prefill stages
+#     (qwen235-tp8-fp8c, dsv3-tp8-fp8b at 4096 / 16384 tokens) for the next session;
 # (d) the whole GPU suite, the main job and the torch test, if 250 s are left.
 set -uo pipefail
 source scripts/device_prelude.sh
@@ -16,7 +17,8 @@ echo "== changed tests: rc=$? at $(( $(date +%s) - start )) s; $(grep -cE '^\[  
 grep -E "FAILED|Failure" "$out/tests_changed.txt" | head -20 >> "$sum"
 bench_step gptoss_act 120 --suite layer --packed --cutlass --fused-act --stages --tokens 2048,4096,16384 --cases gptoss-tp1
 bench_step v_gptoss 60 --suite layer --packed --precomputed --tokens 1,64,4096 --cases gptoss-tp1
-mkdir -p "$out/bench" && mv "$out"/gptoss_act.txt "$out"/v_gptoss.txt "$out/bench/" 2>/dev/null
+bench_step fp8_pre 60 --suite layer --packed --stages --tokens 4096,16384 --cases qwen235-tp8-fp8c,dsv3-tp8-fp8b
+mkdir -p "$out/bench" && mv "$out"/gptoss_act.txt "$out"/v_gptoss.txt "$out"/fp8_pre.txt "$out/bench/" 2>/dev/null
 tar -czf "$out/bench.tar.gz" -C "$out" bench && rm -rf "$out/bench"
 if [ "$(left)" -gt 250 ]; then suite_step 330; else echo "suite skipped ($(left) s left)" >> "$sum"; fi
 cat "$sum"
