@@ -321,7 +321,7 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                        : "auto: forward() turns it on where the CUTLASS backend runs the layer, "
                                          "MoeTensors::w1_gate_up_blocks is given (or gate / up are interleaved) and "
                                          "CUTLASS's GEMM1 would run its 128x256 tile over whole 256-row tiles of W1 "
-                                         "(measured faster there; interleaved also over >= 16 tiles)") &&
+                                         "(measured faster there; interleaved also over >= 16 tiles below 128 rows per expert)") &&
                        fused_act_ok;
   if (why && o.fused_activation == Toggle::kOn && !fused_act_ok)
     *why << "    (not applicable: BF16 x and weights or FP8 128x128 blocks, and not with cutlass_gemm2)\n";
@@ -387,12 +387,14 @@ const CutlassFp8Override& cutlass_fp8_override() {
 // qwen235-tp8 at 4096 (128x256 tiles both ways, its last one half empty) 3.4-8 % slower as a layer
 // in three runs though its GEMM1 stage was faster: so only where 2N fills whole 256-wide tiles.
 // Interleaved gate / up (GPT-OSS: no blocks needed, the pairs are adjacent columns): also where 2N
-// spans at least 16 such tiles (a half-empty last one costs <= 3 %; gptoss-tp1's 2N = 5760).
-// Session 56: gptoss-tp1 runs on CUTLASS from 64 rows per expert (expert biases), its GEMM1 stage
-// 57-78 % of its floor with the separate activation pass; measured in call 3 (bench --fused-act).
+// spans at least 16 such tiles (a half-empty last one) below 128 expected rows per expert. H100,
+// session 56 call 3, gptoss-tp1 (2N = 5760) forced each way in one run: 2048 tokens (64 rows) 2613.4
+// vs 2703.7 us (GEMM1 stage 1659 vs 1752), 4096 (128 rows) level (3145.6 vs 3145.0), 16384 (512
+// rows) 8119.1 vs 7758.5 (GEMM1 stage 5553 vs 4902: slower where compute-bound).
 bool fused_activation_auto(const MoeProblem& p) {
   const int64_t r1 = p.gemm1_rows();
-  const bool tiles_ok = r1 % 256 == 0 || (p.activation.interleaved && r1 >= 16 * 256);
+  const bool tiles_ok = r1 % 256 == 0 || (p.activation.interleaved && r1 >= 16 * 256 &&
+                                          detail::expected_rows_per_group(p) < 128.0);
   return p.quant.weight.format == WeightFormat::kBF16 && p.act_dtype == DType::kBFloat16 && p.activation.gated() &&
          tiles_ok && cutlass_override().gemm1 == kernels::CutlassConfig::kAuto &&
          kernels::cutlass_grouped_auto_config(p.gemm1_rows(), detail::expected_rows_per_group(p), false) ==
