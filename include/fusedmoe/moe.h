@@ -26,9 +26,9 @@ enum class Backend : uint8_t {
   kCutlassGrouped, // permute -> CUTLASS sm90 persistent grouped GEMM1 -> activation kernel -> CUTLASS
                    // grouped GEMM2 -> combine: BF16 weights, or FP8 128x128 blocks (CUTLASS's
                    // blockwise-scaled GEMM; H quantised between the GEMMs); bf16 activations;
-                   // expert biases b1 in the activation, b2 added by the combine (forced only).
-                   // Auto picks it at prefill (T*k/E >= 32 expected rows per expert, T >= 512 BF16
-                   // / 1024 FP8, no expert biases; explain says why)
+                   // expert biases b1 in the activation, b2 added by the combine. Auto picks it
+                   // at prefill (T*k/E >= 32 expected rows per expert, 64 with expert biases,
+                   // T >= 512 BF16 / 1024 FP8; explain says why)
 };
 
 enum class TileFamily : uint8_t {
@@ -70,9 +70,10 @@ struct ForwardOptions {
   // why). FP8 weights (session 45): x is quantised in token order (T rows) and GEMM1 gathers its
   // e4m3 rows, on the Swap-AB tiles only (normal tiles keep the permuted rows). Auto on for
   // row-scaled FP8 (per-tensor / per-channel weights, per-token or static per-tensor x) from a
-  // logits router up to 128 tokens, the fused front quantising x (H100, session 54: qwen235-tp8
-  // FP8 4-16 % faster at 1-16 tokens, 1-5 % at 32-128); off for block scales (measured slower,
-  // session 47) and at 256 tokens; kOn runs it wherever it applies (bench --gather).
+  // logits router up to 128 tokens, or from precomputed ids up to 16 (the fused front's limit for
+  // them), the fused front quantising x (H100, session 54: qwen235-tp8 FP8 4-16 % faster at 1-16
+  // tokens, 1-5 % at 32-128; session 56, precomputed ids: 7-26 % at 1-16); off for block scales
+  // (measured slower, session 47) and at 256 tokens; kOn runs it wherever it applies (bench --gather).
   Toggle gather_rows = Toggle::kAuto;
   // Grouped backend (BF16 and FP8 GEMMs): the expert weights load with the L2 policy evict_first
   // instead of evict_normal, so that they do not push out H, the expert outputs and the activations.
@@ -223,8 +224,11 @@ struct ForwardOptions {
   // MoeTensors::w1_gate_up_blocks (pack_gate_up_blocks(); forward() fails with kInvalidArgument when
   // it is forced on without them); interleaved gate / up and activations without a gate read w1 as
   // it is. Not with cutlass_gemm2 (GEMM1 is not CUTLASS's there). Auto: on when
-  // MoeTensors::w1_gate_up_blocks is given, 2N is a multiple of 256 and CUTLASS's GEMM1 would run
-  // its cooperative 128x256 tile (the fused kernel's); off otherwise. H200, session 43: GEMM1 +
+  // MoeTensors::w1_gate_up_blocks is given (or gate / up are interleaved), 2N is a multiple of 256
+  // and CUTLASS's GEMM1 would run its cooperative 128x256 tile (the fused kernel's); interleaved
+  // gate / up also over >= 16 such tiles with a partial last one below 128 expected rows per
+  // expert (H100, session 56: gptoss-tp1 at 2048 tokens 3.3 % faster, level at 4096, 4.4 %
+  // slower at 16384); off otherwise. H200, session 43: GEMM1 +
   // activation 1-10 % faster at 12 of 12 such prefill points (mixtral-tp2 at 16384 tokens 6571 ->
   // 6155 us, layer 75.0 -> 77.2 % of the floor); on qwen235-tp8 (2N = 384) the layer was slower at
   // 4096 and 16384 tokens; bench --fused-act compares. FP8 e4m3 with 128x128 blocks (session 46):
