@@ -5,12 +5,16 @@
 #include "kernels/combine/combine_launch.h"
 #include "kernels/common/launch.cuh"
 #include "kernels/registry.h"
+#include "fusedmoe/router.h"  // kMaxExperts
 
 namespace fusedmoe::kernels {
 
 namespace {
 
 using namespace combine_detail;
+
+// every layer's groups (local experts + a shared one) fit the bias kernels' staged offsets
+static_assert(kMaxBiasGroups >= kMaxExperts + 1, "combine: bias groups below the experts' bound");
 
 // Slots loaded per batch (combine.cuh): 12-16 loads in flight per thread for VPT <= 2 (12 slots of
 // one unit: 16 spill the row addresses), 8 for VPT 4-8 (their float64 accumulators fill the
