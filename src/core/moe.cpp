@@ -390,7 +390,8 @@ const CutlassFp8Override& cutlass_fp8_override() {
 // spans at least 16 such tiles (a half-empty last one) below 128 expected rows per expert. H100,
 // session 56 call 3, gptoss-tp1 (2N = 5760) forced each way in one run: 2048 tokens (64 rows) 2613.4
 // vs 2703.7 us (GEMM1 stage 1659 vs 1752), 4096 (128 rows) level (3145.6 vs 3145.0), 16384 (512
-// rows) 8119.1 vs 7758.5 (GEMM1 stage 5553 vs 4902: slower where compute-bound).
+// rows) 8119.1 vs 7758.5 (GEMM1 stage 5553 vs 4902: slower where compute-bound). Call 4: 2048 /
+// 3072 / 4096 tokens 2495.4 / 2557.4 / 3030.2 fused vs 2580.9 / 2677.3 / 2997.5 us.
 bool fused_activation_auto(const MoeProblem& p) {
   const int64_t r1 = p.gemm1_rows();
   const bool tiles_ok = r1 % 256 == 0 || (p.activation.interleaved && r1 >= 16 * 256 &&
