@@ -39,8 +39,12 @@ namespace {
 constexpr int64_t kFrontSeparateQuantMaxTokens = 16;
 // Row-scaled FP8 gathers its e4m3 rows (GEMM1) behind the fused front up to this many tokens.
 constexpr int64_t kFp8GatherMaxTokens = 128;
-// Precomputed ids run in the fused front up to this many tokens (above it, separate kernels).
+// Precomputed ids run in the fused front up to this many tokens (above it, separate kernels); the
+// front's own bound, mirrored for builds without the kernels.
 constexpr int64_t kFrontPrecomputedMaxTokens = 16;
+#if defined(FUSEDMOE_WITH_CUDA)
+static_assert(kFrontPrecomputedMaxTokens == kernels::kFrontPrecomputedMaxTokens, "the fused front's precomputed bound");
+#endif
 // The dynamic balanced GEMM2 (BF16), measured up to this many tokens (session 17, call 5).
 constexpr int64_t kBalancedMaxTokens = 256;
 

@@ -114,7 +114,8 @@ const char* front_small_kernel_name() {
 bool front_small_shape_ok(RouterKind kind, int64_t tokens, int slots, const char** why) {
   const char* dummy = nullptr;
   const char*& w = why != nullptr ? *why : dummy;
-  if (kind == RouterKind::kPrecomputed ? tokens > front_detail::kWideTokens : !reads_logits(kind)) {
+  static_assert(kFrontPrecomputedMaxTokens == front_detail::kWideTokens, "front: precomputed ids' bound");
+  if (kind == RouterKind::kPrecomputed ? tokens > kFrontPrecomputedMaxTokens : !reads_logits(kind)) {
     w = kind == RouterKind::kPrecomputed ? "precomputed ids above 16 tokens" : "hash router (reads no logits row)";
     return false;
   }

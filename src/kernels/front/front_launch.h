@@ -20,6 +20,9 @@ namespace fusedmoe::kernels {
 // Bounds of the fused path: tokens (the launch bound) and plan entries (tokens x slots).
 inline constexpr int64_t kFrontMaxTokens = 256;
 inline constexpr int64_t kFrontMaxEntries = 256 * 17;
+// Precomputed ids run in the fused front up to this many tokens (one routing block: the kernel's
+// per-token bad-id masks; front.cuh's kWideTokens).
+inline constexpr int64_t kFrontPrecomputedMaxTokens = 16;
 
 // The problem-shape part of the eligibility (also what explain() reports): a router that reads
 // logits rows (or precomputed ids up to 16 tokens), 1 <= tokens <= kFrontMaxTokens, tokens x
