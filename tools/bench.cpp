@@ -62,6 +62,9 @@ std::vector<Case> dispatch_cases() {
   v.push_back({"dsv3-routing", ds});
   fm::MoeProblem qw = fm::find_preset("qwen235-tp8")->problem;  // E128 k8 softmax, bf16
   v.push_back({"qwen3-routing", qw});
+  fm::MoeProblem pre = qw;  // E128 k8 from precomputed ids (no router), bf16
+  pre.router = fm::RouterConfig::precomputed(qw.router.top_k);
+  v.push_back({"qwen3-precomputed", pre});
   return v;
 }
 
@@ -1156,8 +1159,14 @@ int cmd_bench(int argc, char** argv) {
       if (!g_random_bias) std::fill(d.correction_bias.begin(), d.correction_bias.end(), 0.f);
       // Device copies of the inputs the front half reads (weights are not touched by it).
       const size_t logit_bytes = p.router.logits_dtype == fm::DType::kBFloat16 ? d.logits_bf16.size() * 2 : d.logits_f32.size() * 4;
-      Buf x(d.x.size() * 2), logits(logit_bytes), bias(d.correction_bias.size() * 4 + 16), dummy(256);
+      const bool pre = p.router.kind == fm::RouterKind::kPrecomputed;
+      Buf x(d.x.size() * 2), logits(logit_bytes + 16), bias(d.correction_bias.size() * 4 + 16), dummy(256);
+      Buf ids(d.topk_ids.size() * 4 + 16), wts(d.topk_weights.size() * 4 + 16);
       upload(x.p, d.x);
+      if (pre) {
+        upload(ids.p, d.topk_ids);
+        upload(wts.p, d.topk_weights);
+      }
       if (p.router.logits_dtype == fm::DType::kBFloat16) upload(logits.p, d.logits_bf16);
       else upload(logits.p, d.logits_f32);
       upload(bias.p, d.correction_bias);
@@ -1165,6 +1174,11 @@ int cmd_bench(int argc, char** argv) {
       io.x = x.p;
       io.router_logits = logits.p;
       io.correction_bias = p.router.use_correction_bias ? static_cast<const float*>(bias.p) : nullptr;
+      if (pre) {
+        io.router_logits = nullptr;
+        io.topk_ids = static_cast<const int32_t*>(ids.p);
+        io.topk_weights = static_cast<const float*>(wts.p);
+      }
       io.w1 = io.w2 = dummy.p;
       io.w1_scale = io.w2_scale = dummy.p;
       io.out = dummy.p;

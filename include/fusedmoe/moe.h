@@ -70,9 +70,9 @@ struct ForwardOptions {
   // why). FP8 weights (session 45): x is quantised in token order (T rows) and GEMM1 gathers its
   // e4m3 rows, on the Swap-AB tiles only (normal tiles keep the permuted rows). Auto on for
   // row-scaled FP8 (per-tensor / per-channel weights, per-token or static per-tensor x) from a
-  // logits router up to 128 tokens, or from precomputed ids up to 16 (the fused front's limit for
-  // them), the fused front quantising x (H100, session 54: qwen235-tp8 FP8 4-16 % faster at 1-16
-  // tokens, 1-5 % at 32-128; session 56, precomputed ids: 7-26 % at 1-16); off for block scales
+  // logits router or from precomputed ids up to 128 tokens, the fused front quantising x (H100,
+  // session 54: qwen235-tp8 FP8 4-16 % faster at 1-16 tokens, 1-5 % at 32-128; sessions 56-57,
+  // precomputed ids: 7-26 % at 1-16, 6-9 % at 17-128); off for block scales
   // (measured slower, session 47) and at 256 tokens; kOn runs it wherever it applies (bench --gather).
   Toggle gather_rows = Toggle::kAuto;
   // Grouped backend (BF16 and FP8 GEMMs): the expert weights load with the L2 policy evict_first
@@ -91,8 +91,8 @@ struct ForwardOptions {
   // every router (session 52) auto turns it on there too (tile 16 for 8 expected rows); that
   // combination under uniform routing is not yet measured. bench --evict.
   Toggle weights_evict_first = Toggle::kAuto;
-  // Route + plan in one fused kernel at small token counts (logits routers up to 256 tokens,
-  // precomputed ids up to 16; DispatchOptions::fuse_front; forward() quantises FP8 x on the
+  // Route + plan in one fused kernel at small token counts (logits routers and precomputed ids up
+  // to 256 tokens; DispatchOptions::fuse_front; forward() quantises FP8 x on the
   // permute after it, the token-order quantisation in the front serves dispatch() without
   // permute). Same results. Auto: on, except with quantised activations up to 16 tokens: the
   // separate kernels put the quantiser between the plan and GEMM1, which lets GEMM1 stream its
@@ -307,7 +307,7 @@ struct DispatchOptions {
   bool permute = true;  // contiguous layout: rows copied into padded expert order; false: token order
   int tile_m = 128;     // each expert's rows padded to a multiple of this (1..128) in padded_offsets
   // Small token counts: route + plan (+ token-order quantisation) in one fused kernel when the
-  // router reads logits rows (bound <= 256) or takes precomputed ids (bound <= 16). Same ids,
+  // router reads logits rows or takes precomputed ids (bound <= 256). Same ids,
   // weights and plan; false forces the separate kernels. (forward() sets it per problem:
   // ForwardOptions::fuse_front.) Like every kernel of the library it lets a dependent launch
   // (programmatic dependent launch) start early: such a kernel must wait (griddepcontrol.wait /

@@ -39,9 +39,9 @@ namespace {
 constexpr int64_t kFrontSeparateQuantMaxTokens = 16;
 // Row-scaled FP8 gathers its e4m3 rows (GEMM1) behind the fused front up to this many tokens.
 constexpr int64_t kFp8GatherMaxTokens = 128;
-// Precomputed ids run in the fused front up to this many tokens (above it, separate kernels); the
-// front's own bound, mirrored for builds without the kernels.
-constexpr int64_t kFrontPrecomputedMaxTokens = 16;
+// Precomputed ids run in the fused front up to this many tokens (the front's own bound, mirrored
+// for builds without the kernels; above it, separate kernels).
+constexpr int64_t kFrontPrecomputedMaxTokens = 256;
 #if defined(FUSEDMOE_WITH_CUDA)
 static_assert(kFrontPrecomputedMaxTokens == kernels::kFrontPrecomputedMaxTokens, "the fused front's precomputed bound");
 #endif
@@ -116,44 +116,54 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
   // 140.08 -> 133.77 us (fp8t alike: 16 tokens 88.12 -> 82.68); either switch alone gains little
   // up to 16 tokens. The block-scaled cases lose with gathered rows (session 47: the pair and dense
   // instances their GEMM1 gives up) and keep the permute. 256 tokens: 2 % slower in session 47
-  // (fp8c), not taken. From precomputed ids up to 16 tokens (the fused front's limit for them):
-  // H100, session 56 call 1 (forced each way, one run), default -> pair at 1 / 4 / 16 tokens:
-  // fp8c 23.97 -> 17.69 / 40.34 -> 35.06 / 85.62 -> 79.71 us, fp8t 23.02 -> 17.39 / 40.30 -> 36.06 /
-  // 87.43 -> 80.18 (faster than from logits, whose router does more).
-  const bool front_routes = reads_logits(p.router.kind) ||
-                            (p.router.kind == RouterKind::kPrecomputed && p.num_tokens <= kFrontPrecomputedMaxTokens);
+  // (fp8c), not taken. From precomputed ids, as from logits: H100, session 56 call 1 (forced each
+  // way, one run), default -> pair at 1 / 4 / 16 tokens: fp8c 23.97 -> 17.69 / 40.34 -> 35.06 /
+  // 85.62 -> 79.71 us, fp8t 23.02 -> 17.39 / 40.30 -> 36.06 / 87.43 -> 80.18 (faster than from
+  // logits, whose router does more); session 57 call 2 (the front on several blocks), separate
+  // kernels -> fused front + gathered rows at 17 / 32 / 64 / 128 tokens: fp8c 83.94 -> 78.44 /
+  // 117.95 -> 110.12 / 124.85 -> 116.55 / 139.55 -> 128.34 us, fp8t 85.23 -> 78.36 / 116.91 ->
+  // 109.87 / 125.86 -> 117.33 / 140.68 -> 129.82.
+  // The fused front routes logits rows, and precomputed ids up to 256 tokens (session 57: one
+  // routing block up to 16, several above).
+  const bool precomputed = p.router.kind == RouterKind::kPrecomputed;
+  const bool front_routes = reads_logits(p.router.kind) || (precomputed && p.num_tokens <= kFrontPrecomputedMaxTokens);
   const bool fp8_row_scaled = fp8_gather_ok &&
                               (p.quant.weight.granularity == ScaleGranularity::kPerTensor ||
                                p.quant.weight.granularity == ScaleGranularity::kPerChannel) &&
                               (p.quant.act == ActQuant::kPerToken || p.quant.act == ActQuant::kPerTensorStatic);
   const bool fp8_gather_auto = fp8_row_scaled && front_routes &&
                                p.num_tokens <= kFp8GatherMaxTokens && small_layer;
-  const bool front_auto =
-      p.quant.act == ActQuant::kNone || p.num_tokens > kFrontSeparateQuantMaxTokens || fp8_gather_auto;
+  const bool front_auto = front_routes && (p.quant.act == ActQuant::kNone ||
+                                           p.num_tokens > kFrontSeparateQuantMaxTokens || fp8_gather_auto);
   r.fuse_front = pick("fuse_front", o.fuse_front, front_auto,
                       front_auto ? (p.quant.act != ActQuant::kNone && p.num_tokens <= kFrontSeparateQuantMaxTokens
                                         ? "auto: route + plan + x quantised in token order in one kernel (row-scaled "
                                           "FP8 with gathered rows; measured)"
                                         : "auto: route + plan in one kernel at small token counts")
-                                 : "auto: off with quantised x up to 16 tokens (the quantiser between the plan and "
-                                   "GEMM1 lets GEMM1 prefetch weights; measured)");
+                      : !front_routes ? (precomputed ? "auto: off (precomputed ids above 256 tokens: separate kernels)"
+                                                     : "auto: off (a hash router reads no logits row)")
+                                      : "auto: off with quantised x up to 16 tokens (the quantiser between the plan and "
+                                        "GEMM1 lets GEMM1 prefetch weights; measured)");
   // Also with any router for small experts (<= 6 MB of weights each; qwen235-tp8's 4.7 MB: 1-4 %
   // faster at 4-256 tokens with and without the router, call 5; 9-13 MB experts were mixed).
-  // Precomputed ids up to 16 tokens also run in the fused front (session 15).
+  // Precomputed ids also run in the fused front: up to 16 tokens since session 15, up to 256 since
+  // session 57 (H100, call 2, `bench --precomputed --front`, 17-256 tokens on ten cases, fused vs
+  // separate: faster or level at all 50 points, up to 6.6 %: qwen235-tp8-fp8c at 32 tokens 117.99
+  // -> 110.67 us, qwen235-tp8 BF16 at 256 244.11 -> 234.76; the front alone 4.1-5.3 us per call
+  // against 10.1-13.2 for the three separate launches in the dispatch suite).
   const bool fused_front = r.fuse_front && front_routes;
   const bool bf16_gather_auto =
       gather_ok && !fp8_gather_ok && p.num_tokens <= 256 && ((fused_front && few_touched) || small_experts);
   const bool fp8_gather = fp8_gather_auto && fused_front;
   const bool gather_auto = bf16_gather_auto || fp8_gather;
   r.gather_rows = pick("gather_rows", o.gather_rows, gather_auto,
-                       bf16_gather_auto ? "auto: decode with <= 400 MB of touched expert weights from logits (or precomputed ids up to 16 "
-                                          "tokens: the fused front), or experts of "
-                                          "<= 6 MB (measured)"
-                       : fp8_gather     ? "auto: row-scaled FP8 from logits up to 128 tokens (precomputed ids up to 16), the "
+                       bf16_gather_auto ? "auto: decode with <= 400 MB of touched expert weights behind the fused front "
+                                          "(logits or precomputed ids), or experts of <= 6 MB (measured)"
+                       : fp8_gather     ? "auto: row-scaled FP8 from logits or precomputed ids up to 128 tokens, the "
                                           "fused front quantising x in token order (measured)"
                        : !gather_ok     ? "auto: off (quantised x or weights on the input: not applicable)"
                        : fp8_gather_ok  ? "auto: off for this FP8 layer (gathered e4m3 rows measured faster only row-scaled "
-                                          "behind the fused front (logits up to 128 tokens, precomputed ids up to 16); slower on block scales)"
+                                          "behind the fused front up to 128 tokens; slower on block scales)"
                                         : "auto: off (> 256 tokens, or larger experts / more touched weights; measured)") &&
                   gather_ok;
   if (why && o.gather_rows == Toggle::kOn && !gather_ok)

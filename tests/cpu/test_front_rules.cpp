@@ -1,5 +1,6 @@
 // Host-side launch rules of the fused front (kernels/front/front_launch.h): the shapes that route
-// on several blocks at 2-16 tokens, pinned to the points measured in session 49.
+// on several blocks at 2-16 tokens, pinned to the points measured in session 49, and the shapes
+// the front takes.
 #include <gtest/gtest.h>
 
 #if defined(FUSEDMOE_WITH_CUDA)
@@ -19,9 +20,27 @@ TEST(FrontRules, SplitFrontTakesTheMeasuredPoints) {
   EXPECT_FALSE(fk::front_split_rule(false, true, 128, 16));
   // the BF16 front of forward() (no quantisation: dsv3-tp8 layers 3 % slower at 13 tokens split).
   EXPECT_FALSE(fk::front_split_rule(false, false, 256, 16));
-  // precomputed ids run as one routing block only; above 16 tokens the multi-block rules apply.
+  // precomputed ids: one routing block up to 16 tokens (no split); above 16 tokens the
+  // multi-block rules apply to every router.
   EXPECT_FALSE(fk::front_split_rule(true, true, 256, 16));
   EXPECT_FALSE(fk::front_split_rule(false, true, 256, 17));
+}
+
+// The front's shapes: logits routers and precomputed ids up to 256 tokens (session 57; 16 before),
+// never a hash router; tokens x slots within the plan's bound.
+TEST(FrontRules, ShapesOfTheFusedFront) {
+  using fusedmoe::RouterKind;
+  for (int64_t t : {1, 16, 17, 64, 73, 256}) {
+    EXPECT_TRUE(fk::front_small_shape_ok(RouterKind::kPrecomputed, t, 8)) << t;
+    EXPECT_TRUE(fk::front_small_shape_ok(RouterKind::kBiasedTopK, t, 9)) << t;
+    EXPECT_FALSE(fk::front_small_shape_ok(RouterKind::kHash, t, 8)) << t;
+  }
+  const char* why = nullptr;
+  EXPECT_FALSE(fk::front_small_shape_ok(RouterKind::kPrecomputed, 257, 8, &why));
+  EXPECT_STREQ(why, "precomputed ids above 256 tokens");
+  EXPECT_FALSE(fk::front_small_shape_ok(RouterKind::kSoftmaxTopK, 257, 8));
+  EXPECT_FALSE(fk::front_small_shape_ok(RouterKind::kPrecomputed, 0, 8));
+  EXPECT_FALSE(fk::front_small_shape_ok(RouterKind::kPrecomputed, 256, 18));  // 256 x 18 entries > 256 x 17
 }
 
 // The workspace holds the front's block masks from 2 tokens (several blocks may route there).

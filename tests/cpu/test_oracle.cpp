@@ -499,13 +499,13 @@ TEST(Oracle, GatherRowsAutoRule) {
     EXPECT_TRUE(fm::resolve_options(r, o).fuse_front) << t;
   }
   EXPECT_NE(fm::resolve_options(q, o).why.find("gather_rows: on (auto: row-scaled FP8"), std::string::npos);
-  // from precomputed ids up to 16 tokens too (session 56: the fused front's limit for them), above
-  // it the separate kernels and the permute
-  for (int64_t t : {1, 4, 16, 17, 64}) {
+  // from precomputed ids too (session 56 up to 16 tokens, session 57 up to 128: the fused front
+  // takes them up to 256 tokens)
+  for (int64_t t : {1, 4, 16, 17, 64, 128, 256}) {
     fm::MoeProblem r = q;
     r.router = fm::RouterConfig::precomputed(r.router.top_k);
     r.num_tokens = r.max_tokens = t;
-    EXPECT_EQ(fm::resolve_options(r, o).gather_rows, t <= 16) << t;
+    EXPECT_EQ(fm::resolve_options(r, o).gather_rows, t <= 128) << t;
     EXPECT_TRUE(fm::resolve_options(r, o).fuse_front) << t;
     r.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);  // block scales: the permute
     EXPECT_FALSE(fm::resolve_options(r, o).gather_rows) << t;
@@ -573,6 +573,12 @@ TEST(Oracle, GatherRowsAutoRule) {
   EXPECT_TRUE(fm::resolve_options(q, o).fuse_front);
   q.num_tokens = q.max_tokens = 64;
   EXPECT_TRUE(fm::resolve_options(q, o).fuse_front);
+  q.num_tokens = q.max_tokens = 256;  // precomputed ids: the fused front up to 256 tokens (session 57)
+  EXPECT_TRUE(fm::resolve_options(q, o).fuse_front);
+  q.num_tokens = q.max_tokens = 257;  // above: the separate kernels
+  EXPECT_FALSE(fm::resolve_options(q, o).fuse_front);
+  EXPECT_NE(fm::resolve_options(q, o).why.find("precomputed ids above 256 tokens"), std::string::npos);
+  q.num_tokens = q.max_tokens = 64;
   fm::ForwardOptions fused;
   fused.fuse_front = fm::Toggle::kOn;
   EXPECT_TRUE(fm::resolve_options(q, fused).fuse_front);

@@ -72,8 +72,7 @@ bool expect_fused(const fm::MoeProblem& p, bool permute, bool fuse) {
   const bool row_router = k == fm::RouterKind::kSoftmaxTopK || k == fm::RouterKind::kBiasedTopK ||
                           k == fm::RouterKind::kTopKSoftmax || k == fm::RouterKind::kSigmoidTop1;
   (void)permute;  // route + plan fuse in both layouts; only the quantisation may run apart
-  if (k == fm::RouterKind::kPrecomputed) return fuse && p.num_tokens >= 1 && p.num_tokens <= 16;
-  return fuse && row_router && p.num_tokens >= 1 && p.num_tokens <= 256 &&
+  return fuse && (row_router || k == fm::RouterKind::kPrecomputed) && p.num_tokens >= 1 && p.num_tokens <= 256 &&
          p.num_tokens * p.slots_per_token() <= 256 * 17;
 }
 
@@ -325,10 +324,11 @@ TEST(DispatchApi, GraphCaptureReplaysTheSameResult) {
   }
 }
 
-// Bad precomputed ids: reported, never written; the separate kernels (50 tokens) and the fused
-// front (up to 16 tokens: the first bad id in (token, slot) order is the one reported).
+// Bad precomputed ids: reported, never written; the separate kernels (300 tokens) and the fused
+// front (up to 256 tokens: one routing block up to 16, a cluster of blocks at 50, a cooperative
+// grid at 200; the first bad id in (token, slot) order is the one reported).
 TEST(DispatchApi, PrecomputedIdsOutOfRangeAreReportedNotWritten) {
-  for (int64_t t : {50, 16, 5, 1}) {
+  for (int64_t t : {300, 200, 50, 16, 5, 1}) {
     SCOPED_TRACE("T=" + std::to_string(t));
     fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
     p.router = fm::RouterConfig::precomputed(8);
@@ -345,12 +345,17 @@ TEST(DispatchApi, PrecomputedIdsOutOfRangeAreReportedNotWritten) {
     ws.poison();
     fm::DispatchResult r;
     ASSERT_TRUE(fm::dispatch(p, g.t, ws.get(), bytes, nullptr, {}, &r).ok());
-    EXPECT_EQ(r.fused_front, t <= 16);
+    EXPECT_EQ(r.fused_front, t <= 256);
     const fm::Status st = fm::check_device_errors(p, ws.get(), nullptr);
     EXPECT_EQ(st.code(), fm::StatusCode::kOutOfRange) << st.to_string();
     EXPECT_NE(st.message().find("outside [0, 128)"), std::string::npos) << st.message();
-    if (t <= 16)
+    if (t <= 256) {  // the first in (token, slot) order
+      const int64_t first = std::min(a, b);
       EXPECT_NE(st.message().find(a < b ? "routing id 128 " : "routing id 5000 "), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find("at token " + std::to_string(first / 8) + ", slot " + std::to_string(first % 8)),
+                std::string::npos)
+          << st.message();
+    }
     const auto slot_row = to_host<int32_t>(r.slot_row, t * 8);
     EXPECT_EQ(slot_row[a], -1);
     EXPECT_EQ(slot_row[b], -1);
@@ -368,10 +373,10 @@ TEST(DispatchApi, PrecomputedIdsOutOfRangeAreReportedNotWritten) {
 }
 
 // Precomputed ids read from the output ids of an earlier call (the same workspace buffer): the
-// fused front (16 tokens) and the separate kernels (50) overwrite them with the sanitised ids, yet
-// the error names the id as the caller gave it.
+// fused front (3, 16, 50, 200 tokens) and the separate kernels (300) overwrite them with the
+// sanitised ids, yet the error names the id as the caller gave it.
 TEST(DispatchApi, PrecomputedIdsAliasingTheOutputIds) {
-  for (int64_t t : {16, 3, 50}) {
+  for (int64_t t : {16, 3, 50, 200, 300}) {
     SCOPED_TRACE("T=" + std::to_string(t));
     fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
     p.router = fm::RouterConfig::precomputed(8);
@@ -396,7 +401,7 @@ TEST(DispatchApi, PrecomputedIdsAliasingTheOutputIds) {
     fm::DispatchResult r2;
     ASSERT_TRUE(fm::dispatch(p, tt, ws.get(), bytes, nullptr, {}, &r2).ok());
     EXPECT_EQ(r2.topk_ids, r.topk_ids);
-    EXPECT_EQ(r2.fused_front, t <= 16);
+    EXPECT_EQ(r2.fused_front, t <= 256);
     const fm::Status st = fm::check_device_errors(p, ws.get(), nullptr);
     EXPECT_EQ(st.code(), fm::StatusCode::kOutOfRange) << st.to_string();
     EXPECT_NE(st.message().find("routing id 131 "), std::string::npos) << st.message();
@@ -407,9 +412,10 @@ TEST(DispatchApi, PrecomputedIdsAliasingTheOutputIds) {
   }
 }
 
-// Precomputed ids through the fused front (up to 16 tokens): exact against the reference in both
-// layouts, with and without renormalisation and scaling, a shared expert and an expert map; ids,
-// weights (bits), counts and row maps equal to the separate kernels'.
+// Precomputed ids through the fused front (one routing block up to 16 tokens, a cluster of blocks
+// at 17-72, a cooperative grid above): exact against the reference in both layouts, with and
+// without renormalisation and scaling, a shared expert and an expert map; ids, weights (bits),
+// counts and row maps equal to the separate kernels'.
 TEST(DispatchApi, FusedFrontPrecomputedIds) {
   struct V {
     const char* preset;
@@ -418,7 +424,7 @@ TEST(DispatchApi, FusedFrontPrecomputedIds) {
   };
   for (const V& v : {V{"qwen235-tp8", false, 1.f}, V{"dsv3-tp8", true, 2.5f}, V{"dsv3-ep8", true, 1.f},
                      V{"mixtral-tp2", true, 1.f}, V{"qwen3next-tp1", true, 1.f}})  // (k = 10 + a shared expert)
-    for (int64_t t : {1, 2, 3, 9, 16})
+    for (int64_t t : {1, 2, 3, 9, 16, 17, 48, 49, 73, 129, 256})
       for (bool permute : {false, true}) {
         const uint64_t seed = fm::gputest::test_seed();
         SCOPED_TRACE(std::string(v.preset) + " T=" + std::to_string(t) + " permute=" + std::to_string(permute) +
@@ -438,7 +444,7 @@ TEST(DispatchApi, FusedFrontPrecomputedIds) {
 // A token that names one expert twice (precomputed ids): the plan's fallback for duplicates, the
 // fused front against the separate kernels and the reference.
 TEST(DispatchApi, FusedFrontPrecomputedDuplicateIds) {
-  for (int64_t t : {1, 5, 16})
+  for (int64_t t : {1, 5, 16, 40, 200})
     for (bool permute : {false, true}) {
       const uint64_t seed = fm::gputest::test_seed();
       SCOPED_TRACE("T=" + std::to_string(t) + " permute=" + std::to_string(permute) + " seed=" + std::to_string(seed));
@@ -454,17 +460,16 @@ TEST(DispatchApi, FusedFrontPrecomputedDuplicateIds) {
     }
 }
 
-// Precomputed ids in the fused front with the token count read on the device (bound 16, one
-// graph): an id out of range at token 12 is reported only when the count reaches it.
-TEST(DispatchApi, DeviceTokenCountPrecomputedFusedFront) {
+// One bound of DeviceTokenCountPrecomputedFusedFront: an id out of range at token `bad`, slot 2.
+static void device_count_precomputed(int64_t bound, int64_t bad, const std::vector<int64_t>& counts) {
   fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
   p.router = fm::RouterConfig::precomputed(8);
-  p.num_tokens = p.max_tokens = 16;
+  p.num_tokens = p.max_tokens = bound;
   const uint64_t seed = fm::gputest::test_seed();
-  SCOPED_TRACE("seed=" + std::to_string(seed));
+  SCOPED_TRACE("bound " + std::to_string(bound) + " seed=" + std::to_string(seed));
   fm::testing::LayerData d;
   ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, nullptr, false));
-  d.topk_ids[12 * 8 + 2] = 128;
+  d.topk_ids[bad * 8 + 2] = 128;
   DeviceLayer g = upload(d);
   DeviceBuffer count(4);
   g.t.num_tokens_device = count.as<int32_t>();
@@ -485,7 +490,7 @@ TEST(DispatchApi, DeviceTokenCountPrecomputedFusedFront) {
   ASSERT_TRUE(st.ok()) << st.to_string();
   EXPECT_TRUE(r.fused_front);
   FM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int64_t c : {int64_t{12}, int64_t{1}, int64_t{0}, int64_t{5}, int64_t{13}, int64_t{16}}) {
+  for (int64_t c : counts) {
     SCOPED_TRACE("device count " + std::to_string(c));
     const int32_t c32 = static_cast<int32_t>(c);
     ws.poison();
@@ -494,7 +499,7 @@ TEST(DispatchApi, DeviceTokenCountPrecomputedFusedFront) {
     FM_CUDA_CHECK(cudaGraphLaunch(exec, s));
     FM_CUDA_CHECK(cudaStreamSynchronize(s));
     const fm::Status e = fm::check_device_errors(p, ws.get(), s);
-    if (c <= 12) {
+    if (c <= bad) {
       ASSERT_TRUE(e.ok()) << e.to_string();
       fm::MoeProblem pc = p;
       pc.num_tokens = c;
@@ -502,13 +507,27 @@ TEST(DispatchApi, DeviceTokenCountPrecomputedFusedFront) {
       else EXPECT_EQ(to_host<int32_t>(r.offsets, r.num_groups + 1).back(), 0);
     } else {
       EXPECT_EQ(e.code(), fm::StatusCode::kOutOfRange) << e.to_string();
-      EXPECT_NE(e.message().find("routing id 128 at token 12, slot 2"), std::string::npos) << e.message();
+      EXPECT_NE(e.message().find("routing id 128 at token " + std::to_string(bad) + ", slot 2"), std::string::npos)
+          << e.message();
     }
     if (::testing::Test::HasFatalFailure()) break;
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
+}
+
+// Precomputed ids in the fused front with the token count read on the device (one graph per bound:
+// 16, one routing block; 64, a cluster of blocks; 200, a cooperative grid): an id out of range at
+// token `bad` is reported only when the count reaches it.
+TEST(DispatchApi, DeviceTokenCountPrecomputedFusedFront) {
+  struct B {
+    int64_t bound, bad;
+    std::vector<int64_t> counts;
+  };
+  const std::vector<B> bounds = {B{16, 12, {12, 1, 0, 5, 13, 16}}, B{64, 37, {37, 1, 0, 20, 38, 64}},
+                                 B{200, 150, {150, 1, 0, 99, 151, 200}}};
+  for (const B& b : bounds) ASSERT_NO_FATAL_FAILURE(device_count_precomputed(b.bound, b.bad, b.counts));
 }
 
 TEST(CombineApi, WithinOneBf16UlpAndDeterministic) {

@@ -6,9 +6,11 @@
 //   * bound <= 16: ONE routing block, all 16 warps route (token = warp), no grid barrier; except
 //     a quantising front over >= 256 experts at 13-16 tokens, which takes several blocks of 4 as
 //     below (front_split_rule, front_launch.h: with one block the routing ends ~0.6 us later there);
-//   * precomputed ids (bound <= 16 only): the routing warp reads its token's ids and weights,
-//     marks ids outside [0, E) (id -1, weight 0, as router_gather_kernel) and finishes the slots
-//     as that kernel does; block 0 reports the first bad id in the error flag;
+//   * precomputed ids (any bound, the logits mode's instances): the routing warp reads its token's
+//     ids and weights, marks ids outside [0, E) (id -1, weight 0, as router_gather_kernel) and
+//     finishes the slots as that kernel does; block 0 reports the first bad id in (token, slot)
+//     order in the error flag (several routing blocks: each block's first, as a 64-bit key, reaches
+//     block 0 through its shared memory in a cluster or the scratch in a cooperative grid);
 //   * above: blocks [0, route_blocks) route tokens tpb * b .. tpb * b + tpb - 1 with warps
 //     0 .. tpb - 1 (tpb = 4 or 8: FrontParams::tokens_per_block), as one thread-block cluster
 //     (17-72 tokens, and the split 13-16) or a cooperative launch (a barrier of the routing blocks
@@ -114,7 +116,7 @@ struct FrontParams {
   bool routing_blocks_quantise;
   uint32_t* block_masks;        // a cooperative launch: block_masks_bytes(G) of scratch
   int cluster_blocks;           // > 1: the routing blocks form one thread-block cluster (no scratch)
-  bool precomputed;             // RouterKind::kPrecomputed (one routing block): r.ids_in / r.weights_in
+  bool precomputed;             // RouterKind::kPrecomputed (the logits mode's instances): r.ids_in / r.weights_in
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
@@ -186,12 +188,14 @@ __device__ __forceinline__ void red_release_gpu_add(unsigned int* a, unsigned in
 // 32-bit word (byte g % 4 of word g / 4), in shared memory (s_mask) and, for the other blocks,
 // exported to global scratch as word j of block b at [j * 32 + b] (blocks fastest: a warp reads
 // one word of all blocks as one 128-byte line; with blocks as rows, 32 blocks reading the same
-// 8 KB line by line cost 2-5 us), then each block's duplicate flag at [W * 32 + b].
+// 8 KB line by line cost 2-5 us), then each block's duplicate flag at [W * 32 + b] and, from
+// precomputed ids, the block's first bad id as a key (token << 5 | slot) at [(W + 1) * 32 + b]
+// (0xffffffff: none) and the id as given at [(W + 2) * 32 + b].
 inline constexpr int kMaxGroups = 1088;  // G bound of the fused path (E <= 1024 + a shared expert)
 inline constexpr int kMaxMaskWords = kMaxGroups / 4;
 __host__ __device__ inline int mask_words(int groups) { return (groups + 3) / 4; }
 __host__ __device__ inline size_t block_masks_bytes(int groups) {
-  return static_cast<size_t>(mask_words(groups) + 1) * kMaxRouteBlocks * 4;
+  return static_cast<size_t>(mask_words(groups) + 3) * kMaxRouteBlocks * 4;
 }
 // Token ids of the block's tokens, in shared memory for the plan (up to 16 tokens x k <= kMaxTopK;
 // prepare_router refuses larger k).
@@ -240,6 +244,11 @@ __device__ __forceinline__ void push_group_count(uint32_t* local_word, int block
   for (int b = 0; b < blocks; ++b)
     asm volatile("red.shared::cluster.add.u32 [%0], %1;" ::"r"(cluster_addr(local_word, b)), "r"(b > me ? 0x10001u : 1u)
                  : "memory");
+}
+// The least of `v` and block 0's *local_min (distributed shared memory, before the cluster barrier's
+// second phase, as push_group_count).
+__device__ __forceinline__ void push_min64(unsigned long long* local_min, unsigned long long v) {
+  asm volatile("red.shared::cluster.min.u64 [%0], %1;" ::"r"(cluster_addr(local_min, 0)), "l"(v) : "memory");
 }
 __device__ __forceinline__ void push_flag(int* local_flag, int blocks) {
 #pragma unroll 1
@@ -529,6 +538,9 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   __shared__ uint32_t s_bad[kWideTokens];      // precomputed: per token, its slots with an id outside [0, E)
   __shared__ int32_t s_bad_id[kWideTokens];    // ... and the first such id as read (the caller's ids may be
                                                // the output ids of an earlier call: overwritten by then)
+  // Several routing blocks, precomputed ids: the first bad (token, slot) as (token << 5 | slot) << 32 |
+  // the id as read (~0: none); block 0's holds the whole launch's at the end.
+  __shared__ unsigned long long s_bad64;
   constexpr int kWarps = kMaxThreads / 32;
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warp = static_cast<int>(threadIdx.x >> 5);
@@ -537,7 +549,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   // One routing block (bound <= 16): all 16 warps route (token = warp), no grid barrier, x is
   // quantised by the blocks after it. Several: warps 0..tpb-1 route tokens tpb * b + w.
   constexpr bool wide = kOneBlock;  // (the launcher: route_blocks == 1 exactly with this instance)
-  const bool precomputed = kOneBlock && f.precomputed;
+  // (precomputed ids run on the logits mode's instances only: the others compile no such branch)
+  const bool precomputed = (kOneBlock || M == router_detail::RowMode::kLogitsRow) && f.precomputed;
   const bool routes = static_cast<int>(blockIdx.x) < f.route_blocks;
   const int tpb = f.tokens_per_block;  // several routing blocks (wide: all 16 warps route)
   const bool route_warp = routes && (wide || warp < tpb);
@@ -560,7 +573,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       // Zeroed by the other warps, which then arrive at named barrier 1; the routing warps wait there
       // (long done by then) before setting bits. No block barrier before the routing.
       for (int q = threadIdx.x - tpb * 32; q < W; q += blockDim.x - tpb * 32) s_mask[q] = 0u;
-      if (threadIdx.x == tpb * 32) s_dup = 0;
+      if (threadIdx.x == tpb * 32) {
+        s_dup = 0;
+        s_bad64 = ~0ull;
+      }
       if (clustered) {
         // A cluster: also the pushed counts, then the cluster barrier's first phase (every block's
         // zeros before any push), which also orders s_mask's for this block's routing warps.
@@ -578,6 +594,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   // The entry of a routing warp's lane: slot `lane` of the warp's token (lane < slots).
   bool has_entry = false;
   int g = G, slot = 0;
+  uint32_t bad_slots = 0u;  // precomputed: the slots of the warp's token with an id outside [0, E)
+  int32_t first_bad = 0;    // ... and the first one's id as read
   if (route_warp) {
     if (token < num_tokens) {
       int32_t* ids = s_ids + warp * f.r.k;
@@ -597,8 +615,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
             w = 0.f;
           }
         }
-        const uint32_t bad_slots = __ballot_sync(0xffffffffu, bad);
-        const int first_bad = __shfl_sync(0xffffffffu, raw, bad_slots != 0u ? __ffs(static_cast<int>(bad_slots)) - 1 : 0);
+        bad_slots = __ballot_sync(0xffffffffu, bad);
+        first_bad = __shfl_sync(0xffffffffu, raw, bad_slots != 0u ? __ffs(static_cast<int>(bad_slots)) - 1 : 0);
         if (lane == 0) {
           s_bad[warp] = bad_slots;
           s_bad_id[warp] = first_bad;
@@ -637,6 +655,16 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
           }
           if (clustered) push_group_count(s_cb + g, f.cluster_blocks, static_cast<int>(blockIdx.x));
         }
+      }
+      if (!wide && bad_slots != 0u && lane == 0) {
+        // The token's first bad slot: into block 0's minimum (a cluster) or this block's (exported
+        // with the masks), after the barrier that ordered s_bad64's initialisation.
+        const unsigned long long key =
+            (static_cast<unsigned long long>((static_cast<uint32_t>(token) << 5) | (__ffs(static_cast<int>(bad_slots)) - 1))
+             << 32) |
+            static_cast<uint32_t>(first_bad);
+        if (clustered) push_min64(&s_bad64, key);
+        else atomicMin(&s_bad64, key);
       }
       fine_stamp(f.trace, 2, static_cast<uint32_t>(g));
     }
@@ -724,6 +752,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       trace_stamp(f.trace, 1);
       if (threadIdx.x <= W)
         f.block_masks[threadIdx.x * kMaxRouteBlocks + blockIdx.x] = threadIdx.x < W ? s_mask[threadIdx.x] : static_cast<uint32_t>(s_dup);
+      if (precomputed && threadIdx.x == kMaxThreads - 1) {  // (W < kMaxThreads - 1: another thread)
+        const unsigned long long v = s_bad64;
+        f.block_masks[(W + 1) * kMaxRouteBlocks + blockIdx.x] = static_cast<uint32_t>(v >> 32);
+        f.block_masks[(W + 2) * kMaxRouteBlocks + blockIdx.x] = static_cast<uint32_t>(v);
+      }
     }
     // Only the routing blocks meet (grid_barrier_word); the quantising-only blocks are done.
     if (!routes) return;
@@ -745,6 +778,17 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
     if (static_cast<int>(blockIdx.x) >= max(nb, 1)) return;  // no tokens here (block 0 stays: it writes counts)
     dup = gather_block_counts(ScratchMasks{f.block_masks}, G, nb, s_cb, s_ws, f.trace);
     trace_stamp(f.trace, 3);
+    if (precomputed && blockIdx.x == 0 && warp == kRouteWarps + 1) {
+      // Every routing block's first bad id (exported before the barrier): the least key, into
+      // block 0's s_bad64 for the error flag (read after the block barrier at the end).
+      const bool reads = lane < f.route_blocks;
+      const uint32_t key = reads ? __ldcg(f.block_masks + (W + 1) * kMaxRouteBlocks + lane) : ~0u;
+      const uint32_t id = reads ? __ldcg(f.block_masks + (W + 2) * kMaxRouteBlocks + lane) : ~0u;
+      const uint32_t least = __reduce_min_sync(0xffffffffu, key);
+      const int at = __ffs(static_cast<int>(__ballot_sync(0xffffffffu, key == least))) - 1;
+      const uint32_t least_id = __shfl_sync(0xffffffffu, id, at);
+      if (lane == 0) s_bad64 = (static_cast<unsigned long long>(least) << 32) | least_id;
+    }
     if (!dup) {
       // Block 0's warp 8 writes counts and offsets while the routing warps compute their rows.
       const GridCounts c{s_cb, s_ws, s_mask};
@@ -765,9 +809,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   trace_stamp(f.trace, 5);
   // The whole error flag: the device token count that was clamped, else (precomputed ids) the
   // first id outside [0, E) in (token, slot) order, else zero.
+  if (precomputed && cooperative) __syncthreads();  // warp 9's s_bad64 (every thread of block 0 is here)
   if (threadIdx.x == 0) {
     int4 bad = make_int4(0, 0, 0, 0);
-    if (precomputed) {
+    if (precomputed && wide) {
 #pragma unroll 1
       for (int t = 0; t < static_cast<int>(num_tokens); ++t)
         if (s_bad[t] != 0u) {
@@ -775,6 +820,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
           bad = make_int4(kErrorIdOutOfRange, t, s, s_bad_id[t]);
           break;
         }
+    } else if (precomputed) {
+      const unsigned long long v = s_bad64;
+      const uint32_t key = static_cast<uint32_t>(v >> 32);
+      if (key != ~0u) bad = make_int4(kErrorIdOutOfRange, static_cast<int>(key >> 5), static_cast<int>(key & 31u),
+                                      static_cast<int32_t>(static_cast<uint32_t>(v)));
     }
     write_token_count_flag(f.r.num_tokens, f.r.num_tokens_dev, f.r.error_flag, bad);
   }

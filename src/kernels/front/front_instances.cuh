@@ -53,7 +53,7 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     one<<<l.grid, l.block, l.smem, s>>>(f);
     return cudaGetLastError();
   }
-  if (f.route_blocks <= 1 || f.precomputed) return cudaErrorInvalidValue;  // (the kOneBlock instance's)
+  if (f.route_blocks <= 1 || (f.precomputed && M != RowMode::kLogitsRow)) return cudaErrorInvalidValue;  // (the kOneBlock instance's)
   auto fn = front_small_kernel<T, VEC, NV, M, false>;
   {
     const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(fn), static_cast<int>(kFrontMaxSmem), &done[0]);

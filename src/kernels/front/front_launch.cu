@@ -114,9 +114,9 @@ const char* front_small_kernel_name() {
 bool front_small_shape_ok(RouterKind kind, int64_t tokens, int slots, const char** why) {
   const char* dummy = nullptr;
   const char*& w = why != nullptr ? *why : dummy;
-  static_assert(kFrontPrecomputedMaxTokens == front_detail::kWideTokens, "front: precomputed ids' bound");
+  static_assert(kFrontPrecomputedMaxTokens <= kFrontMaxTokens, "front: precomputed ids' bound");
   if (kind == RouterKind::kPrecomputed ? tokens > kFrontPrecomputedMaxTokens : !reads_logits(kind)) {
-    w = kind == RouterKind::kPrecomputed ? "precomputed ids above 16 tokens" : "hash router (reads no logits row)";
+    w = kind == RouterKind::kPrecomputed ? "precomputed ids above 256 tokens" : "hash router (reads no logits row)";
     return false;
   }
   if (tokens < 1 || tokens > kFrontMaxTokens) {
@@ -252,12 +252,9 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     f.rows_pad4 = (bound + 3) / 4 * 4;
   }
 
-  // Precomputed ids: any instance runs them (the logits mode's; route_token is not called), and
-  // only as one routing block (the kernel's per-token bad-id masks hold kWideTokens tokens).
-  if (precomputed) {
-    if (!wide) return cudaErrorInvalidValue;
-    return front_detail::launch_front_logits(f, rp.bf16, 1, l, stream);
-  }
+  // Precomputed ids: the logits mode's instances run them (route_token is not called), as one
+  // routing block or several.
+  if (precomputed) return front_detail::launch_front_logits(f, rp.bf16, 1, l, stream);
   switch (rp.mode) {
     case RowMode::kSoftmaxRow: return front_detail::launch_front_softmax(f, rp.bf16, rp.vec, l, stream);
     case RowMode::kSigmoidRow: return front_detail::launch_front_sigmoid(f, rp.bf16, rp.vec, l, stream);

@@ -20,12 +20,12 @@ namespace fusedmoe::kernels {
 // Bounds of the fused path: tokens (the launch bound) and plan entries (tokens x slots).
 inline constexpr int64_t kFrontMaxTokens = 256;
 inline constexpr int64_t kFrontMaxEntries = 256 * 17;
-// Precomputed ids run in the fused front up to this many tokens (one routing block: the kernel's
-// per-token bad-id masks; front.cuh's kWideTokens).
-inline constexpr int64_t kFrontPrecomputedMaxTokens = 16;
+// Precomputed ids run in the fused front up to this many tokens (every bound of the fused path;
+// forward()'s auto rule takes them up to a measured bound, resolve() in core/moe.cpp).
+inline constexpr int64_t kFrontPrecomputedMaxTokens = kFrontMaxTokens;
 
 // The problem-shape part of the eligibility (also what explain() reports): a router that reads
-// logits rows (or precomputed ids up to 16 tokens), 1 <= tokens <= kFrontMaxTokens, tokens x
+// logits rows (or precomputed ids), 1 <= tokens <= kFrontMaxTokens, tokens x
 // slots <= kFrontMaxEntries.
 bool front_small_shape_ok(RouterKind kind, int64_t tokens, int slots, const char** why = nullptr);
 
@@ -48,8 +48,8 @@ struct FrontArgs {
 };
 
 // True when the fused path can run these arguments: a router that reads rows of logits
-// (softmax / biased / top-k-softmax / sigmoid-top-1; not hash), or precomputed ids with a bound
-// <= 16 (unless FUSEDMOE_FRONT_PRECOMPUTED=0); bound <= kFrontMaxTokens, bound x slots <=
+// (softmax / biased / top-k-softmax / sigmoid-top-1; not hash), or precomputed ids (unless
+// FUSEDMOE_FRONT_PRECOMPUTED=0); bound <= kFrontMaxTokens, bound x slots <=
 // kFrontMaxEntries, quantisation none / static / per-token / 128-group of a K that is a multiple
 // of 16, and no weight-on-input scaling of x. *why says which condition failed.
 bool front_small_eligible(const FrontArgs& args, const char** why);
