@@ -435,6 +435,14 @@ TEST(Forward, PrecomputedAndHashRouting) {
     p.router = fm::RouterConfig::hash(4, fm::ScoreFunction::kSqrtSoftplus, 1.0f);
     check_forward(p, t, tiles(fm::TileFamily::kNormal), "hash sqrt-softplus k4 normal");
   }
+  // Precomputed ids on the fused front's several routing blocks (session 57: a cluster at 17-72
+  // tokens, a cooperative grid at 73-256), BF16 and row-scaled FP8 (GEMM1 gathering the front's
+  // token-order e4m3 rows up to 128 tokens), each against the reference.
+  p.router = fm::RouterConfig::precomputed(4);
+  for (int64_t t : {64, 100, 256}) check_forward(p, t, {}, "precomputed k4, fused front on blocks");
+  fm::MoeProblem q = p;
+  q.quant = fm::QuantScheme::fp8_per_channel();
+  for (int64_t t : {33, 128, 200}) check_forward(q, t, {}, "precomputed k4 fp8 per-channel/token");
 }
 
 TEST(Forward, SuiteShapesAtSmallBatch) {
