@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Session 57, call 3 (the final code of the session's kernels): the layers from precomputed ids
-# with the new defaults (the fused front up to 256 tokens; row-scaled FP8 gathering its rows up to
-# 128), at vLLM's decode points and the decode token counts; then the whole GPU suite, the main
-# job and the torch test.
+# Session 57, call 3 (the final code): first the tests of the new defaults (precomputed ids through
+# forward() on the fused front's blocks, BF16 and row-scaled FP8; the dispatch cases), then the
+# layers from precomputed ids with the new defaults at the decode token counts, then the whole GPU
+# suite, the main job and the torch test while time is left.
 set -uo pipefail
 source scripts/device_prelude.sh
-bench_step pre_fp8 90 --suite layer --packed --precomputed --tokens 16,32,64,128,256 \
-  --cases qwen235-tp8-fp8c,qwen235-tp8-fp8t,dsv3-tp8-fp8b,dsv3-ep8-fp8b,dsv4f-tp4-fp8b,qwen235-tp4-fp8b
-bench_step pre_bf16 90 --suite layer --packed --precomputed --tokens 16,64,256 \
-  --cases qwen235-tp8,qwen30-tp1,dsv3-tp8,mixtral-tp2,gptoss-tp1
+timeout 150 .gpu/bin/fusedmoe_gpu_tests \
+  --gtest_filter='Forward.PrecomputedAndHashRouting:Forward.Fp8RowScaledLayers:DispatchApi.*' > "$out/tests_changed.txt" 2>&1
+echo "== changed tests: rc=$? at $(( $(date +%s) - start )) s; $(grep -cE '^\[       OK' "$out/tests_changed.txt") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$out/tests_changed.txt") failed" >> "$sum"
+grep -E "FAILED|Failure" "$out/tests_changed.txt" | head -20 >> "$sum"
+bench_step pre_fp8 60 --suite layer --packed --precomputed --tokens 16,32,64,128,256 \
+  --cases qwen235-tp8-fp8c,qwen235-tp8-fp8t,dsv3-tp8-fp8b,dsv4f-tp4-fp8b,qwen235-tp4-fp8b
 mkdir -p "$out/bench" && mv "$out"/pre_*.txt "$out/bench/" 2>/dev/null
 tar -czf "$out/bench.tar.gz" -C "$out" bench && rm -rf "$out/bench"
-if [ "$(left)" -gt 250 ]; then suite_step 330; else echo "suite skipped ($(left) s left)" >> "$sum"; fi
+if [ "$(left)" -gt 250 ]; then suite_step 300; else echo "suite skipped ($(left) s left)" >> "$sum"; fi
 cat "$sum"
