@@ -752,7 +752,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
       trace_stamp(f.trace, 1);
       if (threadIdx.x <= W)
         f.block_masks[threadIdx.x * kMaxRouteBlocks + blockIdx.x] = threadIdx.x < W ? s_mask[threadIdx.x] : static_cast<uint32_t>(s_dup);
-      if (precomputed && threadIdx.x == kMaxThreads - 1) {  // (W < kMaxThreads - 1: another thread)
+      static_assert(kMaxMaskWords < kMaxThreads - 1, "the bad-id export's thread exports no mask word");
+      if (precomputed && threadIdx.x == kMaxThreads - 1) {
         const unsigned long long v = s_bad64;
         f.block_masks[(W + 1) * kMaxRouteBlocks + blockIdx.x] = static_cast<uint32_t>(v >> 32);
         f.block_masks[(W + 2) * kMaxRouteBlocks + blockIdx.x] = static_cast<uint32_t>(v);
