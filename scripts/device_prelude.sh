@@ -5,6 +5,8 @@
 #   left            seconds left of the call's budget (LIMIT, default 575: a 600 s call less ~25)
 #   bench_step NAME TIMEOUT ARGS...   `fusedmoe bench ARGS` into $OUT/NAME.txt while time is left,
 #                   its rc and layer rows appended to the summary (skipped under 30 s left)
+#   tests_step NAME TIMEOUT FILTER  the GPU tests matching FILTER into $OUT/NAME.txt, their count of
+#                   passed / failed and the failures appended to the summary
 #   suite_step SHARD_TIMEOUT [FILTER]  scripts/gpu_run.sh (16 shards, the main job, the torch test;
 #                   GPU_RUN_ENV adds variables such as SANITIZE=1) into $OUT/suite.tar.gz, its
 #                   summary appended
@@ -27,6 +29,12 @@ bench_step() {
   timeout "$t" .gpu/bin/fusedmoe bench "$@" > "$out/$name.txt" 2>&1
   echo "== $name: rc=$? at $(( $(date +%s) - start )) s" >> "$sum"
   grep -E " layer " "$out/$name.txt" | grep -v "packed off" | cut -c1-150 >> "$sum"
+}
+tests_step() {
+  local name=$1 t=$2 filter=$3
+  timeout "$t" .gpu/bin/fusedmoe_gpu_tests --gtest_filter="$filter" > "$out/$name.txt" 2>&1
+  echo "== $name: rc=$? at $(( $(date +%s) - start )) s; $(grep -cE '^\[       OK' "$out/$name.txt") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$out/$name.txt") failed" >> "$sum"
+  grep -E "FAILED|Failure" "$out/$name.txt" | head -20 >> "$sum"
 }
 suite_step() {
   local t=$1 filter=${2:--StreamProbe.*}
