@@ -293,27 +293,36 @@ TEST(Combine, ZeroTokensLaunchesNothing) {
 using fusedmoe::gputest::graph_us;
 using fusedmoe::gputest::median_us;
 
+// The timing tests' inputs: T tokens of `slots` rows each (slot rows shuffled, every row used once),
+// weights w, expert rows of K bf16 filled with 0x3C bytes, and CombineArgs over them.
+struct TimingInputs {
+  DeviceBuffer rows, slot_row, weights, out;
+  fk::CombineArgs args;
+  TimingInputs(int64_t T, int K, int top_k, int shared, float w, uint64_t seed)
+      : rows(static_cast<size_t>(T * (top_k + shared) * K * 2)), out(static_cast<size_t>(T * K * 2)) {
+    std::vector<int32_t> sr(static_cast<size_t>(T * (top_k + shared)));
+    std::iota(sr.begin(), sr.end(), 0);
+    std::shuffle(sr.begin(), sr.end(), std::mt19937_64(seed));
+    slot_row = to_device(sr);
+    weights = to_device(std::vector<float>(static_cast<size_t>(T * top_k), w));
+    cudaMemset(rows.get(), 0x3C, rows.bytes());
+    args.expert_out = rows.get();
+    args.slot_row = slot_row.as<int32_t>();
+    args.topk_weights = weights.as<float>();
+    args.num_tokens = T;
+    args.top_k = top_k;
+    args.num_shared = shared;
+    args.hidden = K;
+    args.out = out.get();
+  }
+};
+
 TEST(CombineTiming, Informational) {
   const int K = 7168, k = 8, slots = 9;
   for (int64_t T : {int64_t{1}, int64_t{16}, int64_t{256}, int64_t{4096}, int64_t{16384}}) {
     const int64_t R = T * slots;
-    std::vector<int32_t> slot_row(static_cast<size_t>(R));
-    std::iota(slot_row.begin(), slot_row.end(), 0);
-    std::shuffle(slot_row.begin(), slot_row.end(), std::mt19937_64(3));
-    std::vector<float> w(static_cast<size_t>(T * k), 0.125f);
-    DeviceBuffer dy(static_cast<size_t>(R * K * 2)), dsr = to_device(slot_row), dw = to_device(w),
-        dout(static_cast<size_t>(T * K * 2));
-    cudaMemset(dy.get(), 0x3C, dy.bytes());
-    fk::CombineArgs a;
-    a.expert_out = dy.get();
-    a.slot_row = dsr.as<int32_t>();
-    a.topk_weights = dw.as<float>();
-    a.num_tokens = T;
-    a.top_k = k;
-    a.num_shared = 1;
-    a.hidden = K;
-    a.out = dout.get();
-    auto launch = [&](cudaStream_t s) { fk::launch_combine(a, s); };
+    TimingInputs in(T, K, k, slots - k, 0.125f, 3);
+    auto launch = [&](cudaStream_t s) { EXPECT_EQ(fk::launch_combine(in.args, s), cudaSuccess); };
     const float single = median_us(launch);
     const float us = graph_us(launch);
     const double bytes = double(R) * K * 2 + double(T) * K * 2;
@@ -329,23 +338,11 @@ TEST(CombineTiming, BiasInformational) {
   const int K = 2880, k = 4, G = 128;
   for (int64_t T : {int64_t{1}, int64_t{256}, int64_t{4096}, int64_t{16384}}) {
     const int64_t R = T * k;
-    std::vector<int32_t> slot_row(static_cast<size_t>(R));
-    std::iota(slot_row.begin(), slot_row.end(), 0);
-    std::shuffle(slot_row.begin(), slot_row.end(), std::mt19937_64(5));
+    TimingInputs in(T, K, k, 0, 0.25f, 5);
     std::vector<int32_t> offsets(G + 1);
     for (int g = 0; g <= G; ++g) offsets[g] = static_cast<int32_t>(R * g / G);
-    std::vector<float> w(static_cast<size_t>(R), 0.25f), bias(static_cast<size_t>(G) * K, 0.5f);
-    DeviceBuffer dy(static_cast<size_t>(R * K * 2)), dsr = to_device(slot_row), dw = to_device(w),
-        dout(static_cast<size_t>(T * K * 2)), db = to_device(bias), doff = to_device(offsets);
-    cudaMemset(dy.get(), 0x3C, dy.bytes());
-    fk::CombineArgs a;
-    a.expert_out = dy.get();
-    a.slot_row = dsr.as<int32_t>();
-    a.topk_weights = dw.as<float>();
-    a.num_tokens = T;
-    a.top_k = k;
-    a.hidden = K;
-    a.out = dout.get();
+    DeviceBuffer db = to_device(std::vector<float>(static_cast<size_t>(G) * K, 0.5f)), doff = to_device(offsets);
+    fk::CombineArgs& a = in.args;
     auto launch = [&](cudaStream_t s) { EXPECT_EQ(fk::launch_combine(a, s), cudaSuccess); };
     const float plain = graph_us(launch);
     a.bias = db.as<float>();
