@@ -535,11 +535,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   __shared__ uint32_t s_ws[kMaxMaskWords];
   __shared__ int s_dup;
   __shared__ int s_dup_any;                     // a cluster: some block saw a token reach a group twice
-  __shared__ uint32_t s_bad[kWideTokens];      // precomputed: per token, its slots with an id outside [0, E)
-  __shared__ int32_t s_bad_id[kWideTokens];    // ... and the first such id as read (the caller's ids may be
-                                               // the output ids of an earlier call: overwritten by then)
-  // Several routing blocks, precomputed ids: the first bad (token, slot) as (token << 5 | slot) << 32 |
-  // the id as read (~0: none); block 0's holds the whole launch's at the end.
+  // Precomputed ids: the first id outside [0, E) in (token, slot) order as (token << 5 | slot) << 32 |
+  // the id as read (~0: none; the id as read, since the caller's ids may be the output ids of an
+  // earlier call, overwritten by then). Each routing warp with a bad slot takes the minimum with its
+  // token's first; block 0's holds the whole launch's at the end (one routing block, a cluster, or
+  // the cooperative grid's exported keys).
   __shared__ unsigned long long s_bad64;
   constexpr int kWarps = kMaxThreads / 32;
   const int lane = static_cast<int>(threadIdx.x & 31);
@@ -568,7 +568,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   if (routes) {
     if (wide) {  // zeroed by everyone; the block barrier after the routing orders it before the bits
       for (int q = threadIdx.x; q < W; q += blockDim.x) s_mask[q] = s_mask2[q] = 0u;
-      if (threadIdx.x == 0) s_dup = 0;
+      if (threadIdx.x == 0) {
+        s_dup = 0;
+        s_bad64 = ~0ull;
+      }
     } else if (warp >= tpb) {
       // Zeroed by the other warps, which then arrive at named barrier 1; the routing warps wait there
       // (long done by then) before setting bits. No block barrier before the routing.
@@ -617,10 +620,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
         }
         bad_slots = __ballot_sync(0xffffffffu, bad);
         first_bad = __shfl_sync(0xffffffffu, raw, bad_slots != 0u ? __ffs(static_cast<int>(bad_slots)) - 1 : 0);
-        if (lane == 0) {
-          s_bad[warp] = bad_slots;
-          s_bad_id[warp] = first_bad;
-        }
         router_detail::finish_slots(f.r, token, lane, lane < f.r.k, id, w, bad, 32, ids);
       } else {
         route_token<T, VEC, NV, M, true>(f.r, token, lane, wsm, router_detail::valid_slots<VEC, NV>(lane, f.r.num_experts),
@@ -656,9 +655,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
           if (clustered) push_group_count(s_cb + g, f.cluster_blocks, static_cast<int>(blockIdx.x));
         }
       }
-      if (!wide && bad_slots != 0u && lane == 0) {
-        // The token's first bad slot: into block 0's minimum (a cluster) or this block's (exported
-        // with the masks), after the barrier that ordered s_bad64's initialisation.
+      if (bad_slots != 0u && lane == 0) {
+        // The token's first bad slot: into block 0's minimum (a cluster) or this block's (one
+        // routing block; the cooperative grid exports it with the masks), after the barrier that
+        // ordered s_bad64's initialisation.
         const unsigned long long key =
             (static_cast<unsigned long long>((static_cast<uint32_t>(token) << 5) | (__ffs(static_cast<int>(bad_slots)) - 1))
              << 32) |
@@ -813,15 +813,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   if (precomputed && cooperative) __syncthreads();  // warp 9's s_bad64 (every thread of block 0 is here)
   if (threadIdx.x == 0) {
     int4 bad = make_int4(0, 0, 0, 0);
-    if (precomputed && wide) {
-#pragma unroll 1
-      for (int t = 0; t < static_cast<int>(num_tokens); ++t)
-        if (s_bad[t] != 0u) {
-          const int s = __ffs(static_cast<int>(s_bad[t])) - 1;
-          bad = make_int4(kErrorIdOutOfRange, t, s, s_bad_id[t]);
-          break;
-        }
-    } else if (precomputed) {
+    if (precomputed) {  // (one routing block: its minimum, ordered by the block barrier after the masks)
       const unsigned long long v = s_bad64;
       const uint32_t key = static_cast<uint32_t>(v >> 32);
       if (key != ~0u) bad = make_int4(kErrorIdOutOfRange, static_cast<int>(key >> 5), static_cast<int>(key & 31u),
