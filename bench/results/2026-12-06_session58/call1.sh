@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Session 58, call 1: session 57's final commit on a GPU (it had not run as a whole), and the H200
-# evidence issues #4 / #5 owe if an H200 comes. Carry ["build_pack/gpu_main.tar.xz"] (restaged at
-# 057fd0b: library as d7c2a22).
+# Session 58, call 1: session 57's final code on a GPU (it had not run as a whole) with this session's
+# first change (05bbe18: the one-block fused front reports a bad precomputed id through the 64-bit
+# least key as the several-block launches do), and the H200 evidence issues #4 / #5 owe if an H200
+# comes. Carry ["build_pack/gpu_main.tar.xz"] (staged at 05bbe18).
+# First: the changed path's tests.
 # H200: vLLM's table (precomputed ids, as vLLM's figures are timed) and the decode tables, then the
 #       whole GPU suite, the main job and the torch test.
 # other GPU (H100): the suite first, then the FP8 decode points under 0.75 stage by stage.
 set -uo pipefail
 source scripts/device_prelude.sh
+tests_step tests_changed 150 'DispatchApi.*:Forward.PrecomputedAndHashRouting'
 if grep -q H200 "$sum"; then
   bench_step v_dsv3tp8 90 --suite layer --packed --precomputed --tokens 1,16,256,4096,16384 --cases dsv3-tp8-fp8b
   bench_step v_dsv3ep8 90 --suite layer --packed --precomputed --skew local --local-hint --tokens 1,64,1024,16384 --cases dsv3-ep8-fp8b
@@ -23,9 +26,10 @@ if grep -q H200 "$sum"; then
   if [ "$(left)" -gt 250 ]; then suite_step 330; else echo "suite skipped ($(left) s left)" >> "$sum"; fi
 else
   suite_step 330
+  bench_step dispatch_pre 60 --suite dispatch --tokens 1,4,16,17,64,256
   bench_step st_fp8 120 --suite layer --packed --stages --tokens 16,64,128,256 \
     --cases qwen235-tp8-fp8c,qwen235-tp8-fp8t,qwen235-tp4-fp8b,dsv3-ep8-fp8b
 fi
-mkdir -p "$out/bench" && mv "$out"/v_*.txt "$out"/decode_*.txt "$out"/st_*.txt "$out/bench/" 2>/dev/null
+mkdir -p "$out/bench" && mv "$out"/v_*.txt "$out"/decode_*.txt "$out"/st_*.txt "$out"/dispatch_*.txt "$out/bench/" 2>/dev/null
 tar -czf "$out/bench.tar.gz" -C "$out" bench && rm -rf "$out/bench"
 cat "$sum"
