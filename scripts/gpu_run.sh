@@ -84,7 +84,7 @@ fi
 
 if [ "${MAIN:-1}" != 0 ]; then
   $g/bin/fusedmoe run > "$out/run.log" 2>&1; rc=$?
-  say "fusedmoe run: rc=$rc; $(grep -E 'self-test|output \[|max rel' "$out/run.log" | tr '\n' ' ')"
+  say "fusedmoe run: rc=$rc; $(grep -E 'GPU layer|rel error|time per call|output \[' "$out/run.log" | tr '\n' ' ')"
 fi
 
 for suite in ${BENCH:-}; do

@@ -1,9 +1,11 @@
 // fusedmoe — command-line tool.
 //   fusedmoe info                       build, device and compiled kernels
 //   fusedmoe presets                    the built-in layer shapes
-//   fusedmoe run [--preset P] [--tokens T] [--seed S] [--skew uniform|zipf|onehot] [--cpu]
-//                                       one MoE layer on a built-in preset with random weights
-//   fusedmoe explain [--preset P] [--tokens T]   the plan forward() would run, and why
+//   fusedmoe run [--preset P] [--tokens T] [--quant Q] [--seed S] [--skew uniform|zipf|onehot|local] [--cpu]
+//                                       one MoE layer on a built-in preset with random weights: on a
+//                                       GPU through forward(), checked against the float64 reference
+//                                       and timed (run_gpu.cpp); without one the reference alone
+//   fusedmoe explain [--preset P] [--tokens T] [--quant Q]   the plan forward() would run, and why
 //   fusedmoe bench [--suite S] [--tokens 1,16,256] [--cases a,b] [--pdl] [--staged] [--gather] [--front] [--splitk] [--balanced] [--balanced1] [--dense] [--dense1] [--scales] [--cutlass] [--cutlass-gemm2] [--stages] [--precomputed] [--csv F] [--json F]   benchmarks (GPU)
 #include <algorithm>
 #include <chrono>
@@ -23,6 +25,7 @@
 #include "testing/layer_data.h"
 #if defined(FUSEDMOE_WITH_CUDA)
 #include "bench.h"
+#include "run_gpu.h"
 #endif
 
 namespace fm = fusedmoe;
@@ -38,6 +41,7 @@ struct Args {
   bool cpu = false;
   fm::testing::Skew skew = fm::testing::Skew::kUniform;
   float local_slots = 0.f;  // --local-slots: MoeProblem::expected_local_slots (run, explain)
+  std::string quant;        // --quant: the preset's weights in another scheme (run, explain)
 };
 
 void usage() {
@@ -72,6 +76,9 @@ void usage() {
       "  --skew KIND     routing: uniform | zipf | onehot | local\n"
       "  --local-slots S routing hint: routed slots per token expected on this GPU's experts\n"
       "                  (MoeProblem::expected_local_slots; 0 = uniform, up to top_k)\n"
+      "  --quant Q       the preset's expert weights in another scheme: bf16, fp8t (per tensor, static\n"
+      "                  activation scales), fp8c (per channel, per-token activations), fp8b (128x128\n"
+      "                  blocks, 1x128 activation groups, f32 scales), fp8b-ue8m0 (UE8M0 scales)\n"
       "  --cpu           use the CPU reference even when a GPU is present");
 }
 
@@ -92,6 +99,7 @@ bool parse(int argc, char** argv, Args* a) {
     else if (s == "--seed") { a->seed = std::strtoull(value("--seed"), nullptr, 10); a->seed_given = true; }
     else if (s == "--cpu") a->cpu = true;
     else if (s == "--local-slots") a->local_slots = std::strtof(value("--local-slots"), nullptr);
+    else if (s == "--quant") a->quant = value("--quant");
     else if (s == "--skew") {
       const std::string k = value("--skew");
       if (!fm::testing::parse_skew(k, &a->skew)) { std::fprintf(stderr, "fusedmoe: unknown skew '%s'\n", k.c_str()); return false; }
@@ -175,15 +183,42 @@ const fm::Preset* pick_preset(const Args& a, bool gpu) {
   return p;
 }
 
+// The problem of `a`: the preset's, with the token count, the routing hint and --quant applied.
+// False (after saying why) for an unknown --quant or a scheme the shapes cannot take.
+bool make_problem(const Args& a, const fm::Preset& pr, fm::MoeProblem* out) {
+  fm::MoeProblem p = pr.problem;
+  p.num_tokens = a.tokens >= 0 ? a.tokens : 4;
+  p.max_tokens = p.num_tokens;
+  p.expected_local_slots = a.local_slots;
+  if (!a.quant.empty()) {
+    if (a.quant == "bf16") p.quant = fm::QuantScheme::bf16();
+    else if (a.quant == "fp8t") p.quant = fm::QuantScheme::fp8_per_tensor(false);
+    else if (a.quant == "fp8c") p.quant = fm::QuantScheme::fp8_per_channel();
+    else if (a.quant == "fp8b") p.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kFloat32);
+    else if (a.quant == "fp8b-ue8m0") p.quant = fm::QuantScheme::fp8_block128(fm::ScaleFormat::kUE8M0);
+    else {
+      std::fprintf(stderr, "fusedmoe: unknown --quant '%s' (bf16, fp8t, fp8c, fp8b, fp8b-ue8m0)\n", a.quant.c_str());
+      return false;
+    }
+  }
+  const fm::Status st = fm::validate(p);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fusedmoe: %s%s%s: %s\n", pr.name.c_str(), a.quant.empty() ? "" : " with --quant ",
+                 a.quant.c_str(), st.to_string().c_str());
+    return false;
+  }
+  *out = p;
+  return true;
+}
+
 int cmd_explain(const Args& a) {
   fm::DeviceInfo d;
   const fm::Preset* pr = pick_preset(a, gpu_status(&d).ok());
   if (!pr) return 2;
-  fm::MoeProblem p = pr->problem;
-  p.num_tokens = a.tokens >= 0 ? a.tokens : 4;
-  p.max_tokens = p.num_tokens;
-  p.expected_local_slots = a.local_slots;
-  std::cout << pr->name << ": " << pr->description << "\n" << fm::explain(p);
+  fm::MoeProblem p;
+  if (!make_problem(a, *pr, &p)) return 2;
+  std::cout << pr->name << ": " << pr->description << (a.quant.empty() ? "" : " (--quant " + a.quant + ")") << "\n"
+            << fm::explain(p);
   return 0;
 }
 
@@ -236,32 +271,21 @@ int cmd_run(const Args& a) {
   if (!gpu.ok()) std::printf("No usable GPU (%s): running the CPU reference on a small preset.\n", gpu.to_string().c_str());
   const fm::Preset* pr = pick_preset(a, use_gpu);
   if (!pr) return 2;
-  fm::MoeProblem p = pr->problem;
-  p.num_tokens = a.tokens >= 0 ? a.tokens : 4;
-  p.max_tokens = p.num_tokens;
-  p.expected_local_slots = a.local_slots;
-  std::cout << pr->name << ": " << pr->description << "\n";
+  fm::MoeProblem p;
+  if (!make_problem(a, *pr, &p)) return 2;
+  std::cout << pr->name << ": " << pr->description << (a.quant.empty() ? "" : " (--quant " + a.quant + ")") << "\n";
   if (!use_gpu) return run_reference(p, pr->name, seed, a.skew);
 
   std::printf("device %d: %s (sm_%d%d, %d SMs)\n", d.ordinal, d.name.c_str(), d.cc_major, d.cc_minor, d.num_sms);
-  // The GPU layer: ask the library for the plan; run it where a backend exists.
+  // The plan the library runs, then the layer itself on the GPU, checked against the float64
+  // reference (the whole layer at the preset's real size) and timed.
   std::cout << fm::explain(p);
-  fm::SelfTestResult r;
-  const int m = static_cast<int>(std::max<int64_t>(p.num_tokens, 1) * p.slots_per_token());
-  const fm::Status t = fm::self_test(m, p.gemm1_rows(), p.hidden, &r);
-  if (t.ok())
-    std::printf("GPU self-test (GEMM1 shape of this layer, one expert): %s %dx%dx%d rel_err %.2e, %.1f us\n",
-                r.kernel.c_str(), r.m, r.n, r.k, r.rel_error, r.time_us);
-  else
-    std::printf("GPU self-test failed: %s\n", t.to_string().c_str());
-  // Until the GPU layer kernels land the layer's numbers come from the reference; a scaled-down
-  // copy keeps that quick when the preset is large.
-  const bool large = static_cast<double>(p.weight_experts()) * p.hidden * p.intermediate > 64e6;
-  const fm::Preset* small = fm::find_preset("tiny-dsv3");
-  const int rc = large ? run_reference([&] { fm::MoeProblem q = small->problem; q.num_tokens = q.max_tokens = p.num_tokens; return q; }(),
-                                       small->name, seed, a.skew)
-                       : run_reference(p, pr->name, seed, a.skew);
-  return (t.ok() && r.rel_error < 1e-2) ? rc : 1;
+#if defined(FUSEDMOE_WITH_CUDA)
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  return fusedmoe_cli::run_layer_gpu(p, pr->name, seed, a.skew);
+#else
+  return run_reference(p, pr->name, seed, a.skew);  // (not reached: no GPU without CUDA kernels)
+#endif
 }
 
 }  // namespace
