@@ -368,7 +368,8 @@ Status combine(const MoeProblem& p, const DispatchResult& d, const void* expert_
 
 // Input errors found on the device by the last dispatch() on this workspace (an id outside
 // [0, E) in precomputed or hashed routing: that slot was routed nowhere; a device-side token
-// count outside [0, problem.num_tokens]: it was clamped). Synchronises `stream`.
+// count outside [0, problem.num_tokens]: it was clamped). Synchronises `stream`. With
+// problem.num_tokens == 0 nothing ran and nothing is read: Ok, without a device call.
 Status check_device_errors(const MoeProblem& p, const void* workspace, Stream stream);
 
 }  // namespace fusedmoe

@@ -237,6 +237,18 @@ TEST(Forward, RejectsBadCallsBeforeTouchingTheDevice) {
   expect_rejected(fm::forward(big, t, ws, bytes, nullptr), fm::StatusCode::kOutOfRange, "planned max_tokens");
 }
 
+// No tokens: forward() and dispatch() launch nothing, and check_device_errors() reads nothing (the
+// workspace's flag was not written by this call; session 58 found it reporting an earlier value).
+TEST(Forward, ZeroTokensRunAndCheckNothing) {
+  fm::MoeProblem p = base_problem();
+  p.num_tokens = 0;
+  size_t bytes = 0;
+  ASSERT_TRUE(fm::workspace_size(p, &bytes).ok());
+  alignas(256) static unsigned char ws[256];
+  EXPECT_TRUE(fm::check_device_errors(p, ws, nullptr).ok());  // (no device call on this machine either)
+  expect_rejected(fm::check_device_errors(p, nullptr, nullptr), fm::StatusCode::kInvalidArgument, "workspace is null");
+}
+
 TEST(Forward, NoGpuOrWrongArchIsAClearError) {
   fm::MoeProblem p = base_problem();
   size_t bytes = 0;
