@@ -83,7 +83,7 @@ if [ "${PY_TEST:-1}" != 0 ] && [ -d $g/python/fusedmoe ]; then
 fi
 
 if [ "${MAIN:-1}" != 0 ]; then
-  $g/bin/fusedmoe run > "$out/run.log" 2>&1; rc=$?
+  timeout 300 $g/bin/fusedmoe run > "$out/run.log" 2>&1; rc=$?
   say "fusedmoe run: rc=$rc; $(grep -E 'GPU layer|rel error|time per call|output \[' "$out/run.log" | tr '\n' ' ')"
 fi
 

@@ -1,9 +1,12 @@
 // run_gpu.cpp — `fusedmoe run` on a GPU: one MoE layer of a preset through the public API
 // (workspace_size, pack_weights, forward, check_device_errors), checked against the float64 CPU
-// reference and timed. Method of the check: the GPU tests' (tests/gpu/test_forward.cpp): relative
-// L2 over every output element; BF16 / FP16 layers <= 1e-2 (issue #4), FP8 layers with quantised
-// activations against the float64 layer with unquantised activations (the same FP8 weights and
-// scales) <= max(4e-2, the quantised math's own distance + 1e-2) (issue #5). Timing: the
+// reference and timed. The check is the whole-layer bound of the GPU tests
+// (tests/gpu/test_forward.cpp): relative L2 over every output element; BF16 / FP16 layers <= 1e-2
+// (issue #4), FP8 layers with quantised activations against the float64 layer with unquantised
+// activations (the same FP8 weights and scales) <= max(4e-2, the quantised math's own distance +
+// 1e-2) (issue #5). (The tests also check FP8 layers' H and GEMM2's rows apart, against the
+// quantised math run from the GPU's own H; this tool prints the whole layer's distance from the
+// quantised math, for information, and gates on the whole-layer bound only.) Timing: the
 // benchmark protocol's (shared/benchmark-protocol.md) CUDA-graph replay, per call, cold weights (L2
 // flushed before each call, the flush's own time subtracted) and warm (back to back).
 #include "run_gpu.h"
@@ -70,8 +73,14 @@ int run_layer_gpu(const fm::MoeProblem& p, const std::string& name, uint64_t see
   }
   const double gen_s = seconds_since(t0);
   const fm::MoeTensors h = d.host_tensors();
-  cudaStream_t s = nullptr;
-  BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  struct StreamGuard {  // (destroyed last: the buffers below are freed first)
+    cudaStream_t s = nullptr;
+    ~StreamGuard() {
+      if (s != nullptr) cudaStreamDestroy(s);
+    }
+  } guard;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&guard.s, cudaStreamNonBlocking));
+  cudaStream_t s = guard.s;
 
   // ---- the layer's tensors on the device (as the GPU tests upload them) ----
   auto x = to_device(d.x);
@@ -89,6 +98,7 @@ int run_layer_gpu(const fm::MoeProblem& p, const std::string& name, uint64_t see
   auto w1_scale = to_device(d.w1_scale);
   auto w2_scale = to_device(d.w2_scale);
   auto act_scales = to_device(std::vector<float>{d.act_scale, d.act2_scale});
+  BENCH_CUDA(cudaDeviceSynchronize());  // (the uploads, on the legacy stream, before `s`'s work)
   const size_t out_elems = static_cast<size_t>(p.num_tokens) * p.hidden;
   Buf out(out_elems * 2);
   fm::MoeTensors t;
@@ -118,7 +128,7 @@ int run_layer_gpu(const fm::MoeProblem& p, const std::string& name, uint64_t see
   if (packed) {
     const fm::Status a = fm::pack_weights(p, 1, t.w1, w1p.p, s), b = fm::pack_weights(p, 2, t.w2, w2p.p, s);
     if (!a.ok() || !b.ok()) {
-      std::printf("pack_weights failed: %s\n", (!a.ok() ? a : b).to_string().c_str());
+      std::printf("GPU layer: pack_weights failed: %s\n", (!a.ok() ? a : b).to_string().c_str());
       return 1;
     }
     t.w1_packed = w1p.p;
@@ -127,7 +137,7 @@ int run_layer_gpu(const fm::MoeProblem& p, const std::string& name, uint64_t see
   size_t ws_bytes = 0;
   const fm::Status wst = fm::workspace_size(p, &ws_bytes);
   if (!wst.ok()) {
-    std::printf("workspace_size failed: %s\n", wst.to_string().c_str());
+    std::printf("GPU layer: workspace_size failed: %s\n", wst.to_string().c_str());
     return 1;
   }
   Buf ws(ws_bytes);
@@ -136,12 +146,14 @@ int run_layer_gpu(const fm::MoeProblem& p, const std::string& name, uint64_t see
   BENCH_CUDA(cudaMemsetAsync(out.p, 0xFF, out_elems * 2, s));
   BENCH_CUDA(cudaMemsetAsync(ws.p, 0xFF, ws_bytes, s));
   fm::Status st = fm::forward(p, t, ws.p, ws_bytes, s);
-  if (st.ok()) {
-    BENCH_CUDA(cudaStreamSynchronize(s));
-    st = fm::check_device_errors(p, ws.p, s);
-  }
   if (!st.ok()) {
     std::printf("GPU layer: forward() failed: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  BENCH_CUDA(cudaStreamSynchronize(s));
+  st = fm::check_device_errors(p, ws.p, s);
+  if (!st.ok()) {
+    std::printf("GPU layer: check_device_errors() after forward(): %s\n", st.to_string().c_str());
     return 1;
   }
   std::vector<uint16_t> got(out_elems);
@@ -206,10 +218,21 @@ int run_layer_gpu(const fm::MoeProblem& p, const std::string& name, uint64_t see
   auto flush_l2 = [&] {
     (void)fm::kernels::launch_stream_read(flush.p, flush_bytes, static_cast<uint32_t*>(sink.p), info.num_sms, s);
   };
+  // (every captured call's status kept: a failure makes the times meaningless, and says so)
+  fm::Status timed = fm::Status::Ok();
+  auto call = [&] {
+    const fm::Status c = fm::forward(p, t, ws.p, ws_bytes, s);
+    if (timed.ok() && !c.ok()) timed = c;
+  };
   const double flush_us = time_graph(s, flush_l2);
-  const double cold_us =
-      std::max(0.0, time_graph(s, [&] { flush_l2(); (void)fm::forward(p, t, ws.p, ws_bytes, s); }) - flush_us);
-  const double warm_us = time_graph(s, [&] { (void)fm::forward(p, t, ws.p, ws_bytes, s); });
+  const double cold_us = time_graph(s, [&] { flush_l2(); call(); }) - flush_us;
+  const double warm_us = time_graph(s, call);
+  if (timed.ok()) timed = fm::check_device_errors(p, ws.p, s);
+  if (!timed.ok() || !(cold_us > 0.0) || !(warm_us > 0.0)) {
+    std::printf("  timing: not reported (%s; cold %.2f us, warm %.2f us)\n",
+                timed.ok() ? "a time of zero or less" : timed.to_string().c_str(), cold_us, warm_us);
+    return timed.ok() ? 0 : 1;
+  }
   // What the layer computed and read: the routed slots on this GPU's experts (+ shared), and the
   // weights of the experts they touched.
   std::vector<char> touched(p.num_experts, 0);
@@ -230,7 +253,6 @@ int run_layer_gpu(const fm::MoeProblem& p, const std::string& name, uint64_t see
   std::printf("  cold: %.1f TFLOP/s, %.0f GB/s of the %lld touched experts' weights (%.1f MB); "
               "`fusedmoe bench --suite layer` gives the floor and peers\n",
               flops / (cold_us * 1e-6) / 1e12, bytes / (cold_us * 1e-6) / 1e9, static_cast<long long>(n_touched), bytes / 1e6);
-  BENCH_CUDA(cudaStreamDestroy(s));
   return 0;
 }
 
