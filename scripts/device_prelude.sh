@@ -7,6 +7,8 @@
 #                   its rc and layer rows appended to the summary (skipped under 30 s left)
 #   tests_step NAME TIMEOUT FILTER  the GPU tests matching FILTER into $OUT/NAME.txt, their count of
 #                   passed / failed and the failures appended to the summary
+#   runs_step SEED "ARGS" ...   `fusedmoe run ARGS --seed SEED` per quoted argument list (100 s each,
+#                   while 45 s are left) into $OUT/runs.tar.gz, each one's rc and PASS line appended
 #   suite_step SHARD_TIMEOUT [FILTER]  scripts/gpu_run.sh (16 shards, the main job, the torch test;
 #                   GPU_RUN_ENV adds variables such as SANITIZE=1) into $OUT/suite.tar.gz, its
 #                   summary appended
@@ -35,6 +37,18 @@ tests_step() {
   timeout "$t" .gpu/bin/fusedmoe_gpu_tests --gtest_filter="$filter" > "$out/$name.txt" 2>&1
   echo "== $name: rc=$? at $(( $(date +%s) - start )) s; $(grep -cE '^\[       OK' "$out/$name.txt") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$out/$name.txt") failed" >> "$sum"
   grep -E "FAILED|Failure" "$out/$name.txt" | head -20 >> "$sum"
+}
+runs_step() {
+  local seed=$1 i=0 args
+  shift
+  for args in "$@"; do
+    i=$((i + 1))
+    [ "$(left)" -lt 45 ] && { echo "run $i skipped ($(left) s left)" >> "$sum"; continue; }
+    # shellcheck disable=SC2086  # (each argument list is split into its options)
+    timeout 100 .gpu/bin/fusedmoe run $args --seed "$seed" > "$out/run_$i.txt" 2>&1
+    echo "run $i ($args): rc=$? $(grep -E 'GPU layer|rel error|time per call|timing' "$out/run_$i.txt" | cut -c1-170 | tr '\n' ' ')" >> "$sum"
+  done
+  [ "$i" -gt 0 ] && tar -czf "$out/runs.tar.gz" -C "$out" $(cd "$out" && ls run_*.txt 2>/dev/null) && rm -f "$out"/run_*.txt
 }
 suite_step() {
   local t=$1 filter=${2:--StreamProbe.*}

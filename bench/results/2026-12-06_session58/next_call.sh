@@ -7,18 +7,8 @@
 # evidence issues #4 / #5 owe).
 set -uo pipefail
 source scripts/device_prelude.sh
-runs() {
-  local i=0
-  for args in "" "--preset qwen30-tp1 --tokens 0" "--preset qwen235-tp8 --quant fp8c --tokens 64" \
-              "--preset gptoss-tp1 --tokens 16" "--preset dsv3-ep8 --tokens 33"; do
-    i=$((i + 1))
-    [ "$(left)" -lt 45 ] && { echo "run $i skipped ($(left) s left)" >> "$sum"; continue; }
-    timeout 100 .gpu/bin/fusedmoe run $args --seed 13 > "$out/run_$i.txt" 2>&1
-    echo "run $i ($args): rc=$? $(grep -E 'GPU layer|rel error|time per call|timing' "$out/run_$i.txt" | cut -c1-170 | tr '\n' ' ')" >> "$sum"
-  done
-  tar -czf "$out/runs.tar.gz" -C "$out" $(cd "$out" && ls run_*.txt) && rm -f "$out"/run_*.txt
-}
-runs
+runs_step 13 "" "--preset qwen30-tp1 --tokens 0" "--preset qwen235-tp8 --quant fp8c --tokens 64" \
+  "--preset gptoss-tp1 --tokens 16" "--preset dsv3-ep8 --tokens 33"
 if grep -q H200 "$sum"; then
   bench_step v_dsv3tp8 70 --suite layer --packed --precomputed --tokens 1,16,256,4096,16384 --cases dsv3-tp8-fp8b
   bench_step v_q235fp8 50 --suite layer --packed --precomputed --tokens 1,256,16384 --cases qwen235-tp8-fp8c,qwen235-tp8
