@@ -37,26 +37,6 @@ std::unique_ptr<Buf> to_device(const std::vector<T>& v) {
   return b;
 }
 
-// Relative L2 of the GPU's output (bf16 or fp16 bits) against a float64 result; non-finite GPU
-// values are counted, not summed.
-double rel_l2(const fm::MoeProblem& p, const std::vector<uint16_t>& got, const std::vector<double>& ref,
-              int64_t* non_finite, double* max_abs) {
-  double num = 0.0, den = 0.0;
-  *non_finite = 0;
-  *max_abs = 0.0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double g = p.act_dtype == fm::DType::kFloat16 ? fm::ref::fp16_to_float(got[i]) : fm::ref::bf16_to_float(got[i]);
-    if (!std::isfinite(g)) {
-      ++*non_finite;
-      continue;
-    }
-    num += (g - ref[i]) * (g - ref[i]);
-    den += ref[i] * ref[i];
-    *max_abs = std::max(*max_abs, std::fabs(g - ref[i]));
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -169,7 +149,7 @@ int run_layer_gpu(const fm::MoeProblem& p, const std::string& name, uint64_t see
   }
   int64_t non_finite = 0;
   double max_abs = 0.0;
-  const double err = rel_l2(p, got, ref.out, &non_finite, &max_abs);
+  const double err = fm::testing::rel_l2_error(p, got, ref.out, &non_finite, &max_abs);
   const bool fp8_act = p.quant.weight.format == fm::WeightFormat::kFP8E4M3 && p.quant.act != fm::ActQuant::kNone;
   double err_unq = -1.0, quant_floor = 0.0, bound = 1e-2;
   if (fp8_act) {  // issue #5's whole-layer bound: against the layer with unquantised activations
@@ -181,14 +161,8 @@ int run_layer_gpu(const fm::MoeProblem& p, const std::string& name, uint64_t see
       return 1;
     }
     int64_t nf = 0;
-    double ma = 0.0;
-    err_unq = rel_l2(p, got, ru.out, &nf, &ma);
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < ru.out.size(); ++i) {
-      num += (ref.out[i] - ru.out[i]) * (ref.out[i] - ru.out[i]);
-      den += ru.out[i] * ru.out[i];
-    }
-    quant_floor = std::sqrt(num / std::max(den, 1e-300));
+    err_unq = fm::testing::rel_l2_error(p, got, ru.out, &nf);
+    quant_floor = fm::testing::rel_l2_distance(ref.out, ru.out);
     bound = std::max(4e-2, quant_floor + 1e-2);
   }
   const double ref_s = seconds_since(r0);

@@ -239,4 +239,32 @@ bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* d
   return true;
 }
 
+double rel_l2_error(const MoeProblem& p, const std::vector<uint16_t>& got, const std::vector<double>& ref,
+                    int64_t* non_finite, double* max_abs) {
+  double num = 0.0, den = 0.0, worst = 0.0;
+  int64_t bad = 0;
+  for (size_t i = 0; i < ref.size() && i < got.size(); ++i) {
+    const double g = p.act_dtype == DType::kFloat16 ? ref::fp16_to_float(got[i]) : ref::bf16_to_float(got[i]);
+    if (!std::isfinite(g)) {
+      ++bad;
+      continue;
+    }
+    num += (g - ref[i]) * (g - ref[i]);
+    den += ref[i] * ref[i];
+    worst = std::max(worst, std::fabs(g - ref[i]));
+  }
+  *non_finite = bad;
+  if (max_abs != nullptr) *max_abs = worst;
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+double rel_l2_distance(const std::vector<double>& a, const std::vector<double>& b) {
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
 }  // namespace fusedmoe::testing

@@ -50,4 +50,13 @@ struct LayerData {
 bool make_layer_data(const MoeProblem& p, uint64_t seed, Skew skew, LayerData* out, std::string* why = nullptr,
                      bool with_weights = true);
 
+// Relative L2 distance of a layer output (p.act_dtype bits: bf16 or fp16) from a float64 result,
+// sqrt(sum (got - ref)^2 / sum ref^2) over the finite outputs; the non-finite ones are counted in
+// *non_finite, *max_abs (optional) the largest |got - ref| over the finite ones. The GPU tests'
+// and `fusedmoe run`'s layer check.
+double rel_l2_error(const MoeProblem& p, const std::vector<uint16_t>& got, const std::vector<double>& ref,
+                    int64_t* non_finite, double* max_abs = nullptr);
+// The same between two float64 results: a's distance from b.
+double rel_l2_distance(const std::vector<double>& a, const std::vector<double>& b);
+
 }  // namespace fusedmoe::testing

@@ -4,6 +4,7 @@
 
 #include "testing/layer_data.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -69,3 +70,28 @@ TEST(LayerData, LocalSkewRoutesToLocalExperts) {
 }
 
 }  // namespace
+
+// The layer check's distance (GPU tests, `fusedmoe run`): bf16 or fp16 bits as act_dtype says,
+// non-finite outputs counted and left out, the largest finite |got - ref|.
+TEST(LayerData, RelativeL2OfOutputs) {
+  fusedmoe::MoeProblem p = fusedmoe::find_preset("tiny-qwen")->problem;
+  const std::vector<double> ref = {1.0, -2.0, 0.5, 4.0};
+  std::vector<uint16_t> got;
+  for (double v : ref) got.push_back(fusedmoe::ref::float_to_bf16(static_cast<float>(v)));
+  int64_t bad = -1;
+  double worst = -1;
+  EXPECT_EQ(ft::rel_l2_error(p, got, ref, &bad, &worst), 0.0);
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(worst, 0.0);
+  got[1] = fusedmoe::ref::float_to_bf16(-1.0f);  // |error| 1 of |ref| sqrt(21.25)
+  got[3] = 0x7FC0;                          // NaN: counted, not summed
+  const double e = ft::rel_l2_error(p, got, ref, &bad, &worst);
+  EXPECT_NEAR(e, 1.0 / std::sqrt(1.0 + 4.0 + 0.25), 1e-12);
+  EXPECT_EQ(bad, 1);
+  EXPECT_EQ(worst, 1.0);
+  p.act_dtype = fusedmoe::DType::kFloat16;  // the same values as fp16 bits
+  for (size_t i = 0; i < ref.size(); ++i) got[i] = fusedmoe::ref::float_to_fp16(static_cast<float>(ref[i]));
+  EXPECT_EQ(ft::rel_l2_error(p, got, ref, &bad), 0.0);
+  EXPECT_EQ(bad, 0);
+  EXPECT_NEAR(ft::rel_l2_distance({1.0, 2.0}, {1.0, 1.0}), 1.0 / std::sqrt(2.0), 1e-12);
+}

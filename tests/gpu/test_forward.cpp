@@ -138,18 +138,10 @@ void upload(const fm::MoeProblem& p, uint64_t seed, fm::testing::Skew skew, Laye
   }
 }
 
+// (bf16 / fp16 outputs against float64: testing::rel_l2_error, shared with `fusedmoe run`)
 double rel_error(const fm::MoeProblem& p, const std::vector<uint16_t>& got, const std::vector<double>& ref,
                  int64_t* non_finite) {
-  double num = 0.0, den = 0.0;
-  *non_finite = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double g = fm::ref::bf16_to_float(got[i]);
-    if (!std::isfinite(g)) { ++*non_finite; continue; }
-    num += (g - ref[i]) * (g - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  (void)p;
-  return std::sqrt(num / std::max(den, 1e-300));
+  return fm::testing::rel_l2_error(p, got, ref, non_finite);
 }
 
 // Runs forward() with `opt` and checks every element against the reference (the float64 layer of
@@ -208,12 +200,7 @@ void check_forward(fm::MoeProblem p, int64_t tokens, const fm::ForwardOptions& o
     EXPECT_TRUE(fm::ref::forward(pu, L.data.host_tensors(), &ru).ok());
     int64_t bad_u = 0;
     err_unq = rel_error(p, got, ru.out, &bad_u);
-    double num = 0, den = 0;  // the quantised math's own distance from the unquantised layer
-    for (size_t i = 0; i < ru.out.size(); ++i) {
-      num += (ref.out[i] - ru.out[i]) * (ref.out[i] - ru.out[i]);
-      den += ru.out[i] * ru.out[i];
-    }
-    quant_floor = std::sqrt(num / std::max(den, 1e-300));
+    quant_floor = fm::testing::rel_l2_distance(ref.out, ru.out);  // the quantised math's own distance
   }
   // FP8 activations: GEMM1 and GEMM2 apart. The layer re-quantises H with scales from H itself, so
   // where the GPU's bf16 H row max differs from the reference's by an ulp the whole row gets another
