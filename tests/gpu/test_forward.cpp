@@ -19,6 +19,7 @@
 #include "gpu_test_util.h"
 #include "kernels/gemm/cutlass_grouped_gemm.h"  // cutlass_gated_gemm1_name
 #include "kernels/gemm/sm90_bf16_grouped_gemm.h"
+#include "kernels/gemm/sm90_fp8_grouped_gemm.h"  // last_fp8_pair_tails
 #include "testing/layer_data.h"
 
 namespace fm = fusedmoe;
@@ -962,6 +963,65 @@ TEST(Forward, PackedWeights) {
   ASSERT_TRUE(fm::packed_weights_size(f8, 1, &bytes).ok());
   EXPECT_EQ(bytes, size_t(64) * 512 * 512);  // e4m3: one byte per weight
 
+}
+
+// The tail-pair instances (session 59; Config::kTailPairs): FP8 GEMM2 with a reduction of 129-192
+// and packed weights, whose pair instances stream both tiles' last 64 K in one 8 KB image. With the
+// pair instances forced, packed weights against the 2D boxes (the plain pair instances, bitwise) and
+// the reference: per-channel N = 192 with 7 GEMM2 weight tiles (a last pair with one tile), static
+// per-tensor N = 192 (H through TMA: quantised by GEMM1's epilogue), per-channel N = 144 (a last K
+// step of 16); token tiles 16 and 32 at 1 / 3 / 40 / 200 / 700 tokens; 2 and 4 weight tiles per CTA
+// forced; H quantised by GEMM2 (kHs) and apart; which instances ran (last_fp8_pair_tails: an odd
+// forced count of weight tiles per CTA runs the plain pairs).
+TEST(Forward, Fp8TailPairs) {
+  struct Packed {
+    Packed() { g_upload_packed = true; }
+    ~Packed() { g_upload_packed = false; }
+  };
+  const Packed packed;
+  fm::MoeProblem f8c = small_problem(32, 6, 192, 448);
+  f8c.quant = fm::QuantScheme::fp8_per_channel();
+  fm::MoeProblem f8t = small_problem(32, 6, 192, 512);
+  f8t.quant = fm::QuantScheme::fp8_per_tensor(false);
+  fm::MoeProblem f8r = small_problem(16, 4, 144, 320);
+  f8r.quant = fm::QuantScheme::fp8_per_channel();
+  int variant = 0;
+  for (const fm::MoeProblem& base : {f8c, f8t, f8r}) {
+    for (const int tile : {16, 32}) {
+      for (const int tpc : {0, 2, 4, 3}) {
+        for (const fm::Toggle hs : {fm::Toggle::kAuto, fm::Toggle::kOff}) {
+          fm::ForwardOptions on, off;
+          on.backend = off.backend = fm::Backend::kGrouped;
+          on.tiles = off.tiles = fm::TileFamily::kSwapAB;
+          on.split_k = off.split_k = fm::Toggle::kOff;
+          on.fp8_pair_swapab = off.fp8_pair_swapab = fm::Toggle::kOn;
+          on.tokens_tile = off.tokens_tile = tile;
+          on.weight_tiles_per_cta = off.weight_tiles_per_cta = tpc;
+          on.gemm2_quantises_h = off.gemm2_quantises_h = hs;
+          off.packed_weights = fm::Toggle::kOff;
+          for (const int64_t t : {1, 3, 40, 200, 700}) {
+            if (tpc == 3 && t != 40) continue;
+            if (hs == fm::Toggle::kOff && t != 40 && t != 200) continue;
+            const fm::testing::Skew skew = (variant++ % 2) ? fm::testing::Skew::kZipf : fm::testing::Skew::kUniform;
+            const std::string label = "fp8 tail pairs, tile " + std::to_string(tile) + ", tpc " + std::to_string(tpc) +
+                                      (hs == fm::Toggle::kOff ? ", H apart" : "");
+            check_forward(base, t, on, label, skew);
+            fm::MoeProblem p = base;
+            p.num_tokens = p.max_tokens = t;
+            SCOPED_TRACE(label + " T=" + std::to_string(t));
+            Layer L;
+            upload(p, fm::gputest::test_seed(), skew, &L);
+            if (::testing::Test::HasFatalFailure()) return;
+            expect_same_bits(p, L, off, on, "the tail pairs differ from the pairs' 2D boxes");
+            if (::testing::Test::HasFatalFailure()) return;
+            ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, on).ok());
+            FM_CUDA_CHECK(cudaDeviceSynchronize());
+            EXPECT_EQ(fm::kernels::last_fp8_pair_tails(), tpc == 3 ? 0 : 1) << "which pair instances ran GEMM2";
+          }
+        }
+      }
+    }
+  }
 }
 
 // Programmatic dependent launch between the layer's kernels (ForwardOptions::overlap_launches), the

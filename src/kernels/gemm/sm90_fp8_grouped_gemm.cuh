@@ -67,7 +67,15 @@ template <> struct Fp8MmaAtomFor<128> { using type = cute::SM90_64x128x32_F32E4M
 // warpgroup issues both tiles' WGMMAs in one batch into two accumulators and waits once, so the
 // per-stage costs (full/empty barriers, the tensor core's latency, the block-scale loads) are paid
 // once per 16 KB of weights instead of per 8 KB; each tile keeps its own epilogue.
-template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1), int kWTiles_ = 1>
+// kTailPairs_ (pairs only; session 59): for reductions of 128 < K <= 192 (qwen235-tp8's GEMM2, K = 192),
+// the ring alternates a 16 KB head stage (both tiles' K 0-127) with an 8 KB tail stage holding both
+// tiles' K 128-191 in one packed image (pack_weights' tail pairs: row r = [tile w's 64 bytes | tile
+// w+1's]); the tail's WGMMAs read A's K blocks 0-1 (tile w) and 2-3 (tile w+1) against B's K blocks
+// 0-1. Every pair step is exactly two stages, so with an even ring the heads sit at even ring
+// indices: weight sub-tile (8 KB) of ring stage s, tile h: 3 (s / 2) + h (head), 3 (s / 2) + 2 (tail).
+// Packed weights only (the tail image), row scales only (block scales need K % 128 == 0).
+template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1), int kWTiles_ = 1,
+          bool kTailPairs_ = false>
 struct Config {
   using Element = cutlass::float_e4m3_t;
   static constexpr bool kSwapAB = kSwapAB_;
@@ -77,6 +85,13 @@ struct Config {
   static constexpr int kStages = kStages_;
   static constexpr int kWTiles = kWTiles_;
   static_assert(kWTiles == 1 || (kWTiles == 2 && kSwapAB_ && kBlocks_ == 2), "weight-tile pairs: 2-CTA Swap-AB only");
+  static constexpr bool kTailPairs = kTailPairs_;
+  static_assert(!kTailPairs || (kWTiles == 2 && kStages_ % 2 == 0), "tail pairs: pair instances with an even ring");
+  // 8 KB weight sub-tiles of the ring, and the sub-tile of ring stage s, tile h of the pair
+  static constexpr int kWSubTiles = kTailPairs ? 3 * kStages_ / 2 : kStages_ * kWTiles;
+  static constexpr __host__ __device__ int w_sub(int s, int h) {
+    return kTailPairs ? 3 * (s >> 1) + ((s & 1) ? 2 : h) : s * kWTiles + h;
+  }
   static constexpr int kConsumerWGs = kSwapAB ? 1 : 2;
   static constexpr int kConsumerThreads = 128 * kConsumerWGs;
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
@@ -101,7 +116,7 @@ struct Config {
   using SmemLayoutAct = decltype(cute::tile_to_shape(
       SmemLayoutAtom{}, cute::Shape<cute::Int<kTokTile>, cute::Int<kTileK>, cute::Int<kStages>>{}));
   using SmemLayoutW = decltype(cute::tile_to_shape(
-      SmemLayoutAtom{}, cute::Shape<cute::Int<kWRows>, cute::Int<kTileK>, cute::Int<kStages * kWTiles>>{}));
+      SmemLayoutAtom{}, cute::Shape<cute::Int<kWRows>, cute::Int<kTileK>, cute::Int<kWSubTiles>>{}));
 
   using MmaAtom = typename Fp8MmaAtomFor<kMmaN>::type;
   using TiledMma = decltype(cute::make_tiled_mma(
@@ -262,6 +277,11 @@ struct Params {
   int64_t gather_stride;  // bytes (= elements) between rows of x
   const int32_t* row_token;
   int red;                // the reduction length (K of GEMM1): K past it is zero-filled
+  // pack_weights only: the reduction's last K step holds at most 64 (1 <= red % 128 <= 64), and
+  // each even tile's image of that step holds the tails of tiles w and w+1 (Config::kTailPairs):
+  // row r = [tile w's K 128 (k_tiles - 1) + 0..63 | tile w+1's], zeros for a missing tile w+1, in
+  // the 128-byte swizzle; odd tiles keep their own image (read by no kernel)
+  int tail_pairs;
 };
 
 constexpr int kHqStatic = 1, kHqToken = 2, kHqGroup = 3;
@@ -537,7 +557,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     if constexpr (Cfg::kProducerThreads == 128) cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
     const uint32_t w_bytes = uint32_t(p.n_sub) * p.sub_bytes;
     auto load_weights = [&](int st, int e, int w, int k0, int half) {  // half: the tile's place in a pair stage
-      Element* w_dst = ss.w.begin() + (st * Cfg::kWTiles + half) * (Cfg::kWRows * Cfg::kTileK);
+      Element* w_dst = ss.w.begin() + Cfg::w_sub(st, half) * (Cfg::kWRows * Cfg::kTileK);
       if (p.w_packed != nullptr) {  // (the image's bytes = w_bytes: every sub-box counts its full box)
         constexpr uint32_t kBytes = uint32_t(Cfg::kWRows * Cfg::kTileK);
         const uint8_t* src = p.w_packed + ((int64_t(e) * p.w_tiles + w) * p.k_tiles + k0 / Cfg::kTileK) * kBytes;
@@ -553,6 +573,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         SM90_TMA_LOAD_5D::copy(&tm_w, &ss.full[st], p.w_hint, w_dst + s * p.sub_rows * Cfg::kTileK, k0,
                                w * p.mw[0] + h * p.mh[0], w * p.mw[1] + h * p.mh[1], w * p.mw[2] + h * p.mh[2], e);
       }
+    };
+    // Config::kTailPairs: the weights of pair step w's K step kt (w even: the raster's chunks start
+    // on even tiles), their bytes expected on the stage's barrier: the head's tiles (`halves` of
+    // them), or the tail stage's one packed image of both tiles' last 64 K (the 8 KB at tile w's
+    // last K step, pack_weights' tail pairs), into sub-tile w_sub(st, *)
+    constexpr uint32_t kImageBytes = uint32_t(Cfg::kWRows * Cfg::kTileK);
+    auto step_weight_bytes = [&](int kt, int halves) {
+      return (Cfg::kTailPairs && kt == p.k_tiles - 1) ? kImageBytes : uint32_t(halves) * w_bytes;
+    };
+    auto load_step_weights = [&](int st, int e, int w, int kt, int halves) {
+      if (Cfg::kTailPairs && kt == p.k_tiles - 1) {
+        load_weights(st, e, w, kt * Cfg::kTileK, 1);  // (odd st: w_sub(st, 1) is the tail sub-tile)
+        return;
+      }
+      for (int h = 0; h < halves; ++h) load_weights(st, e, w + h, kt * Cfg::kTileK, h);
     };
     if constexpr (kGather) {
       // Gathered A rows (Swap-AB GEMM1; the host sets no early weights, no dynamic schedule): every
@@ -633,8 +668,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         for (int i = 0; i < skip; ++i) {
           const int w = s0.wb + (i / steps) * Cfg::kWTiles, k0 = (kt_begin + i % steps) * Cfg::kTileK;
           const int halves = min(Cfg::kWTiles, s0.we - w);
-          Barrier::arrive_and_expect_tx(&ss.full[i], uint32_t(boxes0) * Cfg::kActBoxBytes + uint32_t(halves) * w_bytes);
-          for (int h = 0; h < halves; ++h) load_weights(i, s0.e, w + h, k0, h);
+          const int kt = k0 / Cfg::kTileK;
+          Barrier::arrive_and_expect_tx(&ss.full[i], uint32_t(boxes0) * Cfg::kActBoxBytes + step_weight_bytes(kt, halves));
+          load_step_weights(i, s0.e, w, kt, halves);
         }
         pdl_wait();
         sm90_grouped::gemm_stamp(p.trace, 2);
@@ -650,8 +686,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
        bool first = true;
        for (int w = sg.wb; w < sg.we; w += Cfg::kWTiles) {
         const int halves = min(Cfg::kWTiles, sg.we - w);  // (a pair's second tile may be past the segment)
-        const uint32_t stage_bytes = uint32_t(boxes) * Cfg::kActBoxBytes + uint32_t(halves) * w_bytes;
         for (int kt = kt_begin; kt < kt_end; ++kt) {
+          const uint32_t stage_bytes = uint32_t(boxes) * Cfg::kActBoxBytes + step_weight_bytes(kt, halves);
           if (skip > 0) {
             --skip;
             first = false;
@@ -666,7 +702,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           first = false;
           Barrier::arrive_and_expect_tx(&ss.full[stage], stage_bytes);
           load_act(stage, k0, row0, boxes);  // (kHs: no boxes)
-          for (int h = 0; h < halves; ++h) load_weights(stage, sg.e, w + h, k0, h);
+          load_step_weights(stage, sg.e, w, kt, halves);
           if (++stage == kStages) { stage = 0; phase ^= 1u; }
         }
        }
@@ -1042,16 +1078,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;  // P starts from zero every stage
         CUTE_UNROLL
         for (int kb = 0; kb < kKBlocks; ++kb) {
-          cute::gemm(tiled_mma, tCrA(_, _, kb, stage * Cfg::kWTiles), tCrB(_, _, kb, hs ? kt : stage), part);
+          cute::gemm(tiled_mma, tCrA(_, _, kb, Cfg::w_sub(stage, 0)), tCrB(_, _, kb, hs ? kt : stage), part);
           tiled_mma.accumulate_ = GMMA::ScaleOut::One;
         }
         if constexpr (Cfg::kWTiles == 2) {
           // the pair's second tile, in the same batch (a missing one reads stale shared memory
-          // into sums that are never stored)
+          // into sums that are never stored). Tail pairs (Config::kTailPairs), the tail stage (odd
+          // ring index): both tiles read its one image, tile w at A's K blocks 0-1 and tile w+1 at
+          // 2-3 (kx = 2 swaps the halves), against B's K blocks 0-1; B's blocks 2-3 are zeros (K
+          // past the reduction: TMA's fill, or kHs' zeros past N), so the other two WGMMAs of each
+          // tile add nothing, and the WGMMA sequence is the same in every stage (a branch between
+          // two sequences made ptxas inject warpgroup arrives, C7519/C7520)
+          const int kx = Cfg::kTailPairs ? (stage & 1) << 1 : 0;
           tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
           CUTE_UNROLL
           for (int kb = 0; kb < kKBlocks; ++kb) {
-            cute::gemm(tiled_mma, tCrA(_, _, kb, stage * 2 + 1), tCrB(_, _, kb, hs ? kt : stage), part_b);
+            cute::gemm(tiled_mma, tCrA(_, _, kb ^ kx, Cfg::w_sub(stage, 1)), tCrB(_, _, kb, hs ? kt : stage), part_b);
             tiled_mma.accumulate_ = GMMA::ScaleOut::One;
           }
         }
@@ -1180,6 +1222,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 cudaError_t launch_swapab_dense(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
 // sm90_fp8_grouped_gemm_swapab_pair.cu: the weight-tile pair instances (Config::kWTiles == 2)
 cudaError_t launch_swapab_pair(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream);
+// Records whether a pair launch ran the tail-pair instances (last_fp8_pair_tails;
+// sm90_fp8_grouped_gemm_launch.cu).
+void note_tail_pairs(bool tails);
 
 // FUSEDMOE_FP8_PAIR (read once; a tuning override of GroupedGemmArgs::pair's rule, unset by
 // default): bit 0 GEMM1, bit 1 GEMM2 on the pair instances, the other GEMM off (0: both off).
@@ -1273,6 +1318,11 @@ void set_weight_view(const WeightView& v, Params* p) {
   }
 }
 
+// Whether the packed images of a reduction of `red` pair the tiles' last K steps (Params::tail_pairs):
+// a last step of at most 64 (the tail-pair instances read these images; no other kernel reads packed
+// weights of a ragged reduction)
+constexpr bool tail_pairs_packed(int red) { return red % 128 != 0 && red % 128 <= 64; }
+
 // Packs one launch's e4m3 weights into the Swap-AB stage images (Params::w_packed): the BF16
 // sm90_bf16_pack_weights_kernel's scheme with this kernel's view (every sub-box loaded).
 template <class Cfg>
@@ -1289,8 +1339,11 @@ __global__ void __launch_bounds__(128) sm90_fp8_pack_weights_kernel(const __grid
   const int kt = int(b % p.k_tiles);
   const int w = int((b / p.k_tiles) % p.w_tiles);
   const int e = int(b / (int64_t(p.k_tiles) * p.w_tiles));
+  // tail pairs (Params::tail_pairs): an even tile's last K step composes tiles w and w + 1
+  const bool tail = p.tail_pairs != 0 && kt == p.k_tiles - 1 && (w & 1) == 0;
+  const int tiles = tail ? min(2, p.w_tiles - w) : 1;
   uint4* img4 = reinterpret_cast<uint4*>(img);
-  for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x) img4[i] = make_uint4(0, 0, 0, 0);
+  for (int i = threadIdx.x; i < 2 * kBytes / 16; i += blockDim.x) img4[i] = make_uint4(0, 0, 0, 0);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   if (threadIdx.x == 0) {
     Barrier::init(&bar, 1);
@@ -1298,17 +1351,28 @@ __global__ void __launch_bounds__(128) sm90_fp8_pack_weights_kernel(const __grid
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    Barrier::arrive_and_expect_tx(&bar, uint32_t(p.n_sub) * p.sub_bytes);
-    for (int s = 0; s < p.n_sub; ++s) {
-      const int h = s & 1;
-      cute::SM90_TMA_LOAD_5D::copy(&tm_w, &bar, sm90_grouped::kHintW, img + s * p.sub_rows * Cfg::kTileK,
-                                   kt * Cfg::kTileK, w * p.mw[0] + h * p.mh[0], w * p.mw[1] + h * p.mh[1],
-                                   w * p.mw[2] + h * p.mh[2], e);
+    Barrier::arrive_and_expect_tx(&bar, uint32_t(tiles * p.n_sub) * p.sub_bytes);
+    for (int t = 0; t < tiles; ++t) {
+      for (int s = 0; s < p.n_sub; ++s) {
+        const int h = s & 1, wt = w + t;
+        cute::SM90_TMA_LOAD_5D::copy(&tm_w, &bar, sm90_grouped::kHintW, img + t * kBytes + s * p.sub_rows * Cfg::kTileK,
+                                     kt * Cfg::kTileK, wt * p.mw[0] + h * p.mh[0], wt * p.mw[1] + h * p.mh[1],
+                                     wt * p.mw[2] + h * p.mh[2], e);
+      }
     }
   }
   Barrier::wait(&bar, 0);
   uint4* o = reinterpret_cast<uint4*>(out + b * kBytes);
-  for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x) o[i] = img4[i];
+  if (!tail) {
+    for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x) o[i] = img4[i];
+  } else {
+    // 16-byte chunk q of row r holds logical chunk c = q ^ (r % 8) (the 128-byte swizzle); logical
+    // chunks 0-3 come from tile w's chunks 0-3, 4-7 from tile w + 1's chunks 0-3 (its K 0..63 of the step)
+    for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x) {
+      const int r = i >> 3, q = i & 7, c = q ^ (r & 7);
+      o[i] = img4[(c >> 2) * (kBytes / 16) + r * 8 + ((c & 3) ^ (r & 7))];
+    }
+  }
 #else
 #if defined(__CUDA_ARCH__)
   __trap();
@@ -1336,9 +1400,10 @@ cudaError_t pack_weights(const GroupedGemmArgs& a, bool gemm2, void* out, cudaSt
   p.w_tiles = t.w_tiles;
   p.k_tiles = t.k_tiles;
   set_weight_view<Cfg>(v, &p);
+  p.tail_pairs = tail_pairs_packed(gemm2 ? a.n : a.k) ? 1 : 0;
   const int64_t blocks = int64_t(a.num_groups) * p.w_tiles * p.k_tiles;
   if (blocks > int64_t(INT_MAX)) return cudaErrorInvalidValue;
-  constexpr int kSmem = Cfg::kWRows * Cfg::kTileK + 1024;
+  constexpr int kSmem = 2 * Cfg::kWRows * Cfg::kTileK + 1024;
   sm90_fp8_pack_weights_kernel<Cfg><<<unsigned(blocks), 128, kSmem, stream>>>(tm_w, p, static_cast<uint8_t*>(out));
   return cudaGetLastError();
 }
@@ -1394,8 +1459,13 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   static std::atomic<uint64_t> optin_done[14] = {};  // per instance: [gated + 2 * balanced + 4 * defer], 8 + balanced: kHs,
                                                      // 10 + gated + 2 * balanced: kGather
   // (split-K launches run the raster: the occupancy query asks about the raster-only kernel)
-  const void* kernel_fn = gated ? reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>)
-                                : reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>);
+  // (tail pairs: plain GEMM2 kernels only, not instantiated gated or balanced)
+  const void* kernel_fn = [&]() -> const void* {
+    if constexpr (Cfg::kTailPairs) return reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>);
+    else
+      return gated ? reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>)
+                   : reinterpret_cast<const void*>(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>);
+  }();
   const int splits = Cfg::kSwapAB ? sm90_grouped::resident_k_splits(a.k_splits, m_tiles * int64_t(p.w_tiles), slots,
                                                                     p.k_tiles, 4, kernel_fn, Cfg::kThreads, kSmem,
                                                                     &optin_done[gated ? 1 : 0])
@@ -1414,6 +1484,9 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
                                  kOneWaveFp8MaxSteps);
     one_wave_chain = tpc > 1;
   }
+  // tail pairs: every CTA's chunk starts on an even weight tile (the packed tail images pair tiles
+  // 2j and 2j + 1; the launch forces no odd count)
+  if constexpr (Cfg::kTailPairs) tpc += tpc & 1;
   p.tiles_per_cta = tpc;
   p.w_chunks = (p.w_tiles + tpc - 1) / tpc;
 
@@ -1448,7 +1521,15 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // (packed images only where the reduction fills its last K step: a ragged step's image stores the
   // zeros the boxes fill without reading them, e.g. FP8 GEMM2 of qwen235-tp8, N = 192: a third more
   // bytes per weight tile, 2.7-4.9 % slower layers at 16-64 tokens, H200 session 35 call 6)
-  p.w_packed = (Cfg::kSwapAB && red % Cfg::kTileK == 0) ? static_cast<const uint8_t*>(a.w_packed) : nullptr;
+  // (the tail-pair instances read the ragged reduction's images that pair the tiles' tails, which
+  // their launch requires: launch_swapab_pair)
+  p.w_packed = (Cfg::kSwapAB && (red % Cfg::kTileK == 0 || Cfg::kTailPairs)) ? static_cast<const uint8_t*>(a.w_packed)
+                                                                             : nullptr;
+  if constexpr (Cfg::kTailPairs) {
+    if (p.w_packed == nullptr || p.k_tiles != 2 || !tail_pairs_packed(red) || p.k_splits != 1 || a.block_scales || gather ||
+        gated)
+      return cudaErrorInvalidValue;
+  }
   p.early_span = a.early_weights_span ? 1 : 0;
   p.staged_epilogue = (!Cfg::kSwapAB && a.staged_epilogue) ? 1 : 0;
   p.red = red;
@@ -1479,7 +1560,8 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   }
   int64_t grid = m_tiles * int64_t(p.w_chunks) * p.k_splits;
   // the balanced schedule (grouped_schedule.cuh): forced, or the rule for GEMM2
-  const bool balanced_ok = Cfg::kSwapAB && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads;
+  // (tail pairs: the raster, whose chunks start on even tiles)
+  const bool balanced_ok = Cfg::kSwapAB && !Cfg::kTailPairs && p.k_splits == 1 && a.num_groups <= 8 * Cfg::kThreads;
   // (token-order block scales: the static ranges only, whose segments are known at the CTA's start)
   const bool use_queue = a.queue != nullptr && a.a_scale_row_token == nullptr && a.hs_src == nullptr && !gather;
   const grouped_schedule::LaunchSchedule sched = grouped_schedule::launch_schedule(
@@ -1532,6 +1614,10 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
     return launch_chain_clustered(kernel, dim3(unsigned(grid)), dim3(Cfg::kThreads), kSmem, stream,
                                   unsigned(p.k_splits), tm_act, tm_w, p);
   };
+  if constexpr (Cfg::kTailPairs) {  // (the raster, plain; checked above)
+    return hs ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false, false, true>, 8)
+              : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>, 0);
+  } else {
   // H quantised by GEMM2: its own instances (plain, not deferred)
   if (hs) {
     if constexpr (Cfg::kSwapAB) {
@@ -1574,6 +1660,7 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   }
   return gated ? launch(&sm90_fp8_grouped_gemm_kernel<Cfg, true, false>, 1)
                : launch(&sm90_fp8_grouped_gemm_kernel<Cfg, false, false>, 0);
+  }  // (not kTailPairs)
 }
 
 // The config's name without the gated suffix, e.g. "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row".
@@ -1582,7 +1669,8 @@ std::string config_name() {
   const std::string tile = Cfg::kSwapAB ? "swapab_" + std::to_string(Cfg::kWRows * Cfg::kWTiles) + "x" + std::to_string(Cfg::kTokTile)
                                         : std::to_string(Cfg::kTokTile) + "x" + std::to_string(Cfg::kWRows);
   return "sm90_fp8e4m3_grouped_gemm_" + tile + "x" + std::to_string(Cfg::kTileK) + "_s" + std::to_string(Cfg::kStages) +
-         (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : std::string()) + "_row";
+         (Cfg::kDense ? "_c" + std::to_string(Cfg::kMinBlocks) : std::string()) + (Cfg::kTailPairs ? "_tails" : "") +
+         "_row";
 }
 
 // The kernels of a config for the registry (family "grouped_gemm_fp8"): gated (GEMM1 with a

@@ -176,8 +176,16 @@ cudaError_t launch_fp8_grouped_gemm2(const Fp8GroupedGemmArgs& args, cudaStream_
 // The Swap-AB stage images of a launch's e4m3 weights (GroupedGemmArgs::w_packed; the BF16
 // pack_grouped_gemm_weights' scheme): bytes (G x weight tiles x K blocks of 128 x 8 KB) and the
 // one-off packing kernel on `stream` (args: w, num_groups, n, k, activation; N, K multiples of 16).
+// A reduction whose last K block holds 1-64 (e.g. 192) pairs the tiles' tails: the last image of each
+// even tile w holds tiles w and w + 1's last 64 K side by side (the tail-pair instances read it);
+// the other images are the stage images as above.
 int64_t packed_fp8_grouped_gemm_weight_bytes(const GroupedGemmArgs& args, bool gemm2);
 cudaError_t pack_fp8_grouped_gemm_weights(const GroupedGemmArgs& args, bool gemm2, void* packed, cudaStream_t stream);
+
+// Test hook: 1 when the last FP8 pair launch (Fp8GroupedGemmArgs::pair) of this host thread ran the
+// tail-pair instances (GEMM2 reductions of 129-192 with packed weights: two tiles' last 64 K in one
+// 8 KB stage), 0 when the plain pair instances, -1 before any pair launch.
+int last_fp8_pair_tails();
 
 // Every compiled FP8 grouped-GEMM instance name; *count receives the number.
 // e.g. "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated" (GEMM1 with a gated activation),

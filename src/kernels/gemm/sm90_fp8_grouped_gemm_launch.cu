@@ -24,6 +24,11 @@ void append_fp8_weight_pack_instance(KernelList* out);
 
 }  // namespace sm90_fp8_grouped
 
+namespace sm90_fp8_grouped {
+thread_local int g_last_tail_pairs = -1;
+void note_tail_pairs(bool tails) { g_last_tail_pairs = tails ? 1 : 0; }
+}  // namespace sm90_fp8_grouped
+
 namespace {
 
 // Keep in step with kNormalStages and config_name() (checked by tests/cpu/test_kernel_registry.cpp).
@@ -115,6 +120,11 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_gather",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_gather_gated",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_gather",
+    // the tail-pair instances (Config::kTailPairs: GEMM2 reductions of 129-192 with packed weights)
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x16x128_s6_tails_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x16x128_s6_tails_row_hs",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s6_tails_row",
+    "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s6_tails_row_hs",
 };
 static_assert(sm90_fp8_grouped::kNormalStages == 5, "instance names spell the stage count");
 
@@ -229,6 +239,8 @@ cudaError_t launch_fp8_grouped_gemm1(const Fp8GroupedGemmArgs& args, cudaStream_
 cudaError_t launch_fp8_grouped_gemm2(const Fp8GroupedGemmArgs& args, cudaStream_t stream) {
   return launch(args, /*gemm2=*/true, stream);
 }
+
+int last_fp8_pair_tails() { return sm90_fp8_grouped::g_last_tail_pairs; }
 
 const char* const* fp8_grouped_gemm_instance_names(int* count) {
   if (count) *count = int(sizeof(kNames) / sizeof(kNames[0]));
