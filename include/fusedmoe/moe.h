@@ -281,8 +281,10 @@ Status forward(const MoeProblem& p, const MoeTensors& t, void* workspace, size_t
 // each expert's rows padded to 64-row weight tiles (GEMM1 gated: 32 columns of gate and up), its
 // reduction to 128 bytes), and the packing of w (MoeTensors::w1 / w2 of this problem) into
 // `packed` on `stream`: a one-off at load time (it launches one kernel; no allocation). FP8 scales
-// are not packed (w1_scale / w2_scale as before). Errors: other weight formats, gemm not 1 or 2,
-// null or misaligned pointers.
+// are not packed (w1_scale / w2_scale as before). FP8 reductions whose last 128-byte step holds at
+// most 64 (e.g. GEMM2 of N = 192) pair the tiles' tails: that step's image of each even tile holds
+// its own and the next tile's last K side by side (the same bytes; GEMM2's pair instances stream it
+// as one 8 KB stage). Errors: other weight formats, gemm not 1 or 2, null or misaligned pointers.
 Status packed_weights_size(const MoeProblem& p, int gemm, size_t* bytes);
 Status pack_weights(const MoeProblem& p, int gemm, const void* w, void* packed, Stream stream);
 

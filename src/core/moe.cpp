@@ -253,7 +253,9 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
          << (o.packed_weights == Toggle::kOff ? "off (forced by ForwardOptions)"
                                               : "auto: the Swap-AB GEMMs read MoeTensors::w1_packed / w2_packed when "
                                                 "given (pack_weights; measured faster), each GEMM whose reduction fills "
-                                                "its last 128-byte K step")
+                                                "its last 128-byte K step; and an FP8 row-scaled GEMM2 with a reduction "
+                                                "of 129-192 on the pair instances (token tiles 16 / 32), whose tail "
+                                                "stages hold both tiles' last 64 K")
          << "\n";
   // The Swap-AB epilogues' puts: each kernel compiled with the one measured faster for it.
   if (why && (p.quant.weight.format == WeightFormat::kBF16 || p.quant.weight.format == WeightFormat::kFP8E4M3))
