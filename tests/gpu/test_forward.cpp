@@ -965,14 +965,15 @@ TEST(Forward, PackedWeights) {
 
 }
 
-// The tail-pair instances (session 59; Config::kTailPairs): FP8 GEMM2 with a reduction of 129-192
-// and packed weights, whose pair instances stream both tiles' last 64 K in one 8 KB image. With the
-// pair instances forced, packed weights against the 2D boxes (the plain pair instances, bitwise) and
-// the reference: per-channel N = 192 with 7 GEMM2 weight tiles (a last pair with one tile), static
-// per-tensor N = 192 (H through TMA: quantised by GEMM1's epilogue), per-channel N = 144 (a last K
-// step of 16); token tiles 16 and 32 at 1 / 3 / 40 / 200 / 700 tokens; 2 and 4 weight tiles per CTA
-// forced; H quantised by GEMM2 (kHs) and apart; which instances ran (last_fp8_pair_tails: an odd
-// forced count of weight tiles per CTA runs the plain pairs).
+// The tail-pair instance (session 59; Config::kTailPairs): FP8 GEMM2 with a reduction of 129-192
+// and packed weights, whose pair instances stream both tiles' last 64 K in one 8 KB image (token tile
+// 32). With the pair instances forced, packed weights against the 2D boxes (the plain pair
+// instances, bitwise) and the reference: per-channel N = 192 with 7 GEMM2 weight tiles (a last pair
+// with one tile), static per-tensor N = 192 (H through TMA: quantised by GEMM1's epilogue),
+// per-channel N = 144 (a last K step of 16); 1 / 3 / 40 / 200 / 700 tokens; 2 and 4 weight tiles per
+// CTA forced; H quantised by GEMM2 (kHs) and apart; which instances ran (last_fp8_pair_tails: an odd
+// forced count of weight tiles per CTA, and token tile 16, run the plain pairs). Then the rule with
+// the pairs on auto: tails up to 16 expected rows per expert.
 TEST(Forward, Fp8TailPairs) {
   struct Packed {
     Packed() { g_upload_packed = true; }
@@ -989,7 +990,9 @@ TEST(Forward, Fp8TailPairs) {
   for (const fm::MoeProblem& base : {f8c, f8t, f8r}) {
     for (const int tile : {16, 32}) {
       for (const int tpc : {0, 2, 4, 3}) {
+        if (tile == 16 && tpc != 0) continue;
         for (const fm::Toggle hs : {fm::Toggle::kAuto, fm::Toggle::kOff}) {
+          if (tile == 16 && hs != fm::Toggle::kAuto) continue;
           fm::ForwardOptions on, off;
           on.backend = off.backend = fm::Backend::kGrouped;
           on.tiles = off.tiles = fm::TileFamily::kSwapAB;
@@ -1000,7 +1003,7 @@ TEST(Forward, Fp8TailPairs) {
           on.gemm2_quantises_h = off.gemm2_quantises_h = hs;
           off.packed_weights = fm::Toggle::kOff;
           for (const int64_t t : {1, 3, 40, 200, 700}) {
-            if (tpc == 3 && t != 40) continue;
+            if ((tpc == 3 || tile == 16) && t != 40) continue;
             if (hs == fm::Toggle::kOff && t != 40 && t != 200) continue;
             const fm::testing::Skew skew = (variant++ % 2) ? fm::testing::Skew::kZipf : fm::testing::Skew::kUniform;
             const std::string label = "fp8 tail pairs, tile " + std::to_string(tile) + ", tpc " + std::to_string(tpc) +
@@ -1016,11 +1019,22 @@ TEST(Forward, Fp8TailPairs) {
             if (::testing::Test::HasFatalFailure()) return;
             ASSERT_TRUE(fm::forward(p, L.t, L.ws.get(), L.ws_bytes, nullptr, on).ok());
             FM_CUDA_CHECK(cudaDeviceSynchronize());
-            EXPECT_EQ(fm::kernels::last_fp8_pair_tails(), tpc == 3 ? 0 : 1) << "which pair instances ran GEMM2";
+            EXPECT_EQ(fm::kernels::last_fp8_pair_tails(), tpc == 3 || tile == 16 ? 0 : 1) << "which pair instances ran GEMM2";
           }
         }
       }
     }
+  }
+  // the rule (pairs on auto, token tile 32 forced): 6 x 40 / 32 = 7.5 expected rows per expert run the
+  // tails, 6 x 200 / 32 = 37.5 the plain pairs
+  for (const int64_t t : {40, 200}) {
+    fm::ForwardOptions o;
+    o.backend = fm::Backend::kGrouped;
+    o.tiles = fm::TileFamily::kSwapAB;
+    o.split_k = fm::Toggle::kOff;
+    o.tokens_tile = 32;
+    check_forward(f8c, t, o, "fp8 tail pairs, rule");
+    EXPECT_EQ(fm::kernels::last_fp8_pair_tails(), t == 40 ? 1 : 0) << t << " tokens";
   }
 }
 

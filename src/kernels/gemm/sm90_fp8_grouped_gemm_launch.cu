@@ -120,9 +120,7 @@ constexpr const char* kNames[] = {
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_gather",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_gather_gated",
     "sm90_fp8e4m3_grouped_gemm_swapab_64x32x128_s8_row_balanced_gather",
-    // the tail-pair instances (Config::kTailPairs: GEMM2 reductions of 129-192 with packed weights)
-    "sm90_fp8e4m3_grouped_gemm_swapab_128x16x128_s6_tails_row",
-    "sm90_fp8e4m3_grouped_gemm_swapab_128x16x128_s6_tails_row_hs",
+    // the tail-pair instances (Config::kTailPairs: GEMM2 reductions of 129-192 with packed weights, token tile 32)
     "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s6_tails_row",
     "sm90_fp8e4m3_grouped_gemm_swapab_128x32x128_s6_tails_row_hs",
 };
