@@ -247,6 +247,51 @@ TEST(Fp8GroupedGemmArgs, NoRowsIsANoOpWithoutTouchingTheDevice) {
   EXPECT_EQ(fusedmoe::kernels::launch_fp8_grouped_gemm1(a, nullptr), cudaErrorInvalidValue);
 }
 
+// Where a pair launch runs the tail pairs (session 59): qwen235-tp8's GEMM2 (N = 192, 128 experts)
+// with packed weights on token tile 32 up to 16 expected rows per expert, or with the pairs forced;
+// not on tile 16, GEMM1, block scales, without packed weights, a reduction outside 129-192, an odd
+// forced count of weight tiles per CTA or a forced balanced schedule.
+TEST(Fp8GroupedGemmArgs, TailPairsRule) {
+  namespace k = fusedmoe::kernels;
+  static const uint8_t packed[16] = {};
+  Fp8GroupedGemmArgs a;
+  a.num_groups = 128;
+  a.n = 192;
+  a.k = 4096;
+  a.w_packed = packed;
+  a.expected_rows = 256 * 8;  // 16 rows per expert
+  EXPECT_TRUE(k::fp8_tail_pairs_apply(a, 32, true));
+  EXPECT_FALSE(k::fp8_tail_pairs_apply(a, 16, true));
+  EXPECT_FALSE(k::fp8_tail_pairs_apply(a, 32, false));
+  a.expected_rows = 512 * 8;  // 32 rows
+  EXPECT_FALSE(k::fp8_tail_pairs_apply(a, 32, true));
+  a.pair = 1;  // forced pairs: wherever they can run
+  EXPECT_TRUE(k::fp8_tail_pairs_apply(a, 32, true));
+  a.pair = 0;
+  a.expected_rows = 0;
+  a.rows_hint = 100;  // (no expected rows: the hint)
+  EXPECT_TRUE(k::fp8_tail_pairs_apply(a, 32, true));
+  for (const int n : {128, 256, 208, 144, 176}) {
+    a.n = n;
+    EXPECT_EQ(k::fp8_tail_pairs_apply(a, 32, true), n == 144 || n == 176) << n;
+  }
+  a.n = 192;
+  Fp8GroupedGemmArgs b = a;
+  b.w_packed = nullptr;
+  EXPECT_FALSE(k::fp8_tail_pairs_apply(b, 32, true));
+  b = a;
+  b.block_scales = true;
+  EXPECT_FALSE(k::fp8_tail_pairs_apply(b, 32, true));
+  b = a;
+  b.weight_tiles_per_cta = 3;
+  EXPECT_FALSE(k::fp8_tail_pairs_apply(b, 32, true));
+  b.weight_tiles_per_cta = 4;
+  EXPECT_TRUE(k::fp8_tail_pairs_apply(b, 32, true));
+  b = a;
+  b.balanced = 1;
+  EXPECT_FALSE(k::fp8_tail_pairs_apply(b, 32, true));
+}
+
 TEST(Fp8GroupedGemmArgs, InstanceNamesSpellTheConfig) {
   int n = 0;
   const char* const* names = fusedmoe::kernels::fp8_grouped_gemm_instance_names(&n);

@@ -186,6 +186,12 @@ cudaError_t pack_fp8_grouped_gemm_weights(const GroupedGemmArgs& args, bool gemm
 // tail-pair instances (GEMM2 reductions of 129-192 with packed weights: two tiles' last 64 K in one
 // 8 KB stage), 0 when the plain pair instances, -1 before any pair launch.
 int last_fp8_pair_tails();
+// Whether a pair launch (token tile `tile`) of these arguments runs the tail-pair instance: GEMM2 on
+// token tile 32 with packed weights (their tail images), a reduction of 129-192, row scales, no
+// gathered rows, no forced odd count of weight tiles per CTA or forced balanced schedule, and
+// FUSEDMOE_FP8_TAIL not 0; with the pairs forced (pair > 0) wherever that holds, by the rule up to
+// 16 expected rows per expert (expected_rows, else rows_hint, against num_groups; measured).
+bool fp8_tail_pairs_apply(const Fp8GroupedGemmArgs& a, int tile, bool gemm2);
 
 // Every compiled FP8 grouped-GEMM instance name; *count receives the number.
 // e.g. "sm90_fp8e4m3_grouped_gemm_128x128x128_s5_row_gated" (GEMM1 with a gated activation),

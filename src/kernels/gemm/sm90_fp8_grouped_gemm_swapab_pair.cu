@@ -32,13 +32,21 @@ inline bool tail_env_off() {
 // the rule up to 16 expected rows per expert. H100, session 59 call 1, qwen235-tp8-fp8c / -fp8t:
 // GEMM2 at 256 tokens (16 rows per expert) 57.3 us against 60.2 on the plain pairs, the layers
 // 153.1 / 155.9 against 155.7 / 158.5 us; at 512 tokens (32 rows) slower, GEMM2 74.2 against 70.6.
+}  // namespace fusedmoe::kernels::sm90_fp8_grouped
+
+namespace fusedmoe::kernels {
 bool fp8_tail_pairs_apply(const Fp8GroupedGemmArgs& a, int tile, bool gemm2) {
+  using sm90_fp8_grouped::tail_env_off;
+  using sm90_fp8_grouped::tail_pairs_packed;
   const int red = gemm2 ? a.n : a.k;
   const int64_t rows = a.expected_rows > 0 ? a.expected_rows : a.rows_hint;
   return gemm2 && tile == 32 && a.w_packed != nullptr && red > 128 && red <= 192 && tail_pairs_packed(red) &&
          !a.block_scales && a.gather_x == nullptr && a.weight_tiles_per_cta % 2 == 0 && a.balanced <= 0 &&
          !tail_env_off() && (a.pair > 0 || (rows > 0 && rows <= 16 * int64_t(a.num_groups)));
 }
+}  // namespace fusedmoe::kernels
+
+namespace fusedmoe::kernels::sm90_fp8_grouped {
 
 cudaError_t launch_swapab_pair(const Fp8GroupedGemmArgs& a, int tile, bool gemm2, cudaStream_t stream) {
   if (fp8_tail_pairs_apply(a, tile, gemm2)) {
