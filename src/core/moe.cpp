@@ -254,8 +254,8 @@ ResolvedOptions resolve(const MoeProblem& p, const ForwardOptions& o, std::ostri
                                               : "auto: the Swap-AB GEMMs read MoeTensors::w1_packed / w2_packed when "
                                                 "given (pack_weights; measured faster), each GEMM whose reduction fills "
                                                 "its last 128-byte K step; and an FP8 row-scaled GEMM2 with a reduction "
-                                                "of 129-192 on the pair instances (token tiles 16 / 32), whose tail "
-                                                "stages hold both tiles' last 64 K")
+                                                "of 129-192 on the tile-32 pair instances up to 16 expected rows per "
+                                                "expert (their tail stages hold both tiles' last 64 K; measured)")
          << "\n";
   // The Swap-AB epilogues' puts: each kernel compiled with the one measured faster for it.
   if (why && (p.quant.weight.format == WeightFormat::kBF16 || p.quant.weight.format == WeightFormat::kFP8E4M3))
