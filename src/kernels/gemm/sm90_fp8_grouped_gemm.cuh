@@ -70,8 +70,8 @@ template <> struct Fp8MmaAtomFor<128> { using type = cute::SM90_64x128x32_F32E4M
 // kTailPairs_ (pairs only; session 59): for reductions of 128 < K <= 192 (qwen235-tp8's GEMM2, K = 192),
 // the ring alternates a 16 KB head stage (both tiles' K 0-127) with an 8 KB tail stage holding both
 // tiles' K 128-191 in one packed image (pack_weights' tail pairs: row r = [tile w's 64 bytes | tile
-// w+1's]); the tail's WGMMAs read A's K blocks 0-1 (tile w) and 2-3 (tile w+1) against B's K blocks
-// 0-1. Every pair step is exactly two stages, so with an even ring the heads sit at even ring
+// w+1's]); at the tail, tile w's sums come from A's K blocks 0-1 and tile w+1's from 2-3, against B's
+// K blocks 0-1 (each tile's other two WGMMAs meet B's zero blocks 2-3: see the consumer). Every pair step is exactly two stages, so with an even ring the heads sit at even ring
 // indices: weight sub-tile (8 KB) of ring stage s, tile h: 3 (s / 2) + h (head), 3 (s / 2) + 2 (tail).
 // Packed weights only (the tail image), row scales only (block scales need K % 128 == 0).
 template <bool kSwapAB_, int kTokTile_, int kStages_, int kBlocks_ = (kSwapAB_ ? 2 : 1), int kWTiles_ = 1,

@@ -37,10 +37,9 @@ inline bool tail_env_off() {
 namespace fusedmoe::kernels {
 bool fp8_tail_pairs_apply(const Fp8GroupedGemmArgs& a, int tile, bool gemm2) {
   using sm90_fp8_grouped::tail_env_off;
-  using sm90_fp8_grouped::tail_pairs_packed;
-  const int red = gemm2 ? a.n : a.k;
+  const int red = gemm2 ? a.n : a.k;  // (129-192: two K steps, the last holding at most 64, tail_pairs_packed)
   const int64_t rows = a.expected_rows > 0 ? a.expected_rows : a.rows_hint;
-  return gemm2 && tile == 32 && a.w_packed != nullptr && red > 128 && red <= 192 && tail_pairs_packed(red) &&
+  return gemm2 && tile == 32 && a.w_packed != nullptr && red > 128 && red <= 192 &&
          !a.block_scales && a.gather_x == nullptr && a.weight_tiles_per_cta % 2 == 0 && a.balanced <= 0 &&
          !tail_env_off() && (a.pair > 0 || (rows > 0 && rows <= 16 * int64_t(a.num_groups)));
 }
