@@ -83,8 +83,15 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   const int64_t sms = vec::sm_count();
   int chunks = 1;
   p.chunk_units = p.units;
-  if (2 * blocks_needed <= sms && p.units >= 128) {
+  // FUSEDMOE_COMBINE_CHUNKS=n (read once; a tuning override, unset by default): n column chunks
+  // of every token's row (at most one per 32 units), whatever the token count.
+  static const int forced_chunks = env_int("FUSEDMOE_COMBINE_CHUNKS").value_or(0);
+  if (forced_chunks > 0 && p.units >= 64) {
+    chunks = std::min(forced_chunks, p.units / 32);
+  } else if (2 * blocks_needed <= sms && p.units >= 128) {
     chunks = static_cast<int>(std::min<int64_t>(p.units / 64, sms / blocks_needed));
+  }
+  if (chunks > 1) {
     p.chunk_units = (p.units + chunks - 1) / chunks;
     chunks = (p.units + p.chunk_units - 1) / p.chunk_units;
     if (!vec::pick_team_shape(p.chunk_units, 256, &shape) || shape.block > combine_max_block(shape.vpt, a.bias != nullptr))
