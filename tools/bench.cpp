@@ -356,7 +356,10 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
   std::vector<unsigned long long> h(n), fh(32 * 16), ph(3 * 1024);
   constexpr int kStats = 11;
   std::vector<double> st[2][kStats];
-  std::vector<double> pre[5];  // front entry, front end, permute entry, permute past wait, permute done
+  // front entry, front end, permute entry, permute past wait, permute done; then the front's routing
+  // blocks' last stamps of routing done, past the barrier, counts read, rows written (front.cuh's
+  // trace slots 1-4)
+  std::vector<double> pre[9];
   for (int c = 0; c < calls; ++c) {
     BENCH_CUDA(cudaMemsetAsync(tr.p, 0, n * 8, s));
     BENCH_CUDA(cudaMemsetAsync(ftr.p, 0, fh.size() * 8, s));
@@ -379,8 +382,12 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
         pw = std::max(pw, us(ph[3 * b + 1]));
         pd = std::max(pd, us(ph[3 * b + 2]));
       }
-      const double v[5] = {fe, fh[6] != 0 ? us(fh[6]) : 1e30, pe, pw, pd};
-      for (int k = 0; k < 5; ++k) pre[k].push_back(v[k]);
+      double ph4[4] = {-1e30, -1e30, -1e30, -1e30};
+      for (int b = 0; b < 32; ++b)
+        for (int k = 0; k < 4; ++k)
+          if (fh[b * 16] != 0 && fh[b * 16 + 1 + k] != 0) ph4[k] = std::max(ph4[k], us(fh[b * 16 + 1 + k]));
+      const double v[9] = {fe, fh[6] != 0 ? us(fh[6]) : 1e30, pe, pw, pd, ph4[0], ph4[1], ph4[2], ph4[3]};
+      for (int k = 0; k < 9; ++k) pre[k].push_back(v[k]);
     }
     for (int g = 0; g < 2; ++g) {
       const unsigned long long* H = h.data() + size_t(g) * kCtas * kS;
@@ -420,14 +427,16 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
   fm::kernels::set_permute_trace(nullptr);
   std::string out;
   if (!pre[0].empty()) {
-    double m[5];
-    for (int k = 0; k < 5; ++k) {
+    double m[9];
+    for (int k = 0; k < 9; ++k) {
       std::sort(pre[k].begin(), pre[k].end());
       m[k] = pre[k][pre[k].size() / 2];
     }
     auto f = [](double v) { return v > 1e29 || v < -1e29 ? std::string("-") : std::to_string(v).substr(0, std::to_string(v).find('.') + 3); };
     out += "    front: entry " + f(m[0]) + ", block 0 done " + f(m[1]) + " | permute: entry " + f(m[2]) + ", past wait " +
            f(m[3]) + ", done " + f(m[4]) + " us\n";
+    out += "    front, last routing block: routed " + f(m[5]) + ", past the barrier " + f(m[6]) + ", counts read " + f(m[7]) +
+           ", rows written " + f(m[8]) + " us\n";
   }
   for (int g = 0; g < 2; ++g) {
     if (st[g][0].empty()) continue;
