@@ -907,6 +907,7 @@ int cmd_bench(int argc, char** argv) {
   bool front_b2b = false;         // --front-b2b: dispatch suite, also the timeline of a launch right after another
   std::string trace_path;         // --trace-csv F: ... and its CTAs as CSV
   bool cold_inputs = false;       // --cold-inputs: layer suite, x / logits / ids left cold too (not re-read after the flush)
+  bool flushed = false;           // --flushed: dispatch suite, also timed after an L2 flush (code and inputs cold)
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--suite" && i + 1 < argc) suite = argv[++i];
@@ -938,6 +939,7 @@ int cmd_bench(int argc, char** argv) {
     else if (a == "--trace") trace = true;
     else if (a == "--front-b2b") front_b2b = true;
     else if (a == "--cold-inputs") cold_inputs = true;
+    else if (a == "--flushed") flushed = true;
     else if (a == "--zero-bias") g_random_bias = false;
     else if (a == "--skew" && i + 1 < argc) {
       const std::string v = argv[++i];
@@ -1147,6 +1149,13 @@ int cmd_bench(int argc, char** argv) {
   if (suite == "coldstart") all_ok = bench_coldstart(s, &rows);
   if (suite == "rope") all_ok = bench_rope(s, bw, tokens, &rows);
   std::vector<std::string> timelines;
+  const size_t flush_read_bytes = flushed ? size_t{256} << 20 : 16;
+  Buf flush_read_buf(flush_read_bytes), flush_read_sink(16);
+  auto flush_read = [&] {
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    (void)fm::kernels::launch_stream_read(flush_read_buf.p, flush_read_bytes, static_cast<uint32_t*>(flush_read_sink.p), sms, s);
+  };
   if (suite == "dispatch") {
     // The cost of one graph kernel node doing (almost) nothing: a 1-block kernel reading 16 B.
     Buf tiny(256), sink(16);
@@ -1259,6 +1268,15 @@ int cmd_bench(int argc, char** argv) {
         Row row = measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches)", t, us, bytes, bw);
         row.peer = vllm_align_figure(t);
         rows.push_back(row);
+        if (flushed) {
+          // --flushed: the same calls each after a read of 256 MB (L2 evicted: the kernels' code
+          // and inputs come from HBM, as after the rest of a model's layer), the flush's time
+          // subtracted
+          const double fl = time_graph(s, flush_read);
+          const double fu = time_graph(s, [&] { flush_read(); (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); });
+          rows.push_back(measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches, L2 flushed)", t,
+                                      std::max(fu - fl, 0.01), bytes, bw));
+        }
         if (r.fused_front) {
           timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + ": " +
                               front_timeline(s, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }));

@@ -8,7 +8,7 @@ set -uo pipefail
 source scripts/device_prelude.sh
 mkdir -p "$out/b"
 o=$out; out=$out/b
-bench_step dispatch 60 --suite dispatch --tokens 16,64,128,256 --cases qwen235-tp8-fp8c,qwen235-tp4-fp8b,dsv3-tp8-fp8b
+bench_step dispatch 90 --suite dispatch --flushed --tokens 16,64,128,256 --cases qwen235-tp8-fp8c,qwen235-tp4-fp8b,dsv3-tp8-fp8b
 grep -E "token-order|contiguous" "$out/dispatch.txt" | cut -c1-140 >> "$sum"
 bench_step gather 120 --suite layer --packed --stages --gather --tokens 128,256 --cases qwen235-tp8-fp8c,qwen235-tp8-fp8t
 grep -E " layer |stage" "$out/gather.txt" | cut -c1-130 >> "$sum"
