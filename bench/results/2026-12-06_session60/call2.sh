@@ -3,7 +3,7 @@
 # the FP8 dispatch at 16-256 tokens (the fused front in token order against front + permute),
 # GEMM1's gathered e4m3 rows forced each way at 128 / 256 tokens on the row-scaled qwen235-tp8
 # cases, the layer timeline at 16 / 128 / 256 tokens (with the front's phases) (call 1's trace files did not come back: 8 files at most),
-# FP8 GEMM1 on the balanced one-wave schedule forced each way (--balanced1),
+# FP8 GEMM1 on the balanced one-wave schedule forced each way (--balanced1), GEMM1's tiles per CTA 1-3,
 # and the combine's column chunks forced (FUSEDMOE_COMBINE_CHUNKS) at 128 / 256 tokens.
 set -uo pipefail
 source scripts/device_prelude.sh
@@ -15,6 +15,8 @@ bench_step gather 120 --suite layer --packed --stages --gather --tokens 128,256 
 grep -E " layer |stage" "$out/gather.txt" | cut -c1-130 >> "$sum"
 bench_step trace 90 --suite layer --packed --trace --trace-csv "$out/trace.csv" --tokens 16,128,256 --cases qwen235-tp8-fp8c,qwen235-tp4-fp8b
 bench_step bal1 90 --suite layer --packed --balanced1 --tokens 128,256 --cases qwen235-tp4-fp8b,qwen235-tp8-fp8c,dsv4f-tp4-fp8b
+bench_step tpc1 60 --suite layer --packed --tpc1 1,2,3 --tokens 256 --cases qwen235-tp4-fp8b,qwen235-tp8-fp8c
+grep -E "tiles per CTA|tpc" "$out/tpc1.txt" | cut -c1-140 >> "$sum"
 for ch in 0 2 4; do
   FUSEDMOE_COMBINE_CHUNKS=$ch bench_step comb$ch 60 --suite layer --packed --stages --tokens 128,256 --cases qwen235-tp8-fp8c,dsv3-ep8-fp8b
   grep -E "stage combine" "$out/comb$ch.txt" | cut -c1-130 >> "$sum"
