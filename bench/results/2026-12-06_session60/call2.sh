@@ -15,8 +15,7 @@ bench_step gather 120 --suite layer --packed --stages --gather --tokens 128,256 
 grep -E " layer |stage" "$out/gather.txt" | cut -c1-130 >> "$sum"
 bench_step trace 90 --suite layer --packed --trace --trace-csv "$out/trace.csv" --tokens 16,128,256 --cases qwen235-tp8-fp8c,qwen235-tp4-fp8b
 bench_step bal1 90 --suite layer --packed --balanced1 --tokens 128,256 --cases qwen235-tp4-fp8b,qwen235-tp8-fp8c,dsv4f-tp4-fp8b
-bench_step tpc1 60 --suite layer --packed --tpc1 1,2,3 --tokens 256 --cases qwen235-tp4-fp8b,qwen235-tp8-fp8c
-grep -E "tiles per CTA|tpc" "$out/tpc1.txt" | cut -c1-140 >> "$sum"
+bench_step tpc1 90 --suite layer --packed --tpc1 1,2,3 --tpc1d 1,2,3 --tokens 256 --cases qwen235-tp4-fp8b,qwen235-tp8-fp8c
 for ch in 0 2 4; do
   FUSEDMOE_COMBINE_CHUNKS=$ch bench_step comb$ch 60 --suite layer --packed --stages --tokens 128,256 --cases qwen235-tp8-fp8c,dsv3-ep8-fp8b
   grep -E "stage combine" "$out/comb$ch.txt" | cut -c1-130 >> "$sum"
