@@ -9,6 +9,9 @@ set -uo pipefail
 source scripts/device_prelude.sh
 mkdir -p "$out/b"
 o=$out; out=$out/b
+# the combine's chunked path at every test shape (the override is read once per process)
+FUSEDMOE_COMBINE_CHUNKS=2 tests_step comb_tests2 60 'Combine.*'
+FUSEDMOE_COMBINE_CHUNKS=4 tests_step comb_tests4 60 'Combine.*'
 for ch in 0 2 4; do
   FUSEDMOE_COMBINE_CHUNKS=$ch bench_step comb$ch 60 --suite layer --packed --stages --tokens 128,256 --cases qwen235-tp8-fp8c,dsv3-ep8-fp8b
   grep -E "stage combine" "$out/comb$ch.txt" | cut -c1-130 >> "$sum"
