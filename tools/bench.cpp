@@ -907,7 +907,7 @@ int cmd_bench(int argc, char** argv) {
   bool front_b2b = false;         // --front-b2b: dispatch suite, also the timeline of a launch right after another
   std::string trace_path;         // --trace-csv F: ... and its CTAs as CSV
   bool cold_inputs = false;       // --cold-inputs: layer suite, x / logits / ids left cold too (not re-read after the flush)
-  bool flushed = false;           // --flushed: dispatch suite, also timed after an L2 flush (code and inputs cold)
+  bool flushed = false;           // --flushed: dispatch suite, also timed after an L2 flush
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--suite" && i + 1 < argc) suite = argv[++i];
@@ -1152,8 +1152,9 @@ int cmd_bench(int argc, char** argv) {
   const size_t flush_read_bytes = flushed ? size_t{256} << 20 : 16;
   Buf flush_read_buf(flush_read_bytes), flush_read_sink(16);
   auto flush_read = [&] {
-    int sms = 0;
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     (void)fm::kernels::launch_stream_read(flush_read_buf.p, flush_read_bytes, static_cast<uint32_t*>(flush_read_sink.p), sms, s);
   };
   if (suite == "dispatch") {
@@ -1269,9 +1270,9 @@ int cmd_bench(int argc, char** argv) {
         row.peer = vllm_align_figure(t);
         rows.push_back(row);
         if (flushed) {
-          // --flushed: the same calls each after a read of 256 MB (L2 evicted: the kernels' code
-          // and inputs come from HBM, as after the rest of a model's layer), the flush's time
-          // subtracted
+          // --flushed: the same calls each after a read of 256 MB (L2 evicted; the SMs' own
+          // instruction caches may stay warm, since only the flush kernel runs in between: see
+          // docs/design.md, the fused front), the flush's time subtracted
           const double fl = time_graph(s, flush_read);
           const double fu = time_graph(s, [&] { flush_read(); (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); });
           rows.push_back(measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches, L2 flushed)", t,

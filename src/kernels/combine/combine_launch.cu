@@ -80,7 +80,7 @@ cudaError_t launch_combine(const CombineArgs& a, cudaStream_t stream) {
   int64_t blocks_needed = (a.num_tokens + shape.teams - 1) / shape.teams;
   // Few tokens (decode): split rows into column chunks of >= 64 units (1 KB of bf16) so that about
   // every SM streams a part (H200, qwen235-tp8 at 1 token: one 256-thread block took ~5 us), and
-  // at least two blocks per SM up to one block per SM: with one team per token, 65-132 tokens on
+  // at least two blocks per SM up to one block per SM: with one team per token, 67-132 tokens on
   // 132 SMs take 2 chunks (H100, session 60 call 2, qwen235-tp8-fp8c at 128 tokens: the combine
   // stage 8.8-9.1 -> 7.1-7.4 us with 2 or 4 chunks, two runs each; at 256 tokens, two blocks per
   // SM already, 1 chunk measured faster there: 6.3-6.6 against 7.1-7.6 us).
