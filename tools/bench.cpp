@@ -486,14 +486,8 @@ bool bench_layer(cudaStream_t s, double bw, double peak, double fp8_peak, const 
                  bool stages = false, bool precomputed = false, std::FILE* trace_csv = nullptr,
                  bool trace = false, bool cold_inputs = false) {
   bool ok = true;
-  const size_t flush_bytes = size_t{256} << 20;  // > 4x the 60 MB L2: cold weights every call
-  Buf flush(flush_bytes), sink(16);
-  BENCH_CUDA(cudaMemset(flush.p, 0x33, flush_bytes));
-  int dev = 0;
-  cudaGetDevice(&dev);
-  fm::DeviceInfo info;
-  (void)fm::query_device(dev, &info);
-  auto flush_only = [&] { (void)fm::kernels::launch_stream_read(flush.p, flush_bytes, static_cast<uint32_t*>(sink.p), info.num_sms, s); };
+  const L2Flush flush;  // cold weights every call
+  auto flush_only = [&] { flush(s); };
   // Cold weights, warm inputs (shared/benchmark-protocol.md): the flush evicts everything, then
   // the layer's inputs (x and the router logits, or the precomputed ids and weights) are read
   // back into L2 by device-to-device copies, as the ops that just wrote them would leave them in
@@ -1149,14 +1143,8 @@ int cmd_bench(int argc, char** argv) {
   if (suite == "coldstart") all_ok = bench_coldstart(s, &rows);
   if (suite == "rope") all_ok = bench_rope(s, bw, tokens, &rows);
   std::vector<std::string> timelines;
-  const size_t flush_read_bytes = flushed ? size_t{256} << 20 : 16;
-  Buf flush_read_buf(flush_read_bytes), flush_read_sink(16);
-  auto flush_read = [&] {
-    int dev = 0, sms = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    (void)fm::kernels::launch_stream_read(flush_read_buf.p, flush_read_bytes, static_cast<uint32_t*>(flush_read_sink.p), sms, s);
-  };
+  std::unique_ptr<L2Flush> l2flush;  // dispatch --flushed
+  if (suite == "dispatch" && flushed) l2flush = std::make_unique<L2Flush>();
   if (suite == "dispatch") {
     // The cost of one graph kernel node doing (almost) nothing: a 1-block kernel reading 16 B.
     Buf tiny(256), sink(16);
@@ -1273,8 +1261,8 @@ int cmd_bench(int argc, char** argv) {
           // --flushed: the same calls each after a read of 256 MB (L2 evicted; the SMs' own
           // instruction caches may stay warm, since only the flush kernel runs in between: see
           // docs/design.md, the fused front), the flush's time subtracted
-          const double fl = time_graph(s, flush_read);
-          const double fu = time_graph(s, [&] { flush_read(); (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); });
+          const double fl = time_graph(s, [&] { (*l2flush)(s); });
+          const double fu = time_graph(s, [&] { (*l2flush)(s); (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); });
           rows.push_back(measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches, L2 flushed)", t,
                                       std::max(fu - fl, 0.01), bytes, bw));
         }

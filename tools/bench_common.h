@@ -145,6 +145,23 @@ inline double measure_read_bw(cudaStream_t s, int num_sms) {
   });
 }
 
+// An L2 flush: a streaming read of 256 MB (> 4x the 50-60 MB L2 of H100 / H200) on the stream,
+// every SM reading (the layer suite's cold weights, the dispatch suite's --flushed rows).
+struct L2Flush {
+  static constexpr size_t kBytes = size_t{256} << 20;
+  Buf buf{kBytes}, sink{16};
+  int num_sms = 0;
+  L2Flush() {
+    BENCH_CUDA(cudaMemset(buf.p, 0x33, kBytes));
+    int dev = 0;
+    BENCH_CUDA(cudaGetDevice(&dev));
+    BENCH_CUDA(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, dev));
+  }
+  void operator()(cudaStream_t s) const {
+    (void)fm::kernels::launch_stream_read(buf.p, kBytes, static_cast<uint32_t*>(sink.p), num_sms, s);
+  }
+};
+
 struct Row {
   std::string case_name, stage;
   int64_t tokens = 0;
