@@ -1265,10 +1265,30 @@ int cmd_bench(int argc, char** argv) {
           const double fu = time_graph(s, [&] { (*l2flush)(s); (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); });
           rows.push_back(measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches, L2 flushed)", t,
                                       std::max(fu - fl, 0.01), bytes, bw));
+          // and after the flush and a code sweep (every SM's instruction caches evicted too)
+          const double cl = time_graph(s, [&] { l2flush->with_code_sweep(s); });
+          const double cu = time_graph(s, [&] {
+            l2flush->with_code_sweep(s);
+            (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r);
+          });
+          rows.push_back(measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches, L2 flushed, code swept)",
+                                      t, std::max(cu - cl, 0.01), bytes, bw));
         }
         if (r.fused_front) {
           timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + ": " +
                               front_timeline(s, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }));
+          if (flushed) {
+            timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + " (after an L2 flush): " +
+                                front_timeline(s, [&] {
+                                  (*l2flush)(s);
+                                  (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r);
+                                }));
+            timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + " (after an L2 flush and a code sweep): " +
+                                front_timeline(s, [&] {
+                                  l2flush->with_code_sweep(s);
+                                  (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r);
+                                }));
+          }
           if (front_b2b)
             timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + " (2nd of 2 back to back): " +
                                 front_timeline(s, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }, 21, 2));

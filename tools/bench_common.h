@@ -160,6 +160,12 @@ struct L2Flush {
   void operator()(cudaStream_t s) const {
     (void)fm::kernels::launch_stream_read(buf.p, kBytes, static_cast<uint32_t*>(sink.p), num_sms, s);
   }
+  // The flush, then ~256 KB of straight-line code on every SM (launch_code_sweep): the next
+  // kernel's instructions come cold into each SM as well, as after a model's other kernels.
+  void with_code_sweep(cudaStream_t s) const {
+    (*this)(s);
+    (void)fm::kernels::launch_code_sweep(static_cast<uint32_t*>(sink.p), num_sms, s);
+  }
 };
 
 struct Row {
