@@ -862,6 +862,11 @@ static std::vector<Case> selected(const std::vector<Case>& all, const std::vecto
     if (fm::find_preset(name) != nullptr) v.push_back({name, fm::find_preset(name)->problem});
     else std::fprintf(stderr, "bench: no case or preset named '%s' (skipped; see `fusedmoe presets`)\n", name.c_str());
   }
+  if (v.empty()) {  // nothing selected: an error, not an empty table (the caller exits with rc 2)
+    std::string names;
+    for (const Case& c : all) names += (names.empty() ? "" : ", ") + c.name;
+    std::fprintf(stderr, "bench: --cases selects nothing in this suite; its cases: %s\n", names.c_str());
+  }
   return v;
 }
 
@@ -1123,6 +1128,7 @@ int cmd_bench(int argc, char** argv) {
       variants.push_back(v);
     }
     const std::vector<Case> cases = selected(layer_cases(), only);
+    if (cases.empty()) return 2;
     const double fp8_tflops = fp8_rate_if_needed(s, cases, tflops);
     std::FILE* tcsv = trace_path.empty() ? nullptr : std::fopen(trace_path.c_str(), "w");
     if (tcsv != nullptr) std::fprintf(tcsv, "case,tokens,variant,gemm,cta,sm,expert,entry,known,wait,first_full,loop_done,done\n");
@@ -1153,7 +1159,9 @@ int cmd_bench(int argc, char** argv) {
     });
     std::printf("graph kernel node floor (1-block kernel reading 16 B, per call in graph replay): %.2f us\n", us);
   }
-  for (const Case& c : suite == "dispatch" ? selected(dispatch_cases(), only) : std::vector<Case>{}) {
+  const std::vector<Case> dcases = suite == "dispatch" ? selected(dispatch_cases(), only) : std::vector<Case>{};
+  if (suite == "dispatch" && dcases.empty()) return 2;
+  for (const Case& c : dcases) {
     for (int64_t t : tokens) {
       fm::MoeProblem p = c.problem;
       p.num_tokens = p.max_tokens = t;
