@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 
 #include "core/check.h"
 #include "core/stages.h"
@@ -383,6 +384,18 @@ int64_t l2_prefetch_bytes(const MoeProblem& p, const ForwardOptions& o) {
   }();
   (void)p;
   return env_mb << 20;
+}
+
+// FUSEDMOE_GEMM_L2_PF_KB=g1,g2 (a tuning override, read once): the FP8 Swap-AB GEMMs' per-CTA L2
+// prefetch of their first run's packed weights before the PDL wait (GroupedGemmArgs::
+// l2_prefetch_per_cta), in KB, for GEMM1 and GEMM2; none by default.
+std::pair<int, int> gemm_l2_prefetch_kb() {
+  static const std::pair<int, int> v = [] {
+    int a = 0, b = 0;
+    if (const char* e = std::getenv("FUSEDMOE_GEMM_L2_PF_KB"); e != nullptr) std::sscanf(e, "%d,%d", &a, &b);
+    return std::pair<int, int>{std::clamp(a, 0, 1 << 20), std::clamp(b, 0, 1 << 20)};
+  }();
+  return v;
 }
 
 // FUSEDMOE_CUTLASS_CONFIG=c1,c2 (kernels::CutlassConfig: 1 = cooperative 128x256, 2 = ping-pong
@@ -852,6 +865,7 @@ Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, 
   // permute runs and slow it (~2 -> ~11 us at 1 token on the H200), yet the layer came out 1-2 us
   // faster at 1 token than with none (session 12, calls 2-3: the weights are on the way sooner).
   g.early_weight_stages = options.early_weight_stages;
+  g.l2_prefetch_per_cta = gemm_l2_prefetch_kb().first << 10;
   g.weights_evict_first = ro.weights_evict_first;
   g.dense = ro.gemm1_dense_swapab;  // (GEMM2: ro.dense_swapab, below)
   g.pair = ro.fp8_pair_swapab;
@@ -927,6 +941,7 @@ Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, 
   // gemm2_early_weight_stages says what was measured)
   g.early_weight_stages = options.gemm2_early_weight_stages;
   g.early_weights_span = options.gemm2_early_weight_stages >= 0 || p.num_tokens <= 64;
+  g.l2_prefetch_per_cta = gemm_l2_prefetch_kb().second << 10;
   g.k_splits = gemm2_k_splits;
   g.weight_tiles_per_cta = options.weight_tiles_per_cta;
   g.dense = ro.dense_swapab;
