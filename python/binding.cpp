@@ -520,7 +520,6 @@ NB_MODULE(_fusedmoe, m) {
       .def_rw("gemm1_weight_tiles_per_cta", &fm::ForwardOptions::gemm1_weight_tiles_per_cta)
       .def_rw("early_weight_stages", &fm::ForwardOptions::early_weight_stages)
       .def_rw("gemm2_early_weight_stages", &fm::ForwardOptions::gemm2_early_weight_stages)
-      .def_rw("l2_prefetch_bytes", &fm::ForwardOptions::l2_prefetch_bytes)
       .def_rw("scales_by_token", &fm::ForwardOptions::scales_by_token)
       .def_rw("cutlass_gemm2", &fm::ForwardOptions::cutlass_gemm2)
       .def_rw("pingpong_gemm2", &fm::ForwardOptions::pingpong_gemm2)

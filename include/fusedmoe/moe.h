@@ -195,10 +195,6 @@ struct ForwardOptions {
   // FP8 0.6-2.0 % faster at 16-64 tokens, BF16 within +-0.9 %; at 256 tokens 0.1-1.2 % slower on 5
   // of 6 cases. bench --early2 compares (3 on qwen235-tp8, 4 on dsv3 = the first tile).
   int gemm2_early_weight_stages = -1;
-  // Bytes of GEMM1's weights (from the first expert's) that the fused front prefetches into L2 while
-  // it routes (DispatchOptions::l2_prefetch; Swap-AB tiles). -1 = the default (none unless
-  // FUSEDMOE_L2_PREFETCH_MB, a tuning override); 0 = none.
-  int64_t l2_prefetch_bytes = -1;
   // FP8 with 128x128 weight blocks: x's 1x128 activation scales stay in token order (each token's
   // written once by the permute) and GEMM1 reads each row's through the plan's row_token, instead
   // of a row-order copy (DispatchOptions::group_scales_by_token). Same values. Auto: on (bench
@@ -331,13 +327,6 @@ struct DispatchOptions {
   // FP8 GEMM1 does: no gather of the scales into row order (at 16384 tokens of DeepSeek-V3, 21 us
   // and a launch). Ignored (row-order act_scales as usual) for any other scheme or layout.
   bool group_scales_by_token = false;
-  // Optional: a device byte range prefetched into L2 while the fused front routes (blocks of its
-  // own issue cp.async.bulk.prefetch.L2; 16-byte aligned, bytes rounded down to 16), e.g. the first
-  // weights of the GEMM that follows, which would otherwise start streaming only once the plan is
-  // known. Only where the fused front runs as one block or a cooperative grid; ignored otherwise.
-  // forward() sets it per problem (ForwardOptions::l2_prefetch_bytes).
-  const void* l2_prefetch = nullptr;
-  int64_t l2_prefetch_bytes = 0;
 };
 
 // Device pointers into the workspace. G = weight_experts() groups, R = rows (<= T * slots).

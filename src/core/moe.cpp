@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <sstream>
 #include <type_traits>
-#include <utility>
 
 #include "core/check.h"
 #include "core/stages.h"
@@ -374,30 +373,6 @@ ConfigPair<Config> read_config_pair(const char* var, int count) {
   }
   return r;
 }
-// GEMM1's weights prefetched into L2 while the fused front routes (ForwardOptions::l2_prefetch_bytes;
-// -1: FUSEDMOE_L2_PREFETCH_MB, read once, a tuning override; else none).
-int64_t l2_prefetch_bytes(const MoeProblem& p, const ForwardOptions& o) {
-  if (o.l2_prefetch_bytes >= 0) return o.l2_prefetch_bytes;
-  static const int64_t env_mb = [] {
-    const char* e = std::getenv("FUSEDMOE_L2_PREFETCH_MB");
-    return e != nullptr ? std::max<int64_t>(0, std::atoll(e)) : int64_t{0};
-  }();
-  (void)p;
-  return env_mb << 20;
-}
-
-// FUSEDMOE_GEMM_L2_PF_KB=g1,g2 (a tuning override, read once): the FP8 Swap-AB GEMMs' per-CTA L2
-// prefetch of their first run's packed weights before the PDL wait (GroupedGemmArgs::
-// l2_prefetch_per_cta), in KB, for GEMM1 and GEMM2; none by default.
-std::pair<int, int> gemm_l2_prefetch_kb() {
-  static const std::pair<int, int> v = [] {
-    int a = 0, b = 0;
-    if (const char* e = std::getenv("FUSEDMOE_GEMM_L2_PF_KB"); e != nullptr) std::sscanf(e, "%d,%d", &a, &b);
-    return std::pair<int, int>{std::clamp(a, 0, 1 << 20), std::clamp(b, 0, 1 << 20)};
-  }();
-  return v;
-}
-
 // FUSEDMOE_CUTLASS_CONFIG=c1,c2 (kernels::CutlassConfig: 1 = cooperative 128x256, 2 = ping-pong
 // 128x128, 3 = cooperative 128x256 on 2x1 clusters, 4 = cooperative 256x128, 5 = ping-pong 64x256,
 // 6 = cooperative 128x256 on 1x2 clusters, 0 = auto) forces the CUTLASS configuration of GEMM1 and
@@ -809,15 +784,6 @@ Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, 
   // FP8 block scales: x's 1x128 scales stay in token order and GEMM1 reads them through row_token
   // (no gather of the scales into row order: at 16384 tokens of DeepSeek-V3, 21 us and a launch).
   o.group_scales_by_token = ro.scales_by_token;
-  // GEMM1's first weights prefetched into L2 by the fused front (DispatchOptions::l2_prefetch): the
-  // bytes from the start of the image GEMM1 reads (experts in order, as its raster takes them).
-  if (const int64_t pf = l2_prefetch_bytes(p, options); pf > 0 && family == TileFamily::kSwapAB) {
-    const bool packed_w1 = options.packed_weights != Toggle::kOff && t.w1_packed != nullptr;
-    const int64_t elt = p.quant.weight.format == WeightFormat::kFP8E4M3 ? 1 : 2;
-    const int64_t w1_bytes = static_cast<int64_t>(p.weight_experts()) * p.gemm1_rows() * p.hidden * elt;
-    o.l2_prefetch = packed_w1 ? t.w1_packed : t.w1;
-    o.l2_prefetch_bytes = std::min(pf, w1_bytes);
-  }
   const detail::WorkspaceLayout w = detail::WorkspaceLayout::plan(p);
   char* base = static_cast<char*>(workspace);
   // FP8 on Swap-AB tiles: H quantised in GEMM1's epilogue (ResolvedOptions::fused_h_quant). Its
@@ -865,7 +831,6 @@ Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, 
   // permute runs and slow it (~2 -> ~11 us at 1 token on the H200), yet the layer came out 1-2 us
   // faster at 1 token than with none (session 12, calls 2-3: the weights are on the way sooner).
   g.early_weight_stages = options.early_weight_stages;
-  g.l2_prefetch_per_cta = gemm_l2_prefetch_kb().first << 10;
   g.weights_evict_first = ro.weights_evict_first;
   g.dense = ro.gemm1_dense_swapab;  // (GEMM2: ro.dense_swapab, below)
   g.pair = ro.fp8_pair_swapab;
@@ -941,7 +906,6 @@ Status forward_layer(const MoeProblem& p, const MoeTensors& t, void* workspace, 
   // gemm2_early_weight_stages says what was measured)
   g.early_weight_stages = options.gemm2_early_weight_stages;
   g.early_weights_span = options.gemm2_early_weight_stages >= 0 || p.num_tokens <= 64;
-  g.l2_prefetch_per_cta = gemm_l2_prefetch_kb().second << 10;
   g.k_splits = gemm2_k_splits;
   g.weight_tiles_per_cta = options.weight_tiles_per_cta;
   g.dense = ro.dense_swapab;

@@ -136,8 +136,6 @@ Status run_dispatch(const MoeProblem& p, const MoeTensors& t, void* ws, Stream s
     kernels::FrontArgs fa;
     fa.router = ra;
     fa.plan = pa;
-    fa.l2_prefetch = o.l2_prefetch;
-    fa.l2_prefetch_bytes = o.l2_prefetch_bytes;
     // Token order: x is quantised in the fused kernel when the scheme needs no pass over all of x
     // first (dynamic per-tensor) and no routing weight on it; otherwise route + plan are still
     // fused and the quantiser runs after.

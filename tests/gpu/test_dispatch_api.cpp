@@ -694,38 +694,6 @@ TEST(DispatchApi, FusedFrontMatchesSeparateKernelsBitwise) {
     }
 }
 
-// The fused front with an L2 prefetch range (DispatchOptions::l2_prefetch: blocks of its own that
-// only issue bulk prefetches, after the routing and quantising blocks) gives the separate kernels'
-// results bitwise: one routing block with and without quantising blocks, a cluster (which
-// prefetches nothing), the cooperative grid; a range larger than the prefetch blocks' share and
-// one not a multiple of the chunk.
-TEST(DispatchApi, FusedFrontWithL2PrefetchMatchesSeparateKernels) {
-  DeviceBuffer range((size_t{40} << 20) + 4096);
-  for (const bool quant : {false, true})
-    for (int64_t t : {1, 9, 16, 40, 100, 256}) {
-      fm::MoeProblem p = fm::find_preset("qwen235-tp8")->problem;
-      if (quant) p.quant = fm::QuantScheme::fp8_per_channel();
-      p.num_tokens = p.max_tokens = t;
-      const uint64_t seed = fm::gputest::test_seed();
-      SCOPED_TRACE(std::string(quant ? "fp8 per-token x" : "bf16 x") + " T=" + std::to_string(t) + " seed=" + std::to_string(seed));
-      fm::testing::LayerData d;
-      std::string why;
-      ASSERT_TRUE(fm::testing::make_layer_data(p, seed, fm::testing::Skew::kUniform, &d, &why, false)) << why;
-      DeviceLayer g = upload(d);
-      fm::DispatchOptions o;
-      o.permute = false;
-      o.l2_prefetch = range.get();
-      o.l2_prefetch_bytes = (t % 2 == 0) ? (int64_t{40} << 20) + 4096 : int64_t{3} << 20 | 48;
-      FusedAndSeparate r;
-      ASSERT_NO_FATAL_FAILURE(dispatch_fused_and_separate(p, g, o, &r));
-      if (quant) {
-        EXPECT_EQ(to_host<uint8_t>(r.a.act, static_cast<size_t>(t) * p.hidden), to_host<uint8_t>(r.b.act, static_cast<size_t>(t) * p.hidden));
-        EXPECT_EQ(to_host<uint32_t>(r.a.act_scales, static_cast<size_t>((t + 3) / 4 * 4)),
-                  to_host<uint32_t>(r.b.act_scales, static_cast<size_t>((t + 3) / 4 * 4)));
-      }
-    }
-}
-
 // One captured graph per bound: the token count is read on the device. Every count from 0 to
 // the bound replays the same graph; results equal the reference for that count. Covers the
 // fused front (bound 256: a cooperative launch; 40: a cluster of 5 blocks), the single-block plan (bound 900 x 9)

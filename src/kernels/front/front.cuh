@@ -120,25 +120,7 @@ struct FrontParams {
   // Diagnostic timeline (nullptr in production): globaltimer stamps, kTraceSlots per block
   // (front_launch.h: set_front_trace).
   unsigned long long* trace;
-  // Optional L2 prefetch (FrontArgs::l2_prefetch): blocks [pf_first_block, gridDim.x) only issue
-  // cp.async.bulk.prefetch.L2 over their share of [pf_base, pf_base + pf_bytes) and exit (one-block
-  // and cooperative launches; never in a cluster grid: pf_first_block = INT_MAX there).
-  const char* pf_base;
-  int64_t pf_bytes;  // multiple of 16; pf_base 16-byte aligned
-  int pf_first_block;
 };
-
-inline constexpr int64_t kPrefetchChunk = 16 * 1024;  // bytes per bulk prefetch instruction
-// The prefetch blocks' share: chunk c of the range by thread c of the prefetch blocks (grid-stride).
-__device__ __forceinline__ void prefetch_share(const FrontParams& f) {
-  const int64_t chunks = (f.pf_bytes + kPrefetchChunk - 1) / kPrefetchChunk;
-  const int64_t stride = static_cast<int64_t>(gridDim.x - f.pf_first_block) * blockDim.x;
-  for (int64_t c = static_cast<int64_t>(blockIdx.x - f.pf_first_block) * blockDim.x + threadIdx.x; c < chunks; c += stride) {
-    const int64_t off = c * kPrefetchChunk;
-    const uint32_t n = static_cast<uint32_t>(min(kPrefetchChunk, f.pf_bytes - off));
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(f.pf_base + off), "r"(n) : "memory");
-  }
-}
 
 // Timeline stamps of the diagnostic trace (routing blocks): per block [0] entry, [1] routing and
 // quantisation done; [2] past the grid (or cluster) barrier, [3] group counts of all blocks read,
@@ -545,10 +527,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1) front_small_kernel(const Front
   // where a permute sits between this kernel and GEMM1 (whose early weights read the plan before
   // their wait: complete two launches back).
   pdl_enter();
-  if (static_cast<int>(blockIdx.x) >= f.pf_first_block) {  // a prefetch block: nothing else
-    prefetch_share(f);
-    return;
-  }
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ int32_t s_ids[kSharedIds];
   __shared__ uint32_t s_mask[kMaxMaskWords];

@@ -24,7 +24,6 @@ struct FrontLaunch {
   bool cooperative = false;  // several routing blocks: a grid barrier in the kernel
   int cluster = 0;           // > 1: try clusters of this many blocks (the routing blocks form the first),
                              // else the cooperative launch
-  int pf_blocks = 0;         // L2 prefetch blocks after the others (one-block and cooperative launches only)
 };
 
 cudaError_t launch_front_softmax(const FrontParams& f, bool bf16, int vec, const FrontLaunch& l, cudaStream_t s);
@@ -51,7 +50,7 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
     auto one = front_small_kernel<T, VEC, NV, M, true>;
     const cudaError_t e = opt_in_dynamic_smem(reinterpret_cast<const void*>(one), static_cast<int>(kFrontMaxSmem), &done[1]);
     if (e != cudaSuccess) return e;
-    one<<<l.grid + l.pf_blocks, l.block, l.smem, s>>>(f);
+    one<<<l.grid, l.block, l.smem, s>>>(f);
     return cudaGetLastError();
   }
   if (f.route_blocks <= 1 || (f.precomputed && M != RowMode::kLogitsRow)) return cudaErrorInvalidValue;  // (the kOneBlock instance's)
@@ -96,7 +95,6 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
       // renumbered for it (every block after the routing cluster quantises its share, or the
       // routing blocks' warps 8-15 when only one cluster fits).
       FrontParams fc = f;
-      fc.pf_first_block = INT32_MAX;  // (no prefetch blocks in a cluster grid)
       int grid = (l.grid + l.cluster - 1) / l.cluster * l.cluster;
       grid = std::max(l.cluster, std::min(grid, clusters * l.cluster));
       fc.cluster_blocks = l.cluster;
@@ -120,13 +118,7 @@ cudaError_t launch_front_nv(const FrontParams& f, int nv, const FrontLaunch& l, 
   const int per_sm = resident_blocks_per_sm(reinterpret_cast<const void*>(fn), l.block, l.smem);
   if (per_sm < 0) return cudaErrorInvalidValue;
   if (static_cast<int64_t>(per_sm) * vec::sm_count() < l.grid) return cudaErrorCooperativeLaunchTooLarge;
-  const int pf = static_cast<int>(std::min<int64_t>(l.pf_blocks, static_cast<int64_t>(per_sm) * vec::sm_count() - l.grid));
-  if (pf < l.pf_blocks) {  // fewer prefetch blocks fit: the same range over fewer
-    FrontParams fp = f;
-    fp.pf_first_block = pf > 0 ? l.grid : INT32_MAX;
-    return launch_cooperative(fn, l.grid + pf, l.block, l.smem, s, fp);
-  }
-  return launch_cooperative(fn, l.grid + l.pf_blocks, l.block, l.smem, s, f);
+  return launch_cooperative(fn, l.grid, l.block, l.smem, s, f);
 }
 
 template <typename T, RowMode M>

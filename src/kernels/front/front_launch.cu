@@ -223,19 +223,6 @@ cudaError_t launch_front_small(const FrontArgs& a, cudaStream_t stream) {
     l.grid += static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(want, vec::sm_count() - f.route_blocks)));
   }
   f.quant_warps = (l.grid - f.route_blocks) * warps;
-  // L2 prefetch blocks after them: ~kPrefetchPerBlock each, up to the SMs left
-  f.pf_first_block = INT32_MAX;
-  const int64_t pf_bytes = a.l2_prefetch_bytes / 16 * 16;
-  if (a.l2_prefetch != nullptr && pf_bytes > 0 && vec::aligned16(a.l2_prefetch)) {
-    constexpr int64_t kPrefetchPerBlock = int64_t{256} << 10;
-    const int64_t want = (pf_bytes + kPrefetchPerBlock - 1) / kPrefetchPerBlock;
-    l.pf_blocks = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(want, vec::sm_count() - l.grid)));
-    if (l.pf_blocks > 0) {
-      f.pf_first_block = l.grid;
-      f.pf_base = static_cast<const char*>(a.l2_prefetch);
-      f.pf_bytes = pf_bytes;
-    }
-  }
   // Several routing blocks: one thread-block cluster when they are few enough (the launcher
   // checks that it fits, else it makes the cooperative launch), else a cooperative launch. Both
   // need the scratch (reserved for every bound above kWideTokens).

@@ -43,12 +43,6 @@ struct FrontArgs {
   const float* static_scale = nullptr;
   void* q_out = nullptr;      // [bound, K] e4m3
   float* q_scales = nullptr;  // kPerTensorStatic: [1]; kPerToken: [pad4(bound)]; kGroup128: [K/128, pad4(bound)]
-  // Optional: a byte range the kernel prefetches into L2 (cp.async.bulk.prefetch.L2) from blocks
-  // of its own, e.g. the first weights of the GEMM after it, which would otherwise start streaming
-  // only once the routing is done. 16-byte aligned; bytes rounded down to 16. One-block and
-  // cooperative launches (a cluster launch prefetches nothing).
-  const void* l2_prefetch = nullptr;
-  int64_t l2_prefetch_bytes = 0;
   // (the kernel triggers its dependents at its start, quantising or not: a PDL-launched reader of
   // its outputs must wait (griddepcontrol.wait) before reading them)
 };

@@ -111,11 +111,6 @@ struct GroupedGemmArgs {
   // when a tile has fewer K steps (short reductions); false: the first tile's K steps at most.
   // The layer sets it for GEMM2 up to 64 tokens (ForwardOptions::gemm2_early_weight_stages).
   bool early_weights_span = false;
-  // With early_weights (FP8 Swap-AB on packed weights): before its PDL wait each CTA also prefetches
-  // into L2 up to this many bytes of its first run's packed weight images after the early stages
-  // (one cp.async.bulk.prefetch.L2: a run's images are contiguous), so that the memory system streams
-  // them while the predecessor finishes. 0: none.
-  int l2_prefetch_per_cta = 0;
   // The weight TMA's L2 policy: evict_first instead of evict_normal (weights stream once at decode;
   // H, the expert outputs and the activations then keep their lines). Same values.
   bool weights_evict_first = false;

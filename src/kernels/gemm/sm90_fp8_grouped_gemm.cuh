@@ -230,7 +230,6 @@ struct Params {
   int early_stages;
   uint64_t w_hint;      // the weight TMA's L2 hint (GroupedGemmArgs::weights_evict_first)
   int early_span;       // GroupedGemmArgs::early_weights_span
-  int l2_pf;            // GroupedGemmArgs::l2_prefetch_per_cta (packed weights only; else 0)
   int out_keep_l2;      // the BF16 kernel's Params::out_keep_l2
   int staged_epilogue;  // normal family: outputs through shared memory (sm90_grouped::normal_epilogue)
   int flat;             // the balanced schedule (BF16 kernel's Params::flat; with token-order scales: static only)
@@ -672,17 +671,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           const int kt = k0 / Cfg::kTileK;
           Barrier::arrive_and_expect_tx(&ss.full[i], uint32_t(boxes0) * Cfg::kActBoxBytes + step_weight_bytes(kt, halves));
           load_step_weights(i, s0.e, w, kt, halves);
-        }
-        if (p.l2_pf > 0) {
-          // the first run's packed images after the early stages: contiguous from tile wb's K step
-          // `skip` (by tiles, then K steps) to the run's end
-          const int64_t first = (int64_t(s0.e) * p.w_tiles + s0.wb) * p.k_tiles + skip;
-          const int64_t last = (int64_t(s0.e) * p.w_tiles + s0.we) * p.k_tiles;
-          const int64_t n = min(int64_t(p.l2_pf), (last - first) * int64_t(kImageBytes)) / 16 * 16;
-          if (n > 0)
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p.w_packed + first * int64_t(kImageBytes)),
-                         "r"(uint32_t(n))
-                         : "memory");
         }
         pdl_wait();
         sm90_grouped::gemm_stamp(p.trace, 2);
@@ -1537,7 +1525,6 @@ cudaError_t launch_instance(const Fp8GroupedGemmArgs& a, bool gemm2, cudaStream_
   // their launch requires: launch_swapab_pair)
   p.w_packed = (Cfg::kSwapAB && (red % Cfg::kTileK == 0 || Cfg::kTailPairs)) ? static_cast<const uint8_t*>(a.w_packed)
                                                                              : nullptr;
-  p.l2_pf = p.w_packed != nullptr && a.early_weights ? a.l2_prefetch_per_cta : 0;
   if constexpr (Cfg::kTailPairs) {
     if (p.w_packed == nullptr || p.k_tiles != 2 || !tail_pairs_packed(red) || p.k_splits != 1 || a.block_scales || gather ||
         gated)
