@@ -359,7 +359,8 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
   // front entry, front end, permute entry, permute past wait, permute done; then the front's routing
   // blocks' last stamps of routing done, past the barrier, counts read, rows written (front.cuh's
   // trace slots 1-4)
-  std::vector<double> pre[9];
+  // (and the last routing block's entry: do the routing blocks enter together?)
+  std::vector<double> pre[10];
   for (int c = 0; c < calls; ++c) {
     BENCH_CUDA(cudaMemsetAsync(tr.p, 0, n * 8, s));
     BENCH_CUDA(cudaMemsetAsync(ftr.p, 0, fh.size() * 8, s));
@@ -374,9 +375,12 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
     if (t0 == ~0ull) continue;
     auto us = [&](unsigned long long v) { return v >= t0 ? (v - t0) * 1e-3 : -((t0 - v) * 1e-3); };
     {
-      double fe = 1e30, pe = 1e30, pw = -1e30, pd = -1e30;
+      double fe = 1e30, fl = -1e30, pe = 1e30, pw = -1e30, pd = -1e30;
       for (int b = 0; b < 32; ++b)
-        if (fh[b * 16] != 0) fe = std::min(fe, us(fh[b * 16]));
+        if (fh[b * 16] != 0) {
+          fe = std::min(fe, us(fh[b * 16]));
+          fl = std::max(fl, us(fh[b * 16]));
+        }
       for (int b = 0; b < 1024 && ph[3 * b] != 0; ++b) {
         pe = std::min(pe, us(ph[3 * b]));
         pw = std::max(pw, us(ph[3 * b + 1]));
@@ -386,8 +390,8 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
       for (int b = 0; b < 32; ++b)
         for (int k = 0; k < 4; ++k)
           if (fh[b * 16] != 0 && fh[b * 16 + 1 + k] != 0) ph4[k] = std::max(ph4[k], us(fh[b * 16 + 1 + k]));
-      const double v[9] = {fe, fh[6] != 0 ? us(fh[6]) : 1e30, pe, pw, pd, ph4[0], ph4[1], ph4[2], ph4[3]};
-      for (int k = 0; k < 9; ++k) pre[k].push_back(v[k]);
+      const double v[10] = {fe, fh[6] != 0 ? us(fh[6]) : 1e30, pe, pw, pd, ph4[0], ph4[1], ph4[2], ph4[3], fl};
+      for (int k = 0; k < 10; ++k) pre[k].push_back(v[k]);
     }
     for (int g = 0; g < 2; ++g) {
       const unsigned long long* H = h.data() + size_t(g) * kCtas * kS;
@@ -427,13 +431,13 @@ std::string gemm_timeline(cudaStream_t s, Fn fn, const double gemm_bytes[2], std
   fm::kernels::set_permute_trace(nullptr);
   std::string out;
   if (!pre[0].empty()) {
-    double m[9];
-    for (int k = 0; k < 9; ++k) {
+    double m[10];
+    for (int k = 0; k < 10; ++k) {
       std::sort(pre[k].begin(), pre[k].end());
       m[k] = pre[k][pre[k].size() / 2];
     }
     auto f = [](double v) { return v > 1e29 || v < -1e29 ? std::string("-") : std::to_string(v).substr(0, std::to_string(v).find('.') + 3); };
-    out += "    front: entry " + f(m[0]) + ", block 0 done " + f(m[1]) + " | permute: entry " + f(m[2]) + ", past wait " +
+    out += "    front: entry " + f(m[0]) + " (last routing block " + f(m[9]) + "), block 0 done " + f(m[1]) + " | permute: entry " + f(m[2]) + ", past wait " +
            f(m[3]) + ", done " + f(m[4]) + " us\n";
     out += "    front, last routing block: routed " + f(m[5]) + ", past the barrier " + f(m[6]) + ", counts read " + f(m[7]) +
            ", rows written " + f(m[8]) + " us\n";
