@@ -1269,41 +1269,38 @@ int cmd_bench(int argc, char** argv) {
         Row row = measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches)", t, us, bytes, bw);
         row.peer = vllm_align_figure(t);
         rows.push_back(row);
-        if (flushed) {
-          // --flushed: the same calls each after a read of 256 MB (L2 evicted; the SMs' own
-          // instruction caches may stay warm, since only the flush kernel runs in between: see
-          // docs/design.md, the fused front), the flush's time subtracted
-          const double fl = time_graph(s, [&] { (*l2flush)(s); });
-          const double fu = time_graph(s, [&] { (*l2flush)(s); (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); });
-          rows.push_back(measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches, L2 flushed)", t,
-                                      std::max(fu - fl, 0.01), bytes, bw));
-          // and after the flush and a code sweep (every SM's instruction caches evicted too)
-          const double cl = time_graph(s, [&] { l2flush->with_code_sweep(s); });
-          const double cu = time_graph(s, [&] {
-            l2flush->with_code_sweep(s);
-            (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r);
-          });
-          rows.push_back(measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches, L2 flushed, code swept)",
-                                      t, std::max(cu - cl, 0.01), bytes, bw));
-        }
-        if (r.fused_front) {
-          timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + ": " +
-                              front_timeline(s, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }));
-          if (flushed) {
-            timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + " (after an L2 flush): " +
-                                front_timeline(s, [&] {
-                                  (*l2flush)(s);
-                                  (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r);
-                                }));
-            timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + " (after an L2 flush and a code sweep): " +
-                                front_timeline(s, [&] {
-                                  l2flush->with_code_sweep(s);
-                                  (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r);
-                                }));
+        // --flushed: the same calls each after a prelude, the prelude's own time subtracted: a read of
+        // 256 MB (L2 evicted; the SMs' instruction caches may stay warm, since only the flush kernel
+        // runs in between: see docs/design.md, the fused front), then that read and a code sweep
+        // (every SM's instruction caches evicted too)
+        struct Prelude {
+          const char* row;
+          const char* timeline;
+          bool sweep;
+        };
+        static constexpr Prelude kPreludes[] = {{"L2 flushed", "after an L2 flush", false},
+                                                {"L2 flushed, code swept", "after an L2 flush and a code sweep", true}};
+        auto prelude = [&](const Prelude& pr) {
+          if (pr.sweep) l2flush->with_code_sweep(s);
+          else (*l2flush)(s);
+        };
+        auto call = [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); };
+        if (flushed)
+          for (const Prelude& pr : kPreludes) {
+            const double alone = time_graph(s, [&] { prelude(pr); });
+            const double with = time_graph(s, [&] { prelude(pr); call(); });
+            rows.push_back(measured_row(c.name, v.stage + " (" + std::to_string(r.launches) + " launches, " + pr.row + ")",
+                                        t, std::max(with - alone, 0.01), bytes, bw));
           }
+        if (r.fused_front) {
+          timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + ": " + front_timeline(s, call));
+          if (flushed)
+            for (const Prelude& pr : kPreludes)
+              timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + " (" + pr.timeline + "): " +
+                                  front_timeline(s, [&] { prelude(pr); call(); }));
           if (front_b2b)
             timelines.push_back(c.name + " T=" + std::to_string(t) + " " + v.stage + " (2nd of 2 back to back): " +
-                                front_timeline(s, [&] { (void)fm::dispatch(p, io, ws.p, ws_bytes, s, o, &r); }, 21, 2));
+                                front_timeline(s, call, 21, 2));
         }
       }
     }
